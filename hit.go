@@ -1,0 +1,65 @@
+package sluice
+
+import (
+	"fmt"
+	"time"
+)
+
+// Hit asks a store to count one request against one bucket.
+type Hit struct {
+	// Key identifies the bucket. Stores treat it as opaque bytes; the
+	// rules package builds it from the rule's name and the identity.
+	Key string
+	// Limit is the rate enforced on the bucket.
+	Limit Limit
+	// Algorithm selects how Limit is enforced.
+	Algorithm Algorithm
+	// Cost is how much the request consumes, usually 1. 0 is a peek: the
+	// result is reported and nothing is consumed. Negative costs are refused.
+	Cost int64
+	// Shadow marks a dry-run hit: it never blocks the request, and its
+	// bucket consumes only when it passed on its own.
+	Shadow bool
+}
+
+// Check reports whether h can be decided, as an error wrapping
+// [ErrInvalidHit] or [ErrInvalidLimit], or nil. Stores call it for every
+// hit; rules check their limits once, at construction.
+func (h *Hit) Check() error {
+	switch {
+	case h.Cost < 0:
+		return fmt.Errorf("%w: negative cost %d", ErrInvalidHit, h.Cost)
+	case h.Key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalidHit)
+	case !h.Algorithm.Valid():
+		return fmt.Errorf("%w: %v", ErrInvalidHit, h.Algorithm)
+	}
+	// Cheap checks only: enough that no store divides by zero or leaves
+	// the exact integer range. Rules run the full Validate at load.
+	if h.Limit.Rate < 1 || h.Limit.Period < time.Millisecond || h.Limit.Burst < 0 {
+		return fmt.Errorf("%w: %v", ErrInvalidLimit, h.Limit)
+	}
+	return nil
+}
+
+// Result is a store's answer for one hit.
+type Result struct {
+	// Allowed reports whether this hit passed on its own. The request is
+	// admitted only if every enforcing hit passed (see [Admitted]).
+	Allowed bool
+	// Limit is the limit the hit was decided against.
+	Limit Limit
+	// Remaining is how many units of cost would pass right now, after
+	// this request's own consumption if the request was admitted.
+	Remaining int64
+	// ResetAfter is the time until the bucket is full again (until its
+	// state is indistinguishable from a bucket never used).
+	ResetAfter time.Duration
+	// RetryAfter is, for a hit that did not pass, the time until this
+	// request, with its cost, would pass. It is 0 for a hit that passed and
+	// for one that can never pass.
+	RetryAfter time.Duration
+	// Unsatisfiable reports that the request's cost exceeds the capacity:
+	// it can never pass, however long the client waits.
+	Unsatisfiable bool
+}

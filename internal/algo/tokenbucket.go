@@ -1,0 +1,50 @@
+package algo
+
+// Outcome is the decision for one hit, in microseconds.
+type Outcome struct {
+	Allowed       bool  // the hit passes on its own
+	Unsatisfiable bool  // the cost exceeds the capacity
+	Remaining     int64 // units left if nothing is consumed
+	ResetAfter    int64 // µs until full if nothing is consumed
+	RemainingIf   int64 // units left if the hit consumes (Allowed only)
+	ResetAfterIf  int64 // µs until full if the hit consumes (Allowed only)
+	RetryAfter    int64 // µs until this cost would pass (not Allowed only)
+}
+
+// TokenBucket decides a hit of cost on a GCRA bucket whose theoretical
+// arrival time is tat (0 for a bucket never used), at time now, for a limit
+// with emission interval interval and capacity capacity. It returns the
+// outcome and the arrival time to store if the hit consumes. The bucket is
+// empty (full capacity) again at time next; it can be forgotten from then on.
+func TokenBucket(now, tat, interval, capacity, cost int64) (o Outcome, next int64) {
+	base := tat
+	if base < now {
+		base = now
+	}
+	tau := capacity * interval
+	o.Remaining = floorDivNonNeg(now+tau-base, interval)
+	o.ResetAfter = base - now
+	if cost > capacity {
+		o.Unsatisfiable = true
+		return o, tat
+	}
+	next = base + cost*interval
+	if next-now > tau {
+		o.RetryAfter = next - tau - now
+		return o, tat
+	}
+	o.Allowed = true
+	o.RemainingIf = floorDivNonNeg(now+tau-next, interval)
+	o.ResetAfterIf = next - now
+	return o, next
+}
+
+// floorDivNonNeg returns a/b rounded down, or 0 when a is negative (the
+// state holds more debt than the current capacity, e.g. after a limit
+// shrank).
+func floorDivNonNeg(a, b int64) int64 {
+	if a <= 0 {
+		return 0
+	}
+	return a / b
+}

@@ -1,0 +1,112 @@
+package sluice
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// MaxSpan is the longest time, in microseconds, a limit may take to refill
+// from empty to full (Burst × emission interval): 2^50 µs, about 35 years.
+// It keeps every intermediate value of the integer arithmetic below 2^53, so
+// Lua's double-precision numbers compute exactly what Go computes.
+const MaxSpan = int64(1) << 50
+
+// Limit is a rate: Rate events per Period, with a capacity of Burst.
+//
+// The zero value is not a valid limit; build one with [Per], [PerSecond],
+// [PerMinute] or [PerHour], then [Limit.WithBurst]. A Limit is a plain value,
+// safe to copy and to share.
+type Limit struct {
+	// Rate is how many events are allowed per Period. Must be at least 1.
+	Rate int64
+	// Period is the time Rate refers to. At least 1 ms, a whole number of
+	// microseconds, and no shorter than Rate microseconds (at most one event
+	// per microsecond).
+	Period time.Duration
+	// Burst is the capacity: how many events may pass at once after a quiet
+	// spell. 0 means Rate.
+	Burst int64
+}
+
+// Per returns a limit of rate events per period, with a burst of rate.
+func Per(rate int64, period time.Duration) Limit { return Limit{Rate: rate, Period: period} }
+
+// PerSecond returns a limit of rate events per second.
+func PerSecond(rate int64) Limit { return Per(rate, time.Second) }
+
+// PerMinute returns a limit of rate events per minute.
+func PerMinute(rate int64) Limit { return Per(rate, time.Minute) }
+
+// PerHour returns a limit of rate events per hour.
+func PerHour(rate int64) Limit { return Per(rate, time.Hour) }
+
+// WithBurst returns a copy of l with capacity burst.
+func (l Limit) WithBurst(burst int64) Limit {
+	l.Burst = burst
+	return l
+}
+
+// Capacity returns Burst, or Rate when Burst is 0.
+func (l Limit) Capacity() int64 {
+	if l.Burst == 0 {
+		return l.Rate
+	}
+	return l.Burst
+}
+
+// PeriodMicros returns Period in whole microseconds.
+func (l Limit) PeriodMicros() int64 { return int64(l.Period / time.Microsecond) }
+
+// IntervalMicros returns the emission interval, Period/Rate, rounded up to a
+// whole microsecond: the time one event's worth of capacity takes to come
+// back. It is 0 for a limit whose Rate is not positive.
+func (l Limit) IntervalMicros() int64 {
+	if l.Rate <= 0 {
+		return 0
+	}
+	p := l.PeriodMicros()
+	return (p + l.Rate - 1) / l.Rate
+}
+
+// Validate reports why l cannot be enforced, as an error wrapping
+// [ErrInvalidLimit], or nil.
+func (l Limit) Validate() error {
+	switch {
+	case l.Rate < 1:
+		return fmt.Errorf("%w: rate %d: must be at least 1", ErrInvalidLimit, l.Rate)
+	case l.Period < time.Millisecond:
+		return fmt.Errorf("%w: period %v: must be at least 1ms", ErrInvalidLimit, l.Period)
+	case l.Period%time.Microsecond != 0:
+		return fmt.Errorf("%w: period %v: must be a whole number of microseconds", ErrInvalidLimit, l.Period)
+	case l.Burst < 0:
+		return fmt.Errorf("%w: burst %d: must not be negative", ErrInvalidLimit, l.Burst)
+	case l.Rate > l.PeriodMicros():
+		return fmt.Errorf("%w: rate %d per %v: at most one event per microsecond", ErrInvalidLimit, l.Rate, l.Period)
+	}
+	if l.Capacity() > MaxSpan/l.IntervalMicros() || l.PeriodMicros() > MaxSpan {
+		return fmt.Errorf("%w: %v: refilling from empty would take longer than %v", ErrInvalidLimit, l, time.Duration(MaxSpan)*time.Microsecond)
+	}
+	return nil
+}
+
+// String describes l, e.g. "100/1m" or "10/1s burst 20".
+func (l Limit) String() string {
+	s := strconv.FormatInt(l.Rate, 10) + "/" + formatPeriod(l.Period)
+	if l.Burst != 0 && l.Burst != l.Rate {
+		s += " burst " + strconv.FormatInt(l.Burst, 10)
+	}
+	return s
+}
+
+func formatPeriod(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d >= time.Minute && d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	case d >= time.Second && d%time.Second == 0:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
+}

@@ -1,0 +1,67 @@
+package sluice
+
+import (
+	"context"
+	"time"
+)
+
+// Outcome says how a rule took part in a request's decision.
+type Outcome uint8
+
+const (
+	// OutcomeAllowed: the rule was decided by the store and passed.
+	OutcomeAllowed Outcome = iota
+	// OutcomeDenied: an enforcing rule was decided by the store and did not
+	// pass; the request was refused.
+	OutcomeDenied
+	// OutcomeShadowDenied: a shadow (dry-run) rule would have refused the
+	// request; it was let through.
+	OutcomeShadowDenied
+	// OutcomeFailedOpen: the store failed and the rule's policy let the
+	// request through.
+	OutcomeFailedOpen
+	// OutcomeFailedClosed: the store failed and the rule's policy refused
+	// the request.
+	OutcomeFailedClosed
+	// OutcomeLocal: the store failed and the rule was decided by an
+	// in-process fallback bucket.
+	OutcomeLocal
+)
+
+var outcomeNames = [...]string{"allowed", "denied", "shadow_denied", "failed_open", "failed_closed", "local"}
+
+// String returns the outcome's metric label, such as "shadow_denied".
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Decision reports how one rule took part in one request's decision.
+type Decision struct {
+	// Rule is the rule's name. Never a key or an identity.
+	Rule string
+	// Outcome is what happened.
+	Outcome Outcome
+	// Shadow reports whether the rule is a dry-run rule.
+	Shadow bool
+	// Result is the store's answer; zero when the store failed.
+	Result Result
+	// Err is the store failure behind a failed outcome, or nil.
+	Err error
+	// Latency is how long the store call for the whole request took.
+	Latency time.Duration
+}
+
+// Observer receives every decision. Implementations must be safe for
+// concurrent use and fast: they run on the request path.
+type Observer interface {
+	Observe(ctx context.Context, d Decision)
+}
+
+// ObserverFunc adapts a function to the [Observer] interface.
+type ObserverFunc func(ctx context.Context, d Decision)
+
+// Observe calls f(ctx, d).
+func (f ObserverFunc) Observe(ctx context.Context, d Decision) { f(ctx, d) }

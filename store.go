@@ -1,0 +1,38 @@
+package sluice
+
+import "context"
+
+// Store decides batches of hits. Implementations are safe for concurrent
+// use.
+//
+// Take decides hits, all of one request's rules, in one call and writes one
+// Result per hit into out[i]. The request is admitted if and only if every
+// enforcing (non-shadow) hit passes. If it is not admitted, nothing is
+// consumed. If it is admitted, every enforcing hit consumes its cost and a
+// shadow hit consumes only if it passed on its own. Every hit's Result is
+// reported either way; for a hit that passed inside a request that was not
+// admitted, Remaining is what is left without consuming.
+//
+// out must have at least len(hits) elements. A hit with cost 0 is a peek: it
+// reports without consuming. A negative cost, an unknown algorithm or an
+// invalid limit is an error wrapping [ErrInvalidHit] or [ErrInvalidLimit].
+// Being over the limit is never an error. A failure of the store itself is a
+// [*StoreError]; when it is ambiguous the hits may have been consumed.
+//
+// Each Store documents whether Take is atomic: whether concurrent calls
+// (from this process or, for shared stores, from any process) behave as if
+// they ran one after another.
+type Store interface {
+	Take(ctx context.Context, hits []Hit, out []Result) error
+}
+
+// Admitted reports whether a request whose hits were decided into results is
+// admitted: whether every enforcing hit passed.
+func Admitted(hits []Hit, results []Result) bool {
+	for i := range hits {
+		if !hits[i].Shadow && !results[i].Allowed {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,116 @@
+package memstore
+
+import (
+	"crypto/sha256"
+	"sync"
+
+	"github.com/sluicehq/sluice"
+)
+
+// maxKeyLen is the longest key stored as it is; longer keys are stored as
+// their SHA-256 digest.
+const maxKeyLen = 128
+
+// bucketKey identifies one bucket: a short key as it is, or a long key's
+// digest, under one algorithm. Exactly one of short and long is set.
+type bucketKey struct {
+	short string
+	long  *[sha256.Size]byte
+	alg   sluice.Algorithm
+}
+
+func makeKey(key string, alg sluice.Algorithm) bucketKey {
+	if len(key) <= maxKeyLen {
+		return bucketKey{short: key, alg: alg}
+	}
+	sum := sha256.Sum256([]byte(key))
+	return bucketKey{long: &sum, alg: alg}
+}
+
+// longKey is the map key of a bucket whose key was too long to keep.
+type longKey struct {
+	sum [sha256.Size]byte
+	alg sluice.Algorithm
+}
+
+// state is one bucket's stored state. The meaning of a and b depends on the
+// algorithm; expires is when the state becomes indistinguishable from a
+// bucket never used, in Unix microseconds.
+type state struct {
+	a, b    int64
+	expires int64
+}
+
+// shard is one independently locked part of the store. Short keys live in
+// one map per algorithm, keyed by the plain string (the fastest map key);
+// digests of long keys live apart, so they cannot collide with short keys.
+type shard struct {
+	mu    sync.Mutex
+	short [numAlgorithms]map[string]state
+	long  map[longKey]state
+	_     [32]byte // keep neighbouring shards' locks off one cache line
+}
+
+// numAlgorithms bounds sluice.Algorithm values; Hit.Check refuses others.
+const numAlgorithms = 1
+
+func (sh *shard) init() {
+	for i := range sh.short {
+		sh.short[i] = make(map[string]state)
+	}
+	sh.long = make(map[longKey]state)
+}
+
+func (sh *shard) get(k bucketKey) state {
+	if k.long != nil {
+		return sh.long[longKey{*k.long, k.alg}]
+	}
+	return sh.short[k.alg][k.short]
+}
+
+// put writes st for k, or forgets k when st is already a full bucket at now.
+func (sh *shard) put(k bucketKey, st state, now int64) {
+	switch {
+	case st.expires <= now && k.long != nil:
+		delete(sh.long, longKey{*k.long, k.alg})
+	case st.expires <= now:
+		delete(sh.short[k.alg], k.short)
+	case k.long != nil:
+		sh.long[longKey{*k.long, k.alg}] = st
+	default:
+		sh.short[k.alg][k.short] = st
+	}
+}
+
+func (sh *shard) len() int {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	n := len(sh.long)
+	for _, m := range sh.short {
+		n += len(m)
+	}
+	return n
+}
+
+// sweep forgets every bucket that is full again at now and returns how many
+// it forgot.
+func (sh *shard) sweep(now int64) int {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	n := 0
+	for _, m := range sh.short {
+		n += sweepMap(m, now)
+	}
+	return n + sweepMap(sh.long, now)
+}
+
+func sweepMap[K comparable](m map[K]state, now int64) int {
+	n := 0
+	for k, st := range m {
+		if st.expires <= now {
+			delete(m, k)
+			n++
+		}
+	}
+	return n
+}

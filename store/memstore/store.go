@@ -1,0 +1,217 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/algo"
+)
+
+// Store is the in-process store. Create it with [New]; it is safe for
+// concurrent use. Call [Store.Close] to stop its sweeper.
+type Store struct {
+	clock  sluice.Clock // nil: monotonic time since epoch
+	epoch  time.Time    // carries a monotonic reading
+	epochU int64        // epoch in Unix microseconds
+	seed   maphash.Seed
+	mask   uint64
+	shards []shard
+	closed atomic.Bool
+	stop   chan struct{}
+	done   sync.WaitGroup
+}
+
+var _ sluice.Store = (*Store)(nil)
+
+// New returns a store configured by cfg. Unless cfg.SweepInterval is
+// negative it starts one sweeper goroutine, which [Store.Close] stops.
+func New(cfg Config) *Store {
+	cfg = cfg.withDefaults()
+	s := &Store{
+		clock:  cfg.Clock,
+		epoch:  time.Now(),
+		seed:   maphash.MakeSeed(),
+		mask:   uint64(cfg.Shards - 1),
+		shards: make([]shard, cfg.Shards),
+		stop:   make(chan struct{}),
+	}
+	s.epochU = s.epoch.UnixMicro()
+	for i := range s.shards {
+		s.shards[i].init()
+	}
+	if cfg.SweepInterval > 0 {
+		s.done.Add(1)
+		go s.sweepLoop(cfg.SweepInterval)
+	}
+	return s
+}
+
+// Take decides hits atomically (see [sluice.Store]). It does no I/O and
+// ignores ctx. After Close it returns an error wrapping [sluice.ErrClosed].
+func (s *Store) Take(_ context.Context, hits []sluice.Hit, out []sluice.Result) error {
+	if len(out) < len(hits) {
+		return fmt.Errorf("memstore: %w: %d results for %d hits", sluice.ErrInvalidHit, len(out), len(hits))
+	}
+	for i := range hits {
+		if err := hits[i].Check(); err != nil {
+			return fmt.Errorf("memstore: %w", err)
+		}
+	}
+	if s.closed.Load() {
+		return &sluice.StoreError{Op: "memstore: take", Kind: sluice.ErrClosed}
+	}
+	now := s.now()
+	if len(hits) == 1 {
+		s.takeOne(now, &hits[0], &out[0])
+		return nil
+	}
+	s.takeMany(now, hits, out)
+	return nil
+}
+
+// now returns the time in Unix microseconds. The default clock reads only
+// the monotonic clock (one cheap call) and adds it to the wall time at New.
+func (s *Store) now() int64 {
+	if s.clock == nil {
+		return s.epochU + int64(time.Since(s.epoch)/time.Microsecond)
+	}
+	return s.clock.Now().UnixMicro()
+}
+
+func (s *Store) shardOf(key string) uint64 {
+	return maphash.String(s.seed, key) & s.mask
+}
+
+// takeOne is the single-hit fast path: one lock, no bookkeeping.
+func (s *Store) takeOne(now int64, h *sluice.Hit, out *sluice.Result) {
+	k := makeKey(h.Key, h.Algorithm)
+	sh := &s.shards[s.shardOf(h.Key)]
+	sh.mu.Lock()
+	o, next := decide(now, h, sh.get(k))
+	if o.Allowed {
+		sh.put(k, next, now)
+	}
+	sh.mu.Unlock()
+	*out = o.Result(h.Limit, o.Allowed)
+}
+
+// takeMany locks every shard the hits touch, in ascending order, decides
+// every hit against the state earlier hits of the same call would leave,
+// and writes only when the request is admitted.
+func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
+	var idxBuf [8]uint64
+	var keyBuf [8]bucketKey
+	var outBuf [8]algo.Outcome
+	var nextBuf [8]state
+	var lockBuf [8]uint64
+	idx, keys, outs, next := idxBuf[:0], keyBuf[:0], outBuf[:0], nextBuf[:0]
+	for i := range hits {
+		idx = append(idx, s.shardOf(hits[i].Key))
+		keys = append(keys, makeKey(hits[i].Key, hits[i].Algorithm))
+	}
+	locked := append(lockBuf[:0], idx...)
+	slices.Sort(locked)
+	locked = slices.Compact(locked)
+	for _, j := range locked {
+		s.shards[j].mu.Lock()
+	}
+	admitted := true
+	for i := range hits {
+		st := s.shards[idx[i]].get(keys[i])
+		for j := i - 1; j >= 0; j-- { // a later hit on the same bucket sees the earlier one's consumption
+			if sameBucket(keys[j], keys[i]) {
+				if outs[j].Allowed {
+					st = next[j]
+				}
+				break
+			}
+		}
+		o, n := decide(now, &hits[i], st)
+		outs = append(outs, o)
+		next = append(next, n)
+		if !o.Allowed && !hits[i].Shadow {
+			admitted = false
+		}
+	}
+	for i := range hits {
+		taken := admitted && outs[i].Allowed
+		if taken {
+			s.shards[idx[i]].put(keys[i], next[i], now)
+		}
+		out[i] = outs[i].Result(hits[i].Limit, taken)
+	}
+	for _, j := range locked {
+		s.shards[j].mu.Unlock()
+	}
+}
+
+func sameBucket(a, b bucketKey) bool {
+	if a.alg != b.alg || (a.long == nil) != (b.long == nil) {
+		return false
+	}
+	if a.long != nil {
+		return *a.long == *b.long
+	}
+	return a.short == b.short
+}
+
+// decide computes h's outcome on state st and the state to keep if it
+// consumes.
+func decide(now int64, h *sluice.Hit, st state) (algo.Outcome, state) {
+	l := h.Limit
+	switch h.Algorithm {
+	default: // sluice.TokenBucket; Hit.Check refused unknown algorithms
+		o, tat := algo.TokenBucket(now, st.a, l.IntervalMicros(), l.Capacity(), h.Cost)
+		return o, state{a: tat, expires: tat}
+	}
+}
+
+// Len returns the number of buckets held, including any not yet swept.
+func (s *Store) Len() int {
+	n := 0
+	for i := range s.shards {
+		n += s.shards[i].len()
+	}
+	return n
+}
+
+// Sweep forgets every bucket that is full again and returns how many it
+// forgot. The sweeper calls it; tests may too.
+func (s *Store) Sweep() int {
+	now := s.now()
+	n := 0
+	for i := range s.shards {
+		n += s.shards[i].sweep(now)
+	}
+	return n
+}
+
+func (s *Store) sweepLoop(every time.Duration) {
+	defer s.done.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.Sweep()
+		}
+	}
+}
+
+// Close stops the sweeper and waits for it. Later calls to Take fail with
+// [sluice.ErrClosed]. Close is idempotent and always returns nil.
+func (s *Store) Close() error {
+	if s.closed.CompareAndSwap(false, true) {
+		close(s.stop)
+	}
+	s.done.Wait()
+	return nil
+}

@@ -1,0 +1,56 @@
+package redisstore
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Config configures a [Store]. The zero value is ready to use; each field
+// documents its default. New never modifies the caller's Config.
+type Config struct {
+	// Prefix starts every key. Default: "sl:". It must not contain '{'
+	// or '}', which would change the key's hash tag.
+	Prefix string
+	// Secret keys the hash that turns identities into Redis keys. Every
+	// instance sharing a limit must use the same Secret. Default: a
+	// built-in, public key, which still keeps identities out of keys in
+	// clear but lets anyone holding a dump test guesses (an IPv4 address
+	// has only 2^32 values): set a random secret of 32 bytes in production.
+	Secret []byte
+	// AllowUnsafeClient skips the check of the client's options (see the
+	// package documentation). Only for clients whose options cannot be
+	// inspected, or whose retries you have disabled some other way.
+	AllowUnsafeClient bool
+	// Logger receives the start-up warnings (such as an eviction policy
+	// that can evict rate-limit keys). Default: [slog.Default].
+	Logger *slog.Logger
+	// StartupCheckTimeout bounds the background check New starts (loading
+	// the script, reading the eviction policy). Default: 2 s. Negative
+	// skips the check.
+	StartupCheckTimeout time.Duration
+}
+
+const (
+	defaultPrefix              = "sl:"
+	defaultStartupCheckTimeout = 2 * time.Second
+)
+
+// defaultSecret is public: see Config.Secret.
+var defaultSecret = []byte("sluice redisstore default key; set Config.Secret")
+
+func (c Config) withDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = defaultPrefix
+	}
+	if len(c.Secret) == 0 {
+		c.Secret = defaultSecret
+	}
+	c.Secret = append([]byte(nil), c.Secret...)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.StartupCheckTimeout == 0 {
+		c.StartupCheckTimeout = defaultStartupCheckTimeout
+	}
+	return c
+}

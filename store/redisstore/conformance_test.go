@@ -1,0 +1,11 @@
+package redisstore_test
+
+import (
+	"testing"
+
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+func TestConformanceRealRedis(t *testing.T) { storetest.Run(t, realRedis(t)) }
+
+func TestConformanceMiniredis(t *testing.T) { storetest.Run(t, miniRedis) }

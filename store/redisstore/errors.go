@@ -1,0 +1,59 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice"
+)
+
+// ErrUnsupportedClient reports a client New refuses: a Cluster or Ring
+// client, or one whose options would re-run scripts or ignore deadlines.
+var ErrUnsupportedClient = errors.New("redisstore: unsupported client")
+
+// classify turns a go-redis error into a [*sluice.StoreError] that says what
+// kind of failure it was and whether the script may have run.
+func classify(op string, err error) error {
+	se := &sluice.StoreError{Op: op, Err: err}
+	var rerr redis.Error
+	var nerr net.Error
+	var oerr *net.OpError
+	switch {
+	case errors.Is(err, redis.ErrPoolTimeout):
+		// No connection was had: nothing was sent.
+		se.Kind = sluice.ErrUnavailable
+	case errors.As(err, &oerr) && oerr.Op == "dial":
+		se.Kind = sluice.ErrUnavailable
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
+		se.Kind, se.Ambiguous = sluice.ErrTimeout, true
+	case errors.Is(err, context.Canceled):
+		se.Kind, se.Ambiguous = sluice.ErrUnavailable, true
+	case errors.Is(err, redis.ErrClosed):
+		se.Kind = sluice.ErrClosed
+	case errors.As(err, &rerr):
+		se.Kind = classifyReply(rerr.Error())
+	default:
+		// EOF, resets and the like: the command may have reached Redis.
+		se.Kind, se.Ambiguous = sluice.ErrUnavailable, true
+	}
+	return se
+}
+
+// classifyReply classifies an error reply from Redis. Replies come after the
+// server refused or aborted the script, so none is ambiguous: the script
+// writes nothing before its last step, and fails before it.
+func classifyReply(msg string) error {
+	code, _, _ := strings.Cut(msg, " ")
+	switch code {
+	case "WRONGTYPE", "SLUICECORRUPT":
+		return sluice.ErrCorruptState
+	case "NOSCRIPT":
+		return sluice.ErrScriptMissing
+	case "CLUSTERDOWN", "MOVED", "ASK", "TRYAGAIN", "CROSSSLOT":
+		return sluice.ErrClusterDown
+	}
+	return sluice.ErrUnavailable
+}

@@ -1,0 +1,93 @@
+package redisstore_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/store/redisstore"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// safeOptions are go-redis options fit for a limiter at addr.
+func safeOptions(addr string) *redis.Options {
+	return &redis.Options{
+		Addr:                  addr,
+		MaxRetries:            -1,
+		ContextTimeoutEnabled: true,
+		DialerRetries:         1,
+		DialTimeout:           time.Second,
+		ReadTimeout:           time.Second,
+		WriteTimeout:          time.Second,
+	}
+}
+
+func newClient(t testing.TB, addr string) *redis.Client {
+	c := redis.NewClient(safeOptions(addr))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newStore returns a store on client whose clock is clock.
+func newStore(t testing.TB, client redisstore.Client, clock *storetest.Clock) *redisstore.Store {
+	t.Helper()
+	s, err := redisstore.New(client, redisstore.Config{Logger: quiet, Secret: []byte("test secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clock != nil {
+		redisstore.SetTestClock(s, clock.Now)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// realRedis returns a factory of harnesses on one redis-server started for
+// t. Each harness has its own store and clock; the suite's keys keep their
+// buckets apart.
+func realRedis(t *testing.T) storetest.Factory {
+	srv := redistest.Start(t)
+	return func(t *testing.T) storetest.Harness {
+		clock := storetest.NewClock(time.Now())
+		return storetest.Harness{
+			Store:   newStore(t, newClient(t, srv.Addr), clock),
+			SetTime: clock.Set,
+			Atomic:  true,
+			Clients: func(t *testing.T, n int) []sluice.Store {
+				stores := make([]sluice.Store, n)
+				for i := range stores { // separate pools, separate store values
+					stores[i] = newStore(t, newClient(t, srv.Addr), clock)
+				}
+				return stores
+			},
+		}
+	}
+}
+
+func miniRedis(t *testing.T) storetest.Harness {
+	m := miniredis.RunT(t)
+	clock := storetest.NewClock(time.Now())
+	return storetest.Harness{
+		Store:   newStore(t, newClient(t, m.Addr()), clock),
+		SetTime: clock.Set,
+		Atomic:  true,
+	}
+}
+
+func peek(t testing.TB, s sluice.Store, h sluice.Hit) sluice.Result {
+	t.Helper()
+	h.Cost = 0
+	out := make([]sluice.Result, 1)
+	if err := s.Take(context.Background(), []sluice.Hit{h}, out); err != nil {
+		t.Fatal(err)
+	}
+	return out[0]
+}

@@ -1,0 +1,54 @@
+package redisstore
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"hash"
+	"io"
+	"sync"
+
+	"github.com/sluicehq/sluice"
+)
+
+// tagBytes is how much of the HMAC becomes the key: 96 bits, 16 characters
+// of unpadded base64url.
+const tagBytes = 12
+
+// algorithmTags name each algorithm and its state encoding in keys. A new
+// encoding gets a new tag, so old state is never misread.
+var algorithmTags = [...]string{
+	sluice.TokenBucket: "tb1",
+}
+
+// keyer turns hit keys into Redis keys.
+type keyer struct {
+	prefix string
+	macs   sync.Pool
+}
+
+func newKeyer(prefix string, secret []byte) *keyer {
+	k := &keyer{prefix: prefix}
+	k.macs.New = func() any { return hmac.New(sha256.New, secret) }
+	return k
+}
+
+// key returns the Redis key of hit h: prefix{hmac}:tag.
+func (k *keyer) key(h *sluice.Hit) string {
+	mac := k.macs.Get().(hash.Hash)
+	mac.Reset()
+	_, _ = io.WriteString(mac, h.Key)
+	var sumBuf [sha256.Size]byte
+	sum := mac.Sum(sumBuf[:0])
+	k.macs.Put(mac)
+
+	tag := algorithmTags[h.Algorithm]
+	n := len(k.prefix) + 1 + base64.RawURLEncoding.EncodedLen(tagBytes) + 2 + len(tag)
+	b := make([]byte, 0, n)
+	b = append(b, k.prefix...)
+	b = append(b, '{')
+	b = base64.RawURLEncoding.AppendEncode(b, sum[:tagBytes])
+	b = append(b, '}', ':')
+	b = append(b, tag...)
+	return string(b)
+}

@@ -1,0 +1,181 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/algo"
+)
+
+//go:embed take.lua
+var takeSource string
+
+// hitArgs is how many ARGV entries the script reads per hit.
+const hitArgs = 5
+
+// Store is the Redis store. Create it with [New]; it is safe for concurrent
+// use. Take is atomic across every client of the same Redis node.
+type Store struct {
+	client Client
+	script *redis.Script
+	keys   *keyer
+	log    *slog.Logger
+
+	reloads atomic.Int64 // scripts re-sent after NOSCRIPT
+	closed  atomic.Bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	// now, when set, replaces the server clock. Only tests set it, through
+	// export_test.go: production code has no way to.
+	now func() int64
+}
+
+var _ sluice.Store = (*Store)(nil)
+
+// New returns a store deciding on client, which it does not own: closing
+// the store leaves the client open.
+//
+// It refuses a Cluster or Ring client, and a client whose options would
+// re-run scripts or ignore deadlines (see the package documentation), with
+// an error wrapping [ErrUnsupportedClient]. It does no I/O itself; unless
+// cfg.StartupCheckTimeout is negative it starts a background check that
+// loads the script and warns if Redis may evict the store's keys.
+func New(client Client, cfg Config) (*Store, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrUnsupportedClient)
+	}
+	cfg = cfg.withDefaults()
+	if strings.ContainsAny(cfg.Prefix, "{}") {
+		return nil, fmt.Errorf("redisstore: prefix %q contains a brace, which would change the keys' hash tag", cfg.Prefix)
+	}
+	if err := checkClient(client, cfg.AllowUnsafeClient); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		client: client,
+		script: redis.NewScript(takeSource),
+		keys:   newKeyer(cfg.Prefix, cfg.Secret),
+		log:    cfg.Logger,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	if cfg.StartupCheckTimeout > 0 {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			ctx, cancel := context.WithTimeout(ctx, cfg.StartupCheckTimeout)
+			defer cancel()
+			s.checkServer(ctx)
+		}()
+	}
+	return s, nil
+}
+
+// Take decides hits in one script call (see [sluice.Store]). ctx bounds the
+// call: give it the request's deadline. Failures are [*sluice.StoreError]
+// values; a timeout or a connection reset is ambiguous, since the script may
+// have run.
+func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
+	if len(out) < len(hits) {
+		return fmt.Errorf("redisstore: %w: %d results for %d hits", sluice.ErrInvalidHit, len(out), len(hits))
+	}
+	for i := range hits {
+		if err := hits[i].Check(); err != nil {
+			return fmt.Errorf("redisstore: %w", err)
+		}
+	}
+	if s.closed.Load() {
+		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrClosed}
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	keys := make([]string, len(hits))
+	args := make([]any, 1+hitArgs*len(hits))
+	args[0] = ""
+	if s.now != nil {
+		args[0] = strconv.FormatInt(s.now(), 10)
+	}
+	for i := range hits {
+		h := &hits[i]
+		keys[i] = s.keys.key(h)
+		a := args[1+hitArgs*i:]
+		a[0] = int(h.Algorithm)
+		a[1] = h.Limit.IntervalMicros()
+		a[2] = h.Limit.Capacity()
+		a[3] = h.Cost
+		a[4] = 0
+		if h.Shadow {
+			a[4] = 1
+		}
+	}
+	reply, err := s.run(ctx, keys, args)
+	if err != nil {
+		return classify("redisstore: take", err)
+	}
+	return decode(reply, hits, out)
+}
+
+// run evaluates the script by its SHA. If Redis lost it (NOSCRIPT: restart,
+// failover, SCRIPT FLUSH) it sends the source once: Redis did not run the
+// script, so this cannot consume twice.
+func (s *Store) run(ctx context.Context, keys []string, args []any) (any, error) {
+	reply, err := s.script.EvalSha(ctx, s.client, keys, args...).Result()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		s.reloads.Add(1)
+		reply, err = s.script.Eval(ctx, s.client, keys, args...).Result()
+	}
+	return reply, err
+}
+
+// decode fills out from the script's reply: five integers per hit.
+func decode(reply any, hits []sluice.Hit, out []sluice.Result) error {
+	vals, ok := reply.([]any)
+	if !ok || len(vals) != 5*len(hits) {
+		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrCorruptState,
+			Err: fmt.Errorf("unexpected script reply %T of length %d", reply, len(vals))}
+	}
+	for i := range hits {
+		var n [5]int64
+		for j := range n {
+			v, ok := vals[5*i+j].(int64)
+			if !ok {
+				return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrCorruptState,
+					Err: fmt.Errorf("unexpected script reply element %T", vals[5*i+j])}
+			}
+			n[j] = v
+		}
+		out[i] = sluice.Result{
+			Allowed:       n[0] == 1,
+			Unsatisfiable: n[1] == 1,
+			Limit:         hits[i].Limit,
+			Remaining:     n[2],
+			ResetAfter:    algo.Micros(n[3]),
+			RetryAfter:    algo.Micros(n[4]),
+		}
+	}
+	return nil
+}
+
+// ScriptReloads returns how many times the store re-sent its script after
+// Redis reported it missing.
+func (s *Store) ScriptReloads() int64 { return s.reloads.Load() }
+
+// Close stops the background start-up check and waits for it. Later calls to
+// Take fail with [sluice.ErrClosed]. The client stays open. Close is
+// idempotent and always returns nil.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}

@@ -1,0 +1,72 @@
+package storetest
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Contention shape: Clients separate clients, Goroutines goroutines on each,
+// Attempts calls per goroutine, all on one bucket of capacity Capacity whose
+// refill is too slow to matter while the test runs.
+const (
+	Clients    = 8
+	Goroutines = 16
+	Attempts   = 25
+	Capacity   = 100
+)
+
+func testContention(t *testing.T, newHarness Factory) {
+	h := newHarness(t)
+	h.SetTime(start())
+	stores := []sluice.Store{h.Store}
+	if h.Clients != nil {
+		stores = h.Clients(t, Clients)
+	}
+	hit := sluice.Hit{Key: uniqueKey(t, "hot"), Limit: sluice.PerHour(1).WithBurst(Capacity), Cost: 1}
+	admitted := CountAdmitted(t, stores, hit)
+	t.Logf("%d clients × %d goroutines × %d attempts: %d admitted of capacity %d", len(stores), Goroutines, Attempts, admitted, Capacity)
+	switch {
+	case h.Atomic && admitted != Capacity:
+		t.Fatalf("admitted %d, want exactly %d from an atomic store", admitted, Capacity)
+	case admitted < 1:
+		t.Fatalf("admitted nothing")
+	}
+}
+
+// CountAdmitted runs [Goroutines] goroutines on each store, each taking hit
+// [Attempts] times, and returns how many calls were allowed. Errors fail t.
+// Store tests use it to show that a deliberately non-atomic implementation
+// over-admits, proving the contention test can fail.
+func CountAdmitted(t *testing.T, stores []sluice.Store, hit sluice.Hit) int64 {
+	t.Helper()
+	var admitted, failed atomic.Int64
+	var wg sync.WaitGroup
+	for _, s := range stores {
+		for range Goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				hits := []sluice.Hit{hit}
+				out := make([]sluice.Result, 1)
+				for range Attempts {
+					if err := s.Take(context.Background(), hits, out); err != nil {
+						failed.Add(1)
+						continue
+					}
+					if out[0].Allowed {
+						admitted.Add(1)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Fatalf("%d calls failed", n)
+	}
+	return admitted.Load()
+}

@@ -1,0 +1,41 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Harness is one store under test, fresh and empty.
+type Harness struct {
+	// Store is the store under test.
+	Store sluice.Store
+	// SetTime sets the time the store decides by. Required.
+	SetTime func(time.Time)
+	// Atomic declares that Take is atomic for concurrent callers. The suite
+	// then requires exact admission counts under contention.
+	Atomic bool
+	// Clients, if set, returns n independent clients of the same backend
+	// (separate connections, separate store values) that share Store's
+	// buckets and clock. The contention test spreads its goroutines over
+	// them. When nil, the contention test shares Store.
+	Clients func(t *testing.T, n int) []sluice.Store
+}
+
+// Factory returns a fresh, empty store for one subtest. It registers its own
+// cleanup with t.Cleanup.
+type Factory func(t *testing.T) Harness
+
+// Run runs the whole conformance suite against the stores newHarness makes.
+func Run(t *testing.T, newHarness Factory) {
+	t.Helper()
+	t.Run("Steps", func(t *testing.T) { testSteps(t, newHarness) })
+	t.Run("MultiRuleDenialConsumesNothing", func(t *testing.T) { testMultiRuleDenial(t, newHarness) })
+	t.Run("ShadowNeverBlocks", func(t *testing.T) { testShadow(t, newHarness) })
+	t.Run("SameBucketTwiceInOneCall", func(t *testing.T) { testSameBucketTwice(t, newHarness) })
+	t.Run("KeysAreIsolated", func(t *testing.T) { testKeyIsolation(t, newHarness) })
+	t.Run("InvalidHits", func(t *testing.T) { testInvalid(t, newHarness) })
+	t.Run("ClockGoingBackwards", func(t *testing.T) { testClockBackwards(t, newHarness) })
+	t.Run("Contention", func(t *testing.T) { testContention(t, newHarness) })
+}
