@@ -1,0 +1,135 @@
+package headers
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Policy is one rule's decision as the headers describe it.
+type Policy struct {
+	// Name identifies the policy in RateLimit-Policy and RateLimit. It is
+	// written as [SanitizeName] returns it.
+	Name string
+	// Result is the store's answer for the rule's hit. Its Limit gives the
+	// quota and window (see [Quota]), its other fields r and t.
+	Result sluice.Result
+}
+
+// Field names in Go's canonical form, as [http.Header.Set] stores them.
+const (
+	fieldPolicy     = "Ratelimit-Policy"
+	fieldRateLimit  = "Ratelimit"
+	fieldLimit      = "Ratelimit-Limit"
+	fieldRemaining  = "Ratelimit-Remaining"
+	fieldReset      = "Ratelimit-Reset"
+	fieldXLimit     = "X-Ratelimit-Limit"
+	fieldXRemaining = "X-Ratelimit-Remaining"
+	fieldXReset     = "X-Ratelimit-Reset"
+)
+
+// burstParam is the vendor parameter that carries a capacity unlike the
+// rate, prefixed as the draft asks of extension parameters.
+const burstParam = ";sluice-burst="
+
+// Write sets the rate-limit header fields that mode selects, describing
+// policies, all of which the caller has chosen to expose: it must already
+// have left out shadow rules and rules marked unexposed, since Write makes
+// no such decision. policies[binding] is the binding policy (the most
+// restrictive one), which the caller chooses too.
+//
+// In IETF mode, RateLimit-Policy lists every policy, in the order given,
+// and RateLimit describes the binding one. Draft06 and XRateLimit modes
+// describe the binding policy only, except draft-06's RateLimit-Policy,
+// which lists every policy; when IETF is also selected, RateLimit-Policy
+// takes the IETF form. See the package documentation for the values.
+//
+// now is the current time; only XRateLimit mode, whose reset is a Unix
+// time, reads it. Each field Write sets replaces any earlier value. Write
+// sets nothing if mode selects no fields, policies is empty or binding is
+// out of range. It never sets Retry-After: see [SetRetryAfterFor].
+func Write(h http.Header, mode Mode, policies []Policy, binding int, now time.Time) {
+	if mode&allModes == 0 || binding < 0 || binding >= len(policies) {
+		return
+	}
+	bind := policies[binding].Result
+	q, _ := Quota(bind.Limit)
+	r := clamp(bind.Remaining)
+	resetD, t := resetAfter(bind)
+	t = clamp(t)
+
+	var arr [384]byte
+	b := arr[:0]
+	var f fields
+	if mode&IETF != 0 {
+		for i := range policies {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendString(b, policies[i].Name)
+			b = appendPolicyParams(b, policies[i].Result.Limit, ";q=")
+		}
+		f.end(fieldPolicy, len(b))
+		b = appendString(b, policies[binding].Name)
+		b = append(b, ";r="...)
+		b = strconv.AppendInt(b, r, 10)
+		if t > 0 {
+			b = append(b, ";t="...)
+			b = strconv.AppendInt(b, t, 10)
+		}
+		f.end(fieldRateLimit, len(b))
+	}
+	if mode&Draft06 != 0 {
+		b = strconv.AppendInt(b, q, 10)
+		f.end(fieldLimit, len(b))
+		b = strconv.AppendInt(b, r, 10)
+		f.end(fieldRemaining, len(b))
+		b = strconv.AppendInt(b, t, 10)
+		f.end(fieldReset, len(b))
+		if mode&IETF == 0 {
+			for i := range policies {
+				if i > 0 {
+					b = append(b, ", "...)
+				}
+				b = appendPolicyParams(b, policies[i].Result.Limit, "")
+			}
+			f.end(fieldPolicy, len(b))
+		}
+	}
+	if mode&XRateLimit != 0 {
+		b = strconv.AppendInt(b, q, 10)
+		f.end(fieldXLimit, len(b))
+		b = strconv.AppendInt(b, r, 10)
+		f.end(fieldXRemaining, len(b))
+		b = strconv.AppendInt(b, epochCeil(now.Add(resetD)), 10)
+		f.end(fieldXReset, len(b))
+	}
+	f.set(h, b)
+}
+
+// appendPolicyParams appends a policy's quota (after qKey), window and, if
+// its capacity differs from its rate, its burst.
+func appendPolicyParams(b []byte, l sluice.Limit, qKey string) []byte {
+	q, w := Quota(l)
+	b = append(b, qKey...)
+	b = strconv.AppendInt(b, q, 10)
+	b = append(b, ";w="...)
+	b = strconv.AppendInt(b, w, 10)
+	if c := l.Capacity(); c != l.Rate {
+		b = append(b, burstParam...)
+		b = strconv.AppendInt(b, clamp(c), 10)
+	}
+	return b
+}
+
+// epochCeil returns t as Unix seconds rounded up, clamped to
+// [0, MaxInteger].
+func epochCeil(t time.Time) int64 {
+	s := t.Unix()
+	if t.Nanosecond() != 0 {
+		s++
+	}
+	return clamp(s)
+}
