@@ -14,3 +14,6 @@ func SetTestClock(s *Store, clock func() time.Time) {
 
 // KeyOf returns the Redis key s uses for h.
 func KeyOf(s *Store, h sluice.Hit) string { return s.keys.key(&h) }
+
+// WaitStartupCheck waits until the background start-up check has finished.
+func WaitStartupCheck(s *Store) { s.wg.Wait() }

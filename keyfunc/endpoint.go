@@ -1,0 +1,138 @@
+package keyfunc
+
+import (
+	"net/http"
+	"path"
+	"strings"
+)
+
+// Unmatched stands in for the route pattern of a request no route matches
+// (404, 405, or a redirect to a canonical path): its endpoint key is the
+// method, a space and Unmatched, e.g. "GET <unmatched>". All such requests
+// share one bucket per method instead of one per URL.
+const Unmatched = "<unmatched>"
+
+// OtherMethod replaces, in endpoint keys, a request method that is not one
+// of GET, HEAD, POST, PUT, PATCH, DELETE, CONNECT, OPTIONS, TRACE and QUERY
+// and is not named by the matched pattern, so a client cannot mint a fresh
+// bucket per invented method. Neither it nor Unmatched is a valid method or
+// pattern, so they cannot collide with real ones.
+const OtherMethod = "<other>"
+
+// EndpointKey returns the endpoint key for a request method and the route
+// pattern that matched it: the method, a space and the pattern, e.g.
+// "GET /users/{id}". An empty pattern means no route matched and gives
+// method + " " + [Unmatched]. A pattern that names a method, as
+// http.ServeMux patterns may ("GET /users/{id}"), contributes only its host
+// and path; the request's own method is used, so HEAD requests served by a
+// GET pattern are keyed "HEAD /users/{id}". Methods are folded as described
+// for [OtherMethod]. It is exported for routers other than http.ServeMux
+// and chi (see the chikey sub-package).
+func EndpointKey(method, pattern string) string {
+	patMethod, rest := splitPattern(pattern)
+	method = keyMethod(method, patMethod)
+	if rest == "" {
+		return method + " " + Unmatched
+	}
+	return method + " " + rest
+}
+
+// Endpoint returns a KeyFunc whose key is the route pattern the request was
+// routed by, read from r.Pattern (see [EndpointKey] for the format).
+//
+// r.Pattern is set by http.ServeMux, and by chi, just before the matched
+// handler runs, so Endpoint works only in middleware that runs after
+// routing: wrapped around a single handler (mux.Handle("GET /x",
+// limit(h)), chi's r.With(limit)). Before routing r.Pattern is empty and
+// the KeyFunc fails with an error wrapping [ErrNoKey]; there use
+// [EndpointFromMux] or chikey.Endpoint, which look the pattern up. Inside
+// the middleware of a mounted chi sub-router r.Pattern is only the mount
+// point ("/api/*"); chikey.Endpoint handles that case too.
+func Endpoint() KeyFunc {
+	return func(r *http.Request) (string, error) {
+		if r.Pattern == "" {
+			return "", noKey("request has no route pattern yet (r.Pattern is empty); look it up with EndpointFromMux")
+		}
+		return EndpointKey(r.Method, r.Pattern), nil
+	}
+}
+
+// EndpointFromMux returns a KeyFunc whose key is the pattern of the route
+// that mux selects for the request (see [EndpointKey] for the format), found
+// with mux.Handler. It works wherever the limiter is installed, also in
+// front of the mux (limit(mux)) where routing has not happened yet, and
+// gives the same key there as after routing. Requests the mux would answer
+// with 404 or 405 get the [Unmatched] key.
+//
+// Pass the mux that receives the request's path as it is at the limiter;
+// behind http.StripPrefix that is the inner mux. EndpointFromMux panics if
+// mux is nil.
+func EndpointFromMux(mux *http.ServeMux) KeyFunc {
+	if mux == nil {
+		panic("keyfunc: EndpointFromMux: nil mux")
+	}
+	return func(r *http.Request) (string, error) {
+		if r.URL == nil {
+			return "", noKey("request has no URL")
+		}
+		_, pattern := mux.Handler(r)
+		if r.Method == http.MethodConnect && isSlashRedirect(r, pattern) {
+			// For a CONNECT request that ServeMux redirects to add a
+			// trailing slash, Handler reports the redirect target,
+			// which is the request's own path: never key on that.
+			pattern = ""
+		}
+		return EndpointKey(r.Method, pattern), nil
+	}
+}
+
+// isSlashRedirect reports whether pattern is the request path with a slash
+// appended, which is what ServeMux.Handler reports for the trailing-slash
+// redirect of a CONNECT request.
+func isSlashRedirect(r *http.Request, pattern string) bool {
+	if pattern == "" || !strings.HasSuffix(pattern, "/") {
+		return false
+	}
+	p := r.URL.Path
+	return pattern == p+"/" || pattern == cleanPath(p)+"/"
+}
+
+// cleanPath is net/http's canonical form of a request path: rooted, with
+// . and .. elements resolved, keeping a trailing slash.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+// splitPattern splits a ServeMux pattern "[METHOD ][HOST]/[PATH]" into its
+// method, if any, and the rest, the way ServeMux parses it.
+func splitPattern(pattern string) (method, rest string) {
+	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
+		return pattern[:i], strings.TrimLeft(pattern[i+1:], " \t")
+	}
+	return "", pattern
+}
+
+// keyMethod folds a request method into a bounded set.
+func keyMethod(method, patternMethod string) string {
+	switch method {
+	case "":
+		return http.MethodGet // net/http: an empty method means GET
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodConnect,
+		http.MethodOptions, http.MethodTrace, "QUERY":
+		return method
+	case patternMethod:
+		return method // a custom method a registered pattern names
+	}
+	return OtherMethod
+}

@@ -1,0 +1,119 @@
+package keyfunc
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+)
+
+// IPResolver finds the client address of a request. The resolvers of this
+// package return normalised addresses (see [Normalize]) or an error wrapping
+// [ErrNoKey]: [RemoteAddr], [XFF] and [TrustedHeader].
+type IPResolver func(*http.Request) (netip.Addr, error)
+
+// IPv6 grouping bounds, in prefix bits; see [IPConfig].
+const (
+	DefaultIPv6Prefix = 64
+	MinIPv6Prefix     = 32
+)
+
+// IPConfig configures [IP]. The zero value keys on the direct peer address,
+// IPv6 grouped by /64.
+type IPConfig struct {
+	// Resolver finds the client address. Nil means RemoteAddr: the TCP
+	// peer, no header trusted.
+	Resolver IPResolver
+
+	// IPv6Prefix is how many leading bits of an IPv6 address identify a
+	// client. 0 means DefaultIPv6Prefix (64): a client typically controls
+	// a whole /64, so keying on more bits lets it rotate through fresh
+	// buckets. Use 56 or 48 where clients are delegated larger blocks, 128
+	// to key on full addresses. Values below MinIPv6Prefix (32) or above 128
+	// are rejected. IPv4 addresses are always keyed as a whole (/32).
+	IPv6Prefix int
+}
+
+// IP returns a KeyFunc whose key is the client address found by
+// cfg.Resolver, in the canonical text form [IPKey] gives it: for example
+// "192.0.2.1", or "2001:db8:1:2::" for any address in 2001:db8:1:2::/64.
+// Resolution failures wrap [ErrNoKey]. IP returns an error if cfg is
+// invalid.
+func IP(cfg IPConfig) (KeyFunc, error) {
+	bits := cfg.IPv6Prefix
+	if bits == 0 {
+		bits = DefaultIPv6Prefix
+	}
+	if err := checkIPv6Prefix(bits); err != nil {
+		return nil, err
+	}
+	resolve := cfg.Resolver
+	if resolve == nil {
+		resolve = RemoteAddr
+	}
+	return func(r *http.Request) (string, error) {
+		a, err := resolve(r)
+		if err != nil {
+			return "", wrapNoKey(err)
+		}
+		if !a.IsValid() {
+			return "", noKey("the IP resolver returned no address")
+		}
+		return groupAddr(Normalize(a), bits).String(), nil
+	}, nil
+}
+
+// ClientIP returns the KeyFunc for servers exposed directly to clients: the
+// TCP peer address (see [RemoteAddr]), IPv6 grouped by /64. It is
+// IP(IPConfig{}). Behind a proxy use [IP] with [XFF] or [TrustedHeader].
+func ClientIP() KeyFunc {
+	return Must(IP(IPConfig{}))
+}
+
+// IPKey returns the key [IP] derives from address a with IPv6 grouped by
+// ipv6Prefix bits (0 means DefaultIPv6Prefix). The address is normalised
+// first (see [Normalize]). IPv4 addresses are returned whole; IPv6
+// addresses are masked to the prefix and printed in canonical RFC 5952 form
+// ("2001:db8:1:2::"); addresses that embed an IPv4 address (NAT64
+// 64:ff9b::/96 and 6to4 2002::/16) give that IPv4 address, because one
+// IPv4 client or site owns all of them. It is useful for keys derived from
+// addresses obtained elsewhere, such as chi's client IP middlewares.
+func IPKey(a netip.Addr, ipv6Prefix int) (string, error) {
+	if ipv6Prefix == 0 {
+		ipv6Prefix = DefaultIPv6Prefix
+	}
+	if err := checkIPv6Prefix(ipv6Prefix); err != nil {
+		return "", err
+	}
+	if !a.IsValid() {
+		return "", noKey("invalid IP address")
+	}
+	return groupAddr(Normalize(a), ipv6Prefix).String(), nil
+}
+
+func checkIPv6Prefix(bits int) error {
+	if bits < MinIPv6Prefix || bits > 128 {
+		return fmt.Errorf("keyfunc: IPv6 prefix /%d out of range /%d to /128", bits, MinIPv6Prefix)
+	}
+	return nil
+}
+
+var (
+	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour   = netip.MustParsePrefix("2002::/16")
+)
+
+// groupAddr maps a normalised address to the address that names its group.
+func groupAddr(a netip.Addr, ipv6Prefix int) netip.Addr {
+	if a.Is4() {
+		return a
+	}
+	b := a.As16()
+	switch {
+	case nat64Prefix.Contains(a):
+		return netip.AddrFrom4([4]byte(b[12:16]))
+	case sixToFour.Contains(a):
+		return netip.AddrFrom4([4]byte(b[2:6]))
+	}
+	p, _ := a.Prefix(ipv6Prefix) // cannot fail: a is IPv6 without a zone, bits checked
+	return p.Addr()
+}

@@ -1,0 +1,31 @@
+// Package middleware is sluice's net/http middleware. It has the standard
+// signature, func(http.Handler) http.Handler, so it works with
+// [http.ServeMux], and with chi globally (r.Use), per route (r.With) and per
+// group.
+//
+// For each request the [Limiter] matches its rules, decides all of them in
+// one store call under a latency budget, and then:
+//
+//   - admitted: sets the rate-limit headers and calls the next handler;
+//   - refused by a rule: answers 429 Too Many Requests with Retry-After
+//     (unless the request's cost can never pass), Cache-Control: no-store,
+//     the rate-limit headers and an application/problem+json body (RFC 9457)
+//     naming the violated policies;
+//   - the store failed: each matched rule applies its on_fail policy. If any
+//     is closed, 503 Service Unavailable with Retry-After and a
+//     temporary-reduced-capacity problem; otherwise the request goes on. The
+//     store's error never reaches the client;
+//   - a rule could not key the request (its key function failed): 400 Bad
+//     Request, with a problem body that names no internals. A request that
+//     cannot be keyed is never counted in a shared bucket.
+//
+// The request body is never read. Every decision is reported to the
+// [sluice.Observer] given with [WithObserver].
+//
+// # Headers
+//
+// Shadow rules, hidden rules and rules decided by on_fail never appear in
+// the headers. The RateLimit field describes the binding rule (see
+// [rules.Binding]); RateLimit-Policy lists every exposed rule matched. Select
+// the fields with [WithHeaders]; the default is the current IETF draft.
+package middleware

@@ -1,0 +1,185 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/headers"
+	"github.com/sluicehq/sluice/rules"
+)
+
+// Limiter is the rate-limiting middleware. Create it with [New]; use
+// [Limiter.Handler] as the middleware. It is safe for concurrent use.
+type Limiter struct {
+	store sluice.Store
+	rules *rules.Set
+	cfg   config
+	logs  sampler
+	pool  sync.Pool // *scratch
+}
+
+// scratch is one request's working memory, pooled so that deciding does not
+// allocate slices per request.
+type scratch struct {
+	m        rules.Matched
+	results  []sluice.Result
+	policies []headers.Policy
+	violated []string
+}
+
+// New returns a limiter deciding set's rules on store. It returns an error
+// for a nil store or set, or an invalid option.
+func New(store sluice.Store, set *rules.Set, opts ...Option) (*Limiter, error) {
+	if store == nil {
+		return nil, fmt.Errorf("middleware: nil store")
+	}
+	if set == nil {
+		return nil, fmt.Errorf("middleware: nil rule set")
+	}
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	l := &Limiter{store: store, rules: set, cfg: cfg}
+	l.pool.New = func() any { return new(scratch) }
+	return l, nil
+}
+
+// Limit returns the middleware of [New](store, set, opts...). It panics
+// if New returns an error: for configurations fixed in code.
+func Limit(store sluice.Store, set *rules.Set, opts ...Option) func(http.Handler) http.Handler {
+	l, err := New(store, set, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return l.Handler
+}
+
+// Handler returns next wrapped by the limiter. Its signature makes
+// l.Handler a func(http.Handler) http.Handler, for chi's Use and With.
+func (l *Limiter) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := l.pool.Get().(*scratch)
+		admit := l.decide(w, r, s)
+		l.pool.Put(s)
+		if admit {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// decide decides r, sets the response headers, answers refused requests,
+// and reports whether r may go on.
+func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) bool {
+	if err := l.rules.Resolve(r, &s.m); err != nil {
+		l.cfg.onError(w, r, fmt.Errorf("%w: %w", ErrKeyFailed, err))
+		return false
+	}
+	n := len(s.m.Hits)
+	if n == 0 {
+		return true
+	}
+	if cap(s.results) < n {
+		s.results = make([]sluice.Result, n)
+	}
+	s.results = s.results[:n]
+
+	ctx, cancel := context.WithTimeout(r.Context(), l.cfg.budget)
+	start := time.Now()
+	err := l.store.Take(ctx, s.m.Hits, s.results)
+	latency := time.Since(start)
+	cancel()
+	if err != nil {
+		return l.failed(w, r, s, err, latency)
+	}
+
+	admitted := sluice.Admitted(s.m.Hits, s.results)
+	l.observe(r.Context(), s, latency)
+	h := w.Header()
+	l.writeHeaders(h, s, admitted)
+	if admitted {
+		return true
+	}
+	retry, ok := rules.RetryAfter(s.m.Rules, s.results)
+	if ok {
+		headers.SetRetryAfter(h, retry)
+	}
+	h.Set("Cache-Control", "no-store")
+	l.cfg.deny(w, r, l.denial(s, retry, !ok))
+	return false
+}
+
+// failed applies the matched rules' on_fail policies to a store failure and
+// reports whether the request may go on.
+func (l *Limiter) failed(w http.ResponseWriter, r *http.Request, s *scratch, err error, latency time.Duration) bool {
+	closed := false
+	for _, rule := range s.m.Rules {
+		if rule.OnFail == rules.FailClosed && !rule.Shadow {
+			closed = true
+		}
+	}
+	if l.cfg.observer != nil {
+		for _, rule := range s.m.Rules {
+			d := sluice.Decision{Rule: rule.Name, Outcome: sluice.OutcomeFailedOpen, Shadow: rule.Shadow, Err: err, Latency: latency}
+			if rule.OnFail == rules.FailClosed && !rule.Shadow {
+				d.Outcome = sluice.OutcomeFailedClosed
+			}
+			l.cfg.observer.Observe(r.Context(), d)
+		}
+	}
+	l.logs.failure(r.Context(), l.cfg.logger, err, closed)
+	if !closed {
+		return true
+	}
+	h := w.Header()
+	headers.SetRetryAfter(h, time.Second)
+	h.Set("Cache-Control", "no-store")
+	l.cfg.onError(w, r, fmt.Errorf("%w: %w", ErrStoreFailed, err))
+	return false
+}
+
+func (l *Limiter) observe(ctx context.Context, s *scratch, latency time.Duration) {
+	if l.cfg.observer == nil {
+		return
+	}
+	for i, rule := range s.m.Rules {
+		res := s.results[i]
+		d := sluice.Decision{Rule: rule.Name, Outcome: sluice.OutcomeAllowed, Shadow: rule.Shadow, Result: res, Latency: latency}
+		switch {
+		case res.Allowed:
+		case rule.Shadow:
+			d.Outcome = sluice.OutcomeShadowDenied
+		default:
+			d.Outcome = sluice.OutcomeDenied
+		}
+		l.cfg.observer.Observe(ctx, d)
+	}
+}
+
+// writeHeaders describes the exposed rules: all in RateLimit-Policy, the
+// binding one in RateLimit.
+func (l *Limiter) writeHeaders(h http.Header, s *scratch, admitted bool) {
+	if l.cfg.headers == headers.None {
+		return
+	}
+	bind := rules.Binding(s.m.Rules, s.results, admitted)
+	if bind < 0 {
+		return
+	}
+	s.policies = s.policies[:0]
+	pos := 0
+	for i, rule := range s.m.Rules {
+		if !rule.Exposed() {
+			continue
+		}
+		if i == bind {
+			pos = len(s.policies)
+		}
+		s.policies = append(s.policies, headers.Policy{Name: rule.Name, Result: s.results[i]})
+	}
+	headers.Write(h, l.cfg.headers, s.policies, pos, l.cfg.now())
+}

@@ -1,0 +1,38 @@
+package middleware
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+)
+
+// sampler lets at most one store-failure record a second through, counting
+// the ones it held back, so an outage cannot flood the log.
+type sampler struct {
+	last       atomic.Int64 // Unix nanoseconds of the last record
+	suppressed atomic.Int64
+}
+
+func (s *sampler) allow(now time.Time) (ok bool, suppressed int64) {
+	last := s.last.Load()
+	if now.UnixNano()-last < int64(time.Second) || !s.last.CompareAndSwap(last, now.UnixNano()) {
+		s.suppressed.Add(1)
+		return false, 0
+	}
+	return true, s.suppressed.Swap(0)
+}
+
+func (s *sampler) failure(ctx context.Context, log *slog.Logger, err error, closed bool) {
+	ok, suppressed := s.allow(time.Now())
+	if !ok {
+		return
+	}
+	policy := "open"
+	if closed {
+		policy = "closed"
+	}
+	log.LogAttrs(ctx, slog.LevelWarn, "sluice: store failed; rules applied their on_fail policy",
+		slog.String("error", err.Error()), slog.String("decision", policy),
+		slog.Int64("suppressed", suppressed))
+}

@@ -1,0 +1,119 @@
+package middleware
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/headers"
+)
+
+// DefaultBudget is the default latency budget of a store call.
+const DefaultBudget = 50 * time.Millisecond
+
+// Option configures a [Limiter].
+type Option interface {
+	apply(*config) error
+}
+
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+type config struct {
+	headers  headers.Mode
+	budget   time.Duration
+	deny     DenyHandler
+	onError  ErrorHandler
+	observer sluice.Observer
+	logger   *slog.Logger
+	now      func() time.Time
+}
+
+func buildConfig(opts []Option) (config, error) {
+	c := config{
+		headers: headers.Default,
+		budget:  DefaultBudget,
+		deny:    WriteDenial,
+		onError: WriteError,
+		logger:  slog.Default(),
+		now:     time.Now,
+	}
+	for _, o := range opts {
+		if err := o.apply(&c); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// WithHeaders selects the rate-limit header fields. Default:
+// [headers.Default] (the IETF draft's RateLimit and RateLimit-Policy).
+// [headers.None] sends none (Retry-After is still sent on 429 and 503).
+func WithHeaders(m headers.Mode) Option {
+	return optionFunc(func(c *config) error { c.headers = m; return nil })
+}
+
+// WithBudget sets the latency budget: the deadline of each store call,
+// counted from when the limiter starts it. When it passes the rules' on_fail
+// policies decide. Default: [DefaultBudget], 50 ms. It must be positive.
+func WithBudget(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("middleware: budget %v: must be positive", d)
+		}
+		c.budget = d
+		return nil
+	})
+}
+
+// DenyHandler answers a request a rule refused. When it runs, the
+// rate-limit headers, Retry-After and Cache-Control are already set; it
+// writes the status and the body.
+type DenyHandler func(w http.ResponseWriter, r *http.Request, d Denial)
+
+// WithDenyHandler replaces the default 429 response, [WriteDenial].
+func WithDenyHandler(h DenyHandler) Option {
+	return optionFunc(func(c *config) error {
+		if h == nil {
+			return fmt.Errorf("middleware: nil deny handler")
+		}
+		c.deny = h
+		return nil
+	})
+}
+
+// ErrorHandler answers a request the limiter could not decide: a rule
+// could not key it (err wraps [ErrKeyFailed]), or the store failed and a rule's
+// policy is closed (err wraps [ErrStoreFailed] and the store's error).
+type ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
+
+// WithErrorHandler replaces the default error responses, [WriteError].
+func WithErrorHandler(h ErrorHandler) Option {
+	return optionFunc(func(c *config) error {
+		if h == nil {
+			return fmt.Errorf("middleware: nil error handler")
+		}
+		c.onError = h
+		return nil
+	})
+}
+
+// WithObserver reports every rule's decision to o (see [sluice.Decision]).
+func WithObserver(o sluice.Observer) Option {
+	return optionFunc(func(c *config) error { c.observer = o; return nil })
+}
+
+// WithLogger sets where store failures are logged. Default: [slog.Default].
+// Keys and identities are never logged.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("middleware: nil logger")
+		}
+		c.logger = l
+		return nil
+	})
+}

@@ -1,0 +1,113 @@
+package middleware
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/headers"
+)
+
+// Problem types from draft-ietf-httpapi-ratelimit-headers (requested from
+// IANA, not yet registered).
+const (
+	TypeQuotaExceeded            = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+	TypeTemporaryReducedCapacity = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
+)
+
+// Problem is an RFC 9457 problem details object, as the default handlers
+// write it with Content-Type application/problem+json.
+type Problem struct {
+	Type             string   `json:"type"`
+	Title            string   `json:"title"`
+	Status           int      `json:"status"`
+	Detail           string   `json:"detail,omitempty"`
+	ViolatedPolicies []string `json:"violated-policies,omitempty"`
+}
+
+// Write sends p with its status.
+func (p Problem) Write(w http.ResponseWriter) {
+	body, err := json.Marshal(p)
+	if err != nil { // cannot happen: strings and ints only
+		body = []byte(`{"title":"Internal Server Error","status":500}`)
+		p.Status = http.StatusInternalServerError
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// Denial describes a request the limiter refused.
+type Denial struct {
+	// Policies names the exposed rules that refused the request (empty
+	// when only hidden rules did), as the headers spell them.
+	Policies []string
+	// RetryAfter is when the request could pass, the Retry-After sent.
+	// Zero when Unsatisfiable.
+	RetryAfter time.Duration
+	// Unsatisfiable: the request's cost exceeds a refusing rule's capacity;
+	// it can never pass, and no Retry-After was sent.
+	Unsatisfiable bool
+}
+
+func (l *Limiter) denial(s *scratch, retry time.Duration, unsatisfiable bool) Denial {
+	s.violated = s.violated[:0]
+	for i, rule := range s.m.Rules {
+		if rule.Exposed() && !s.results[i].Allowed {
+			s.violated = append(s.violated, headers.SanitizeName(rule.Name))
+		}
+	}
+	d := Denial{Policies: s.violated, Unsatisfiable: unsatisfiable}
+	if !unsatisfiable {
+		d.RetryAfter = retry
+	}
+	return d
+}
+
+// WriteDenial is the default [DenyHandler]: 429 Too Many Requests with a
+// quota-exceeded problem naming the violated policies.
+func WriteDenial(w http.ResponseWriter, _ *http.Request, d Denial) {
+	p := Problem{
+		Type:             TypeQuotaExceeded,
+		Title:            "Quota Exceeded",
+		Status:           http.StatusTooManyRequests,
+		ViolatedPolicies: d.Policies,
+	}
+	subject := "A rate limit"
+	if len(d.Policies) > 0 {
+		subject = fmt.Sprintf("Rate limit policy %q", strings.Join(d.Policies, `", "`))
+	}
+	if d.Unsatisfiable {
+		p.Detail = subject + " cannot admit this request: its cost exceeds the policy's capacity, so retrying will not help."
+	} else {
+		p.Detail = fmt.Sprintf("%s is exhausted; retry in %d s.", subject, headers.RetryAfterSeconds(d.RetryAfter))
+	}
+	p.Write(w)
+}
+
+// WriteError is the default [ErrorHandler]. A store failure under a closed
+// policy gets 503 Service Unavailable with a temporary-reduced-capacity
+// problem; a request a rule could not key gets 400 Bad Request. Neither
+// body says anything about the cause beyond that.
+func WriteError(w http.ResponseWriter, _ *http.Request, err error) {
+	if errors.Is(err, ErrStoreFailed) {
+		Problem{
+			Type:   TypeTemporaryReducedCapacity,
+			Title:  "Temporary Reduced Capacity",
+			Status: http.StatusServiceUnavailable,
+			Detail: "Rate limiting is temporarily unavailable and this service refuses requests until it is back; retry later.",
+		}.Write(w)
+		return
+	}
+	Problem{
+		Type:   "about:blank",
+		Title:  "Bad Request",
+		Status: http.StatusBadRequest,
+		Detail: "The request lacks the identity a rate limit policy requires.",
+	}.Write(w)
+}

@@ -1,0 +1,76 @@
+package middleware_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/middleware"
+	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/store/redisstore"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+func newRedisStore(t *testing.T, addr string) *redisstore.Store {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialerRetries: 1})
+	t.Cleanup(func() { c.Close() })
+	s, err := redisstore.New(c, redisstore.Config{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestRedisEndToEnd(t *testing.T) {
+	srv := redistest.Start(t)
+	store := newRedisStore(t, srv.Addr)
+	set := rules.MustNew(
+		perIP(sluice.PerMinute(100)),
+		rules.Rule{Name: "api-key", Key: keyfunc.Must(keyfunc.APIKey("X-API-Key")), KeyKind: "api_key", Limit: sluice.PerHour(2)},
+	)
+	next := &okHandler{}
+	h := serve(t, middleware.Limit(store, set), next)
+	for i, want := range []int{200, 200, 429} {
+		resp := get(t, h.Client(), h.URL, "X-API-Key", "k-123")
+		if resp.StatusCode != want {
+			t.Fatalf("request %d: %d, want %d", i, resp.StatusCode, want)
+		}
+		if want == 429 {
+			if ra := resp.Header.Get("Retry-After"); ra != "1800" {
+				t.Fatalf("Retry-After %q, want 1800", ra)
+			}
+			if p := problem(t, resp); len(p.ViolatedPolicies) != 1 || p.ViolatedPolicies[0] != "api-key" {
+				t.Fatalf("problem %+v", p)
+			}
+		}
+	}
+	// The denied request consumed nothing from the per-IP rule: 2 used, 98 left.
+	resp := get(t, h.Client(), h.URL, "X-API-Key", "another-key")
+	if got := resp.Header.Get("RateLimit-Policy"); got != `"per-ip";q=100;w=60, "api-key";q=2;w=3600` {
+		t.Fatalf("RateLimit-Policy %q", got)
+	}
+	if got := resp.Header.Get("RateLimit"); got != `"api-key";r=1;t=1800` {
+		t.Fatalf("RateLimit %q, want the api-key rule binding", got)
+	}
+	if resp.StatusCode != http.StatusOK || next.calls.Load() != 3 {
+		t.Fatalf("status %d, handler calls %d", resp.StatusCode, next.calls.Load())
+	}
+}
+
+func TestEightMiddlewareInstancesOnRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	set := rules.MustNew(perIP(sluice.PerHour(1).WithBurst(storetest.Capacity)))
+	handlers := make([]http.Handler, storetest.Clients)
+	for i := range handlers { // separate clients, pools and stores
+		handlers[i] = middleware.Limit(newRedisStore(t, srv.Addr), set, middleware.WithBudget(5*time.Second))(&okHandler{})
+	}
+	if got := raceThroughMiddleware(t, handlers); got != storetest.Capacity {
+		t.Fatalf("admitted %d, want exactly %d", got, storetest.Capacity)
+	}
+}

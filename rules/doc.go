@@ -1,0 +1,17 @@
+// Package rules defines rate-limit rules, matches a request to its rules,
+// turns them into [sluice.Hit] values for a store, and picks the result that
+// binds (the one the response headers describe).
+//
+// A [Rule] has a name, a key function (what it counts by: client IP, user,
+// API key, endpoint, a global bucket...), a limit, an algorithm, a cost, a
+// policy for store failures, and optionally a request matcher. A [Set] holds
+// validated rules: every check happens in [New], never per request.
+//
+// # Bucket keys
+//
+// The key of a rule's bucket encodes the rule's name, its key kind and the
+// identity the key function returned, unambiguously (lengths are part of the
+// encoding), so two rules never share a bucket and no identity can be
+// crafted to reach another's. Stores hash it: the Redis store keeps only a
+// keyed hash, never the identity in clear.
+package rules

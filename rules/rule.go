@@ -1,0 +1,128 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/keyfunc"
+)
+
+// OnFail says what a rule does when the store cannot decide (Redis down,
+// slow beyond the latency budget).
+type OnFail uint8
+
+const (
+	// FailOpen lets the request through, counted and logged. The default.
+	FailOpen OnFail = iota
+	// FailClosed refuses the request with 503 Service Unavailable and a
+	// Retry-After.
+	FailClosed
+)
+
+var onFailNames = [...]string{"open", "closed"}
+
+// String returns "open" or "closed".
+func (f OnFail) String() string {
+	if int(f) < len(onFailNames) {
+		return onFailNames[f]
+	}
+	return fmt.Sprintf("OnFail(%d)", uint8(f))
+}
+
+// ParseOnFail returns the policy named s ("open" or "closed").
+func ParseOnFail(s string) (OnFail, error) {
+	for i, n := range onFailNames {
+		if n == s {
+			return OnFail(i), nil
+		}
+	}
+	return 0, fmt.Errorf("rules: unknown on_fail %q (known: open, closed)", s)
+}
+
+// Rule is one rate limit applied to the requests it matches.
+type Rule struct {
+	// Name identifies the rule: in headers, problem details, metrics and
+	// logs, and in its bucket keys. Required, unique within a Set,
+	// printable ASCII.
+	Name string
+	// Key returns the identity the rule counts by. Required. A key
+	// function error refuses the request (see the middleware package): a
+	// request the rule cannot key is never counted in a shared bucket.
+	Key keyfunc.KeyFunc
+	// KeyKind names what Key returns, such as "ip" or "user". It is part
+	// of the bucket key, so changing a rule's key function starts new
+	// buckets. Default: "custom".
+	KeyKind string
+	// Limit is the rate enforced per identity. Required; see
+	// [sluice.Limit.Validate].
+	Limit sluice.Limit
+	// Algorithm enforces Limit. Default: [sluice.TokenBucket].
+	Algorithm sluice.Algorithm
+	// Cost is what one request consumes. 0 means 1. Must not exceed the
+	// limit's capacity.
+	Cost int64
+	// OnFail is what happens when the store fails. Default: FailOpen.
+	OnFail OnFail
+	// Shadow makes the rule a dry run: counted and reported to observers,
+	// never blocking, never in headers.
+	Shadow bool
+	// Hidden keeps an enforcing rule out of the rate-limit headers and
+	// the problem details (Retry-After is still sent).
+	Hidden bool
+	// Match selects the requests the rule applies to. nil matches all.
+	// It runs on every request: keep it cheap, and free of I/O.
+	Match func(*http.Request) bool
+}
+
+// Exposed reports whether the rule may appear in headers and problem
+// details: an enforcing rule that is not hidden.
+func (r *Rule) Exposed() bool { return !r.Shadow && !r.Hidden }
+
+// ErrInvalidRule reports a rule New refuses. The message names the rule
+// and the field.
+var ErrInvalidRule = errors.New("rules: invalid rule")
+
+func (r *Rule) validate() error {
+	fail := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w %q: %s: %s", ErrInvalidRule, r.Name, field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case r.Name == "":
+		return fmt.Errorf("%w: a rule has no name", ErrInvalidRule)
+	case !printableASCII(r.Name):
+		return fail("name", "must be printable ASCII")
+	case r.Key == nil:
+		return fail("key", "no key function")
+	case !r.Algorithm.Valid():
+		return fail("algorithm", "unknown algorithm %d", r.Algorithm)
+	case r.Cost < 0:
+		return fail("cost", "%d is negative", r.Cost)
+	case r.OnFail > FailClosed:
+		return fail("on_fail", "unknown policy %d", r.OnFail)
+	}
+	if err := r.Limit.Validate(); err != nil {
+		return fail("limit", "%v", err)
+	}
+	if cost := r.cost(); cost > r.Limit.Capacity() {
+		return fail("cost", "%d exceeds the capacity %d: no request could ever pass", cost, r.Limit.Capacity())
+	}
+	return nil
+}
+
+func (r *Rule) cost() int64 {
+	if r.Cost == 0 {
+		return 1
+	}
+	return r.Cost
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,106 @@
+package rules
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Set is a validated, immutable list of rules. It is safe for concurrent
+// use.
+type Set struct {
+	rules []Rule
+}
+
+// New validates rules and returns them as a Set. Errors wrap
+// [ErrInvalidRule] and name the rule and the field. An empty set is refused:
+// a limiter with no rules limits nothing, which is never what was meant.
+func New(rules ...Rule) (*Set, error) {
+	if len(rules) == 0 {
+		return nil, fmt.Errorf("%w: no rules", ErrInvalidRule)
+	}
+	s := &Set{rules: make([]Rule, len(rules))}
+	seen := make(map[string]bool, len(rules))
+	for i, r := range rules {
+		if err := r.validate(); err != nil {
+			return nil, err
+		}
+		if seen[r.Name] {
+			return nil, fmt.Errorf("%w %q: name: used by two rules", ErrInvalidRule, r.Name)
+		}
+		seen[r.Name] = true
+		if r.KeyKind == "" {
+			r.KeyKind = "custom"
+		}
+		if r.Cost == 0 {
+			r.Cost = 1
+		}
+		s.rules[i] = r
+	}
+	return s, nil
+}
+
+// MustNew is like [New] but panics on an error; for rules fixed in code.
+func MustNew(rules ...Rule) *Set {
+	s, err := New(rules...)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Rules returns a copy of the set's rules, with defaults filled in.
+func (s *Set) Rules() []Rule { return append([]Rule(nil), s.rules...) }
+
+// Len returns the number of rules.
+func (s *Set) Len() int { return len(s.rules) }
+
+// Matched is one request's rules and the hits they ask of the store.
+// Reuse one across requests to avoid allocating; [Set.Resolve] resets it.
+type Matched struct {
+	Rules []*Rule
+	Hits  []sluice.Hit
+}
+
+// Resolve appends to m the rules r matches and their hits, in the set's
+// order. A key function's error is returned wrapped, naming the rule; it
+// wraps [keyfunc.ErrNoKey] when the key function's error does.
+func (s *Set) Resolve(r *http.Request, m *Matched) error {
+	m.Rules, m.Hits = m.Rules[:0], m.Hits[:0]
+	for i := range s.rules {
+		rule := &s.rules[i]
+		if rule.Match != nil && !rule.Match(r) {
+			continue
+		}
+		id, err := rule.Key(r)
+		if err != nil {
+			return fmt.Errorf("rules: rule %q: %w", rule.Name, err)
+		}
+		m.Rules = append(m.Rules, rule)
+		m.Hits = append(m.Hits, sluice.Hit{
+			Key:       BucketKey(rule.Name, rule.KeyKind, id),
+			Limit:     rule.Limit,
+			Algorithm: rule.Algorithm,
+			Cost:      rule.Cost,
+			Shadow:    rule.Shadow,
+		})
+	}
+	return nil
+}
+
+// BucketKey encodes a rule's name, key kind and identity into one bucket
+// key. Name and kind are length-prefixed, so no two different triples give
+// the same key.
+func BucketKey(rule, kind, identity string) string {
+	b := make([]byte, 0, len(rule)+len(kind)+len(identity)+8)
+	b = strconv.AppendInt(b, int64(len(rule)), 10)
+	b = append(b, ':')
+	b = append(b, rule...)
+	b = strconv.AppendInt(b, int64(len(kind)), 10)
+	b = append(b, ':')
+	b = append(b, kind...)
+	b = append(b, identity...)
+	return string(b)
+}
