@@ -34,12 +34,10 @@ func (h *Hit) Check() error {
 	case !h.Algorithm.Valid():
 		return fmt.Errorf("%w: %v", ErrInvalidHit, h.Algorithm)
 	}
-	// Cheap checks only: enough that no store divides by zero or leaves
-	// the exact integer range. Rules run the full Validate at load.
-	if h.Limit.Rate < 1 || h.Limit.Period < time.Millisecond || h.Limit.Burst < 0 {
-		return fmt.Errorf("%w: %v", ErrInvalidLimit, h.Limit)
-	}
-	return nil
+	// Stores receive hits from anywhere, so they cannot rely on the rules
+	// package having validated the limit: an invalid one could divide by
+	// zero or leave the range where Lua's doubles are exact.
+	return h.Limit.Validate()
 }
 
 // Result is a store's answer for one hit.

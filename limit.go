@@ -2,6 +2,7 @@ package sluice
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"time"
 )
@@ -84,10 +85,21 @@ func (l Limit) Validate() error {
 	case l.Rate > l.PeriodMicros():
 		return fmt.Errorf("%w: rate %d per %v: at most one event per microsecond", ErrInvalidLimit, l.Rate, l.Period)
 	}
-	if l.Capacity() > MaxSpan/l.IntervalMicros() || l.PeriodMicros() > MaxSpan {
-		return fmt.Errorf("%w: %v: refilling from empty would take longer than %v", ErrInvalidLimit, l, time.Duration(MaxSpan)*time.Microsecond)
+	if !l.withinSpan() {
+		return fmt.Errorf("%w: %v: refilling from empty would take longer than %v", ErrInvalidLimit, l, MaxSpanDuration())
 	}
 	return nil
+}
+
+// withinSpan reports whether refilling from empty takes at most MaxSpan,
+// without a division: Validate runs on every hit a store decides.
+func (l Limit) withinSpan() bool {
+	p := l.PeriodMicros()
+	if p > MaxSpan {
+		return false
+	}
+	hi, lo := bits.Mul64(uint64(l.Capacity()), uint64(l.IntervalMicros()))
+	return hi == 0 && lo <= uint64(MaxSpan)
 }
 
 // String describes l, e.g. "100/1m" or "10/1s burst 20".
@@ -110,3 +122,6 @@ func formatPeriod(d time.Duration) string {
 	}
 	return d.String()
 }
+
+// MaxSpanDuration returns [MaxSpan] as a Duration.
+func MaxSpanDuration() time.Duration { return time.Duration(MaxSpan) * time.Microsecond }

@@ -1,6 +1,7 @@
 package keyfunc
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 )
@@ -62,7 +63,7 @@ func headerValue(r *http.Request, canonical string) (string, error) {
 // its canonical form.
 func headerName(name string) (string, error) {
 	if name == "" {
-		return "", fmt.Errorf("keyfunc: empty header name")
+		return "", errors.New("keyfunc: empty header name")
 	}
 	for i := 0; i < len(name); i++ {
 		if !isTokenChar(name[i]) {

@@ -13,8 +13,13 @@ type IPResolver func(*http.Request) (netip.Addr, error)
 
 // IPv6 grouping bounds, in prefix bits; see [IPConfig].
 const (
+	// DefaultIPv6Prefix is the IPv6 grouping used when none is configured:
+	// a /64, the block a client typically controls.
 	DefaultIPv6Prefix = 64
-	MinIPv6Prefix     = 32
+	// MinIPv6Prefix is the coarsest grouping accepted: a /32 is a typical
+	// allocation to a whole ISP, so anything coarser merges unrelated
+	// networks.
+	MinIPv6Prefix = 32
 )
 
 // IPConfig configures [IP]. The zero value keys on the direct peer address,

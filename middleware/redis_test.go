@@ -1,7 +1,10 @@
 package middleware_test
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +75,31 @@ func TestEightMiddlewareInstancesOnRedis(t *testing.T) {
 	}
 	if got := raceThroughMiddleware(t, handlers); got != storetest.Capacity {
 		t.Fatalf("admitted %d, want exactly %d", got, storetest.Capacity)
+	}
+}
+
+func TestHugeIdentityGivesABoundedRedisKey(t *testing.T) {
+	srv := redistest.Start(t)
+	store := newRedisStore(t, srv.Addr)
+	set := rules.MustNew(rules.Rule{Name: "api-key", Key: keyfunc.Must(keyfunc.APIKey("X-API-Key")), KeyKind: "api_key", Limit: sluice.PerMinute(1)})
+	h := middleware.Limit(store, set)(&okHandler{})
+	huge := strings.Repeat("k", 1<<20)
+	for i, want := range []int{200, 429} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("X-API-Key", huge)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Fatalf("request %d: %d, want %d", i, rec.Code, want)
+		}
+	}
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer c.Close()
+	keys := c.Keys(context.Background(), "*").Val()
+	if len(keys) != 1 || len(keys[0]) > 32 || strings.Contains(keys[0], "kkkk") {
+		t.Fatalf("keys %q: want one short key without the identity", keys)
+	}
+	if ttl := c.PTTL(context.Background(), keys[0]).Val(); ttl <= 0 || ttl > time.Minute {
+		t.Fatalf("TTL %v", ttl)
 	}
 }

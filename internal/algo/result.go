@@ -8,18 +8,19 @@ import (
 
 // Result turns o into the public result for a hit with limit l; taken
 // reports whether the hit consumed (it passed and the request was admitted).
-func (o Outcome) Result(l sluice.Limit, taken bool) sluice.Result {
+func (o *Outcome) Result(l sluice.Limit, taken bool) sluice.Result {
 	r := sluice.Result{
 		Allowed:       o.Allowed,
 		Limit:         l,
-		Remaining:     o.Remaining,
-		ResetAfter:    Micros(o.ResetAfter),
 		RetryAfter:    Micros(o.RetryAfter),
 		Unsatisfiable: o.Unsatisfiable,
 	}
 	if taken {
-		r.Remaining = o.RemainingIf
+		r.Remaining = o.RemainingIf()
 		r.ResetAfter = Micros(o.ResetAfterIf)
+	} else {
+		r.Remaining = o.Remaining()
+		r.ResetAfter = Micros(o.ResetAfter)
 	}
 	return r
 }

@@ -1,15 +1,24 @@
 package algo
 
-// Outcome is the decision for one hit, in microseconds.
+// Outcome is the decision for one hit, in microseconds. Remaining counts
+// are kept as slack (capacity left, in µs) and divided by Interval only
+// when a result is built, so a decision costs one division, not two.
 type Outcome struct {
 	Allowed       bool  // the hit passes on its own
 	Unsatisfiable bool  // the cost exceeds the capacity
-	Remaining     int64 // units left if nothing is consumed
+	Interval      int64 // µs per unit
+	Slack         int64 // µs of capacity left if nothing is consumed
 	ResetAfter    int64 // µs until full if nothing is consumed
-	RemainingIf   int64 // units left if the hit consumes (Allowed only)
+	SlackIf       int64 // µs of capacity left if the hit consumes (Allowed only)
 	ResetAfterIf  int64 // µs until full if the hit consumes (Allowed only)
 	RetryAfter    int64 // µs until this cost would pass (not Allowed only)
 }
+
+// Remaining returns the units left if nothing is consumed.
+func (o *Outcome) Remaining() int64 { return floorDivNonNeg(o.Slack, o.Interval) }
+
+// RemainingIf returns the units left if the hit consumes.
+func (o *Outcome) RemainingIf() int64 { return floorDivNonNeg(o.SlackIf, o.Interval) }
 
 // TokenBucket decides a hit of cost on a GCRA bucket whose theoretical
 // arrival time is tat (0 for a bucket never used), at time now, for a limit
@@ -22,7 +31,8 @@ func TokenBucket(now, tat, interval, capacity, cost int64) (o Outcome, next int6
 		base = now
 	}
 	tau := capacity * interval
-	o.Remaining = floorDivNonNeg(now+tau-base, interval)
+	o.Interval = interval
+	o.Slack = now + tau - base
 	o.ResetAfter = base - now
 	if cost > capacity {
 		o.Unsatisfiable = true
@@ -34,7 +44,7 @@ func TokenBucket(now, tat, interval, capacity, cost int64) (o Outcome, next int6
 		return o, tat
 	}
 	o.Allowed = true
-	o.RemainingIf = floorDivNonNeg(now+tau-next, interval)
+	o.SlackIf = now + tau - next
 	o.ResetAfterIf = next - now
 	return o, next
 }

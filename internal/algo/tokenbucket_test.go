@@ -28,9 +28,9 @@ func TestTokenBucket(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o, next := TokenBucket(now, tc.tat, iv, capy, tc.cost)
-			rem := o.Remaining
+			rem := o.Remaining()
 			if o.Allowed {
-				rem = o.RemainingIf
+				rem = o.RemainingIf()
 			}
 			if o.Allowed != tc.wantAllowed || rem != tc.wantRemaining || o.RetryAfter != tc.wantRetry || next != tc.wantNext || o.Unsatisfiable != tc.wantUnsat {
 				t.Fatalf("got %+v next=%d, want allowed=%v remaining=%d retry=%d next=%d unsat=%v",

@@ -24,7 +24,12 @@ import (
 // when one exists, else router; router may be nil when the limiter always
 // runs inside chi. Patterns are formatted the way chi formats
 // RoutePattern, so "/users/{id}/" and "/users/{id}" give the same key, as
-// they give the same r.Pattern.
+// they give the same r.Pattern. Where Routes.Find stops early, at the mount
+// point of a sub-router ("/api" for a sub-router mounted there), the lookup
+// continues in the sub-router as routing does, so the key agrees with the
+// pattern chi routes the request by. To do that it indexes
+// the mount points of a router on first use; like chi itself, it expects
+// all routes to be registered before the first request is served.
 //
 // The lookup uses the path and method routing uses: chi.Context.RoutePath
 // and RouteMethod overrides, as set by chi's CleanPath and GetHead
@@ -35,6 +40,7 @@ import (
 // Without a routing context and with a nil router, the KeyFunc fails with an
 // error wrapping keyfunc.ErrNoKey.
 func Endpoint(router chi.Routes) keyfunc.KeyFunc {
+	var stubs stubCache
 	return func(r *http.Request) (string, error) {
 		routes := router
 		method := r.Method
@@ -58,7 +64,9 @@ func Endpoint(router chi.Routes) keyfunc.KeyFunc {
 		if routePath == "" {
 			routePath = requestPath(r)
 		}
-		pattern := routes.Find(chi.NewRouteContext(), method, routePath)
+		rc := chi.NewRouteContext()
+		pattern := routes.Find(rc, method, routePath)
+		pattern = stubs.get(routes).resolve(rc, method, pattern)
 		return keyfunc.EndpointKey(method, normalize(pattern)), nil
 	}
 }

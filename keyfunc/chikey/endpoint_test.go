@@ -79,6 +79,14 @@ var routeCases = []routeCase{
 	// Route() group with a parameter in the mount pattern
 	{"GET", "/org/acme/p/1", "GET /org/{org}/p/{q}"},
 	{"GET", "/org/umbrella/p/2", "GET /org/{org}/p/{q}"},
+	// a sub-router's mount point routes to its "/" route, if any
+	{"GET", "/api/v1", "GET <unmatched>"},
+	{"GET", "/api/v1/", "GET <unmatched>"},
+	{"GET", "/org/acme", "GET <unmatched>"},
+	{"GET", "/org/acme/", "GET <unmatched>"},
+	{"GET", "/shared", "GET /shared"}, // a real route on the mount point
+	{"POST", "/shared", "POST <unmatched>"},
+	{"GET", "/shared/x", "GET /shared/x"},
 	// mounted plain handler
 	{"GET", "/static/css/a.css", "GET /static/*"},
 	// route added with With()
@@ -124,6 +132,8 @@ func newRouter(rootUse, subUse func(http.Handler) http.Handler, with func(http.H
 		g.Get("/p/{q}", handler)
 	})
 	r.Mount("/static", http.HandlerFunc(handler))
+	r.Route("/shared", func(s chi.Router) { s.Get("/x", handler) })
+	r.Get("/shared", handler)
 	if with != nil {
 		r.With(with).Get("/with/{id}", handler)
 	} else {

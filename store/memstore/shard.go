@@ -46,9 +46,9 @@ type state struct {
 // digests of long keys live apart, so they cannot collide with short keys.
 type shard struct {
 	mu    sync.Mutex
-	short [numAlgorithms]map[string]state
-	long  map[longKey]state
-	_     [32]byte // keep neighbouring shards' locks off one cache line
+	short [numAlgorithms]map[string]*state
+	long  map[longKey]*state
+	_     [64]byte // keep neighbouring shards' locks off one cache line
 }
 
 // numAlgorithms bounds sluice.Algorithm values; Hit.Check refuses others.
@@ -56,30 +56,52 @@ const numAlgorithms = 1
 
 func (sh *shard) init() {
 	for i := range sh.short {
-		sh.short[i] = make(map[string]state)
+		sh.short[i] = make(map[string]*state)
 	}
-	sh.long = make(map[longKey]state)
+	sh.long = make(map[longKey]*state)
 }
 
-func (sh *shard) get(k bucketKey) state {
+// get returns k's state, or nil for a bucket not held. Callers update the
+// state in place, so a bucket already held costs no map write.
+func (sh *shard) get(k bucketKey) *state {
 	if k.long != nil {
 		return sh.long[longKey{*k.long, k.alg}]
 	}
 	return sh.short[k.alg][k.short]
 }
 
-// put writes st for k, or forgets k when st is already a full bucket at now.
-func (sh *shard) put(k bucketKey, st state, now int64) {
+// put writes st for k, whose held state is p (nil when none), or forgets k
+// when st is already a full bucket at now.
+func (sh *shard) put(k bucketKey, p *state, st state, now int64) {
 	switch {
+	case st.expires <= now && p == nil:
 	case st.expires <= now && k.long != nil:
 		delete(sh.long, longKey{*k.long, k.alg})
 	case st.expires <= now:
 		delete(sh.short[k.alg], k.short)
+	case p != nil:
+		*p = st
 	case k.long != nil:
-		sh.long[longKey{*k.long, k.alg}] = st
+		sh.long[longKey{*k.long, k.alg}] = newState(st)
 	default:
-		sh.short[k.alg][k.short] = st
+		sh.short[k.alg][k.short] = newState(st)
 	}
+}
+
+// newState copies st to the heap. (Taking &st in put would move every
+// call's st to the heap, not just the inserting ones.)
+func newState(st state) *state {
+	p := new(state)
+	*p = st
+	return p
+}
+
+// value returns *p, or the zero state (a bucket never used) for nil.
+func value(p *state) state {
+	if p == nil {
+		return state{}
+	}
+	return *p
 }
 
 func (sh *shard) len() int {
@@ -104,7 +126,7 @@ func (sh *shard) sweep(now int64) int {
 	return n + sweepMap(sh.long, now)
 }
 
-func sweepMap[K comparable](m map[K]state, now int64) int {
+func sweepMap[K comparable](m map[K]*state, now int64) int {
 	n := 0
 	for k, st := range m {
 		if st.expires <= now {

@@ -93,9 +93,10 @@ func (s *Store) takeOne(now int64, h *sluice.Hit, out *sluice.Result) {
 	k := makeKey(h.Key, h.Algorithm)
 	sh := &s.shards[s.shardOf(h.Key)]
 	sh.mu.Lock()
-	o, next := decide(now, h, sh.get(k))
+	p := sh.get(k)
+	o, next := decide(now, h, value(p))
 	if o.Allowed {
-		sh.put(k, next, now)
+		sh.put(k, p, next, now)
 	}
 	sh.mu.Unlock()
 	*out = o.Result(h.Limit, o.Allowed)
@@ -123,7 +124,7 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 	}
 	admitted := true
 	for i := range hits {
-		st := s.shards[idx[i]].get(keys[i])
+		st := value(s.shards[idx[i]].get(keys[i]))
 		for j := i - 1; j >= 0; j-- { // a later hit on the same bucket sees the earlier one's consumption
 			if sameBucket(keys[j], keys[i]) {
 				if outs[j].Allowed {
@@ -142,7 +143,8 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 	for i := range hits {
 		taken := admitted && outs[i].Allowed
 		if taken {
-			s.shards[idx[i]].put(keys[i], next[i], now)
+			sh := &s.shards[idx[i]]
+			sh.put(keys[i], sh.get(keys[i]), next[i], now) // get again: an earlier hit may have inserted it
 		}
 		out[i] = outs[i].Result(hits[i].Limit, taken)
 	}

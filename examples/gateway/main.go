@@ -1,0 +1,111 @@
+// Command gateway is sluice's demo: a small JSON API behind several rate
+// limit rules, on the in-memory store or on Redis.
+//
+//	go run ./examples/gateway                         # in-memory store, :8080
+//	go run ./examples/gateway -redis 127.0.0.1:6379   # Redis store
+//
+// Then, from another terminal:
+//
+//	for i in $(seq 60); do curl -s -o /dev/null -w '%{http_code} ' localhost:8080/; done; echo
+//	curl -i localhost:8080/
+//
+// The rules (see rules.go): 50 requests a minute per client IP on every
+// route, 20 a minute per API key (X-API-Key), 10 a minute per user and
+// endpoint for signed-in users (X-User stands in for real authentication),
+// and 5,000 a minute for the whole gateway.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/headers"
+	"github.com/sluicehq/sluice/middleware"
+	"github.com/sluicehq/sluice/store/memstore"
+	"github.com/sluicehq/sluice/store/redisstore"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	addr := flag.String("addr", ":8080", "listen address")
+	redisAddr := flag.String("redis", "", "Redis address (host:port); empty uses the in-memory store")
+	secret := flag.String("secret", os.Getenv("SLUICE_SECRET"), "secret for hashing identities into Redis keys (default $SLUICE_SECRET)")
+	mode := flag.String("headers", "ietf", "rate-limit header modes: ietf, draft06, x-ratelimit, none, or a comma-separated combination")
+	budget := flag.Duration("budget", middleware.DefaultBudget, "latency budget of each store call")
+	flag.Parse()
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	hdr, err := headers.ParseMode(*mode)
+	if err != nil {
+		return err
+	}
+	store, closeStore, err := openStore(*redisAddr, *secret, *budget, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	router, err := newRouter(store, log, middleware.WithHeaders(hdr), middleware.WithBudget(*budget), middleware.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: *addr, Handler: router, ReadHeaderTimeout: 5 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	backend := "memory"
+	if *redisAddr != "" {
+		backend = "redis " + *redisAddr
+	}
+	log.Info("gateway listening", "addr", *addr, "store", backend, "headers", hdr.String())
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// openStore returns the in-memory store, or a Redis store with a client
+// configured as a limiter needs.
+func openStore(addr, secret string, budget time.Duration, log *slog.Logger) (sluice.Store, func(), error) {
+	if addr == "" {
+		s := memstore.New(memstore.Config{})
+		return s, func() { s.Close() }, nil
+	}
+	client := redis.NewClient(&redis.Options{
+		Addr:                  addr,
+		MaxRetries:            -1,   // never re-run a script that may have run
+		ContextTimeoutEnabled: true, // honour the latency budget
+		DialerRetries:         1,
+		DialTimeout:           budget,
+		ReadTimeout:           budget,
+		WriteTimeout:          budget,
+		PoolTimeout:           budget,
+	})
+	s, err := redisstore.New(client, redisstore.Config{Secret: []byte(secret), Logger: log})
+	if err != nil {
+		client.Close()
+		return nil, nil, err
+	}
+	return s, func() { s.Close(); client.Close() }, nil
+}

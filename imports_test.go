@@ -1,0 +1,46 @@
+package sluice_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestImportDirection enforces DESIGN.md's import rules on non-test code:
+// the root imports the standard library only, only store/redisstore imports
+// go-redis, stores import no HTTP-facing package, and nothing imports
+// middleware or the examples.
+func TestImportDirection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}|{{join .Imports ","}}`, "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	const mod = "github.com/sluicehq/sluice"
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, "|")
+		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, mod), "/")
+		for _, imp := range strings.Split(imports, ",") {
+			if imp == "" {
+				continue
+			}
+			external := strings.Contains(strings.Split(imp, "/")[0], ".")
+			switch {
+			case rel == "" && external:
+				t.Errorf("the root package imports %s: it must use the standard library only", imp)
+			case strings.HasPrefix(imp, "github.com/redis/go-redis") && rel != "store/redisstore" && !strings.HasPrefix(rel, "examples/"):
+				t.Errorf("%s imports go-redis: only store/redisstore may", pkg)
+			case imp == mod+"/middleware" && !strings.HasPrefix(rel, "examples/"):
+				t.Errorf("%s imports middleware: nothing but the examples may", pkg)
+			case strings.HasPrefix(imp, mod+"/examples"):
+				t.Errorf("%s imports an example", pkg)
+			case strings.HasPrefix(rel, "store/") && rel != "store/storetest" && (strings.HasPrefix(imp, mod+"/keyfunc") || strings.HasPrefix(imp, mod+"/rules") || strings.HasPrefix(imp, mod+"/headers")):
+				t.Errorf("%s imports %s: stores depend on the root only", pkg, imp)
+			case rel == "keyfunc" && external:
+				t.Errorf("keyfunc imports %s: it must use the standard library only", imp)
+			}
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package rules_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/rules"
+)
+
+func constKey(s string) keyfunc.KeyFunc {
+	return func(*http.Request) (string, error) { return s, nil }
+}
+
+func TestNewValidates(t *testing.T) {
+	ok := rules.Rule{Name: "ok", Key: constKey("x"), Limit: sluice.PerMinute(10)}
+	with := func(f func(*rules.Rule)) rules.Rule { r := ok; f(&r); return r }
+	cases := []struct {
+		name  string
+		rules []rules.Rule
+		want  string
+	}{
+		{"no rules", nil, "no rules"},
+		{"no name", []rules.Rule{with(func(r *rules.Rule) { r.Name = "" })}, "has no name"},
+		{"control character in name", []rules.Rule{with(func(r *rules.Rule) { r.Name = "a\nb" })}, `"a\nb": name`},
+		{"no key", []rules.Rule{with(func(r *rules.Rule) { r.Key = nil })}, `"ok": key`},
+		{"zero rate", []rules.Rule{with(func(r *rules.Rule) { r.Limit = sluice.PerMinute(0) })}, `"ok": limit: sluice: invalid limit: rate 0`},
+		{"period under 1ms", []rules.Rule{with(func(r *rules.Rule) { r.Limit = sluice.Per(1, time.Microsecond) })}, `"ok": limit`},
+		{"negative burst", []rules.Rule{with(func(r *rules.Rule) { r.Limit.Burst = -1 })}, `"ok": limit`},
+		{"burst below cost", []rules.Rule{with(func(r *rules.Rule) { r.Limit = sluice.PerMinute(10).WithBurst(2); r.Cost = 3 })}, `"ok": cost: 3 exceeds the capacity 2`},
+		{"negative cost", []rules.Rule{with(func(r *rules.Rule) { r.Cost = -1 })}, `"ok": cost`},
+		{"unknown algorithm", []rules.Rule{with(func(r *rules.Rule) { r.Algorithm = 99 })}, `"ok": algorithm`},
+		{"unknown on_fail", []rules.Rule{with(func(r *rules.Rule) { r.OnFail = 9 })}, `"ok": on_fail`},
+		{"duplicate names", []rules.Rule{ok, ok}, `"ok": name: used by two rules`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := rules.New(tc.rules...)
+			if !errors.Is(err, rules.ErrInvalidRule) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrInvalidRule containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := rules.New(ok); err != nil {
+		t.Fatalf("valid rule refused: %v", err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	set := rules.MustNew(
+		rules.Rule{Name: "a", Key: constKey("id"), KeyKind: "ip", Limit: sluice.PerMinute(10)},
+		rules.Rule{Name: "posts-only", Key: constKey("id"), Limit: sluice.PerMinute(5), Cost: 2, Shadow: true,
+			Match: func(r *http.Request) bool { return r.Method == http.MethodPost }},
+	)
+	var m rules.Matched
+	if err := set.Resolve(httptest.NewRequest(http.MethodGet, "/", nil), &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Hits) != 1 || m.Hits[0].Key != rules.BucketKey("a", "ip", "id") || m.Hits[0].Cost != 1 || m.Rules[0].Name != "a" {
+		t.Fatalf("GET: %+v", m)
+	}
+	if err := set.Resolve(httptest.NewRequest(http.MethodPost, "/", nil), &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Hits) != 2 || m.Hits[1].Cost != 2 || !m.Hits[1].Shadow || m.Hits[1].Key != rules.BucketKey("posts-only", "custom", "id") {
+		t.Fatalf("POST: %+v", m)
+	}
+
+	failing := rules.MustNew(rules.Rule{Name: "ip", Key: func(*http.Request) (string, error) {
+		return "", keyfunc.ErrNoKey
+	}, Limit: sluice.PerMinute(1)})
+	err := failing.Resolve(httptest.NewRequest(http.MethodGet, "/", nil), &m)
+	if !errors.Is(err, keyfunc.ErrNoKey) || !strings.Contains(err.Error(), `rule "ip"`) {
+		t.Fatalf("err = %v, want ErrNoKey naming the rule", err)
+	}
+}
+
+func TestBucketKeyIsUnambiguous(t *testing.T) {
+	triples := [][3]string{
+		{"a", "b", "c"}, {"a", "bc", ""}, {"ab", "c", ""}, {"a", "", "bc"}, {"", "ab", "c"},
+		{"1:a", "b", "c"}, {"1", "a", "1:bc"}, {"a:", "b", "c"},
+	}
+	seen := map[string][3]string{}
+	for _, tr := range triples {
+		k := rules.BucketKey(tr[0], tr[1], tr[2])
+		if prev, dup := seen[k]; dup {
+			t.Fatalf("BucketKey%q == BucketKey%q == %q", tr, prev, k)
+		}
+		seen[k] = tr
+	}
+}
+
+func FuzzBucketKey(f *testing.F) {
+	f.Add("per-ip", "ip", "1.2.3.4", "per-ip", "ip", "1.2.3.5")
+	f.Add("a", "b:", "c", "a", "b", ":c")
+	f.Fuzz(func(t *testing.T, r1, k1, i1, r2, k2, i2 string) {
+		same := r1 == r2 && k1 == k2 && i1 == i2
+		if (rules.BucketKey(r1, k1, i1) == rules.BucketKey(r2, k2, i2)) != same {
+			t.Fatalf("BucketKey(%q,%q,%q) vs (%q,%q,%q): equal keys iff equal triples violated", r1, k1, i1, r2, k2, i2)
+		}
+	})
+}
+
+func TestBinding(t *testing.T) {
+	mk := func(name string, shadow, hidden bool) *rules.Rule {
+		return &rules.Rule{Name: name, Shadow: shadow, Hidden: hidden}
+	}
+	a, b, c, s, h := mk("a", false, false), mk("b", false, false), mk("c", false, false), mk("s", true, false), mk("h", false, true)
+	allow := func(rem int64, reset time.Duration) sluice.Result {
+		return sluice.Result{Allowed: true, Remaining: rem, ResetAfter: reset}
+	}
+	deny := func(retry time.Duration) sluice.Result { return sluice.Result{RetryAfter: retry} }
+	cases := []struct {
+		name     string
+		matched  []*rules.Rule
+		results  []sluice.Result
+		admitted bool
+		want     int
+	}{
+		{"fewest remaining", []*rules.Rule{a, b, c}, []sluice.Result{allow(5, 0), allow(2, 0), allow(9, 0)}, true, 1},
+		{"tie broken by longest reset", []*rules.Rule{a, b}, []sluice.Result{allow(2, time.Second), allow(2, time.Minute)}, true, 1},
+		{"shadow and hidden never bind", []*rules.Rule{s, h, a}, []sluice.Result{allow(0, 0), allow(0, 0), allow(7, 0)}, true, 2},
+		{"longest retry among deniers", []*rules.Rule{a, b, c}, []sluice.Result{deny(time.Second), allow(0, 0), deny(time.Minute)}, false, 2},
+		{"unsatisfiable binds first", []*rules.Rule{a, b}, []sluice.Result{deny(time.Hour), {Unsatisfiable: true}}, false, 1},
+		{"only a hidden rule denied", []*rules.Rule{h, a, b}, []sluice.Result{deny(time.Hour), allow(3, 0), allow(1, 0)}, false, 2},
+		{"nothing exposed", []*rules.Rule{s, h}, []sluice.Result{allow(1, 0), allow(1, 0)}, true, -1},
+	}
+	for _, tc := range cases {
+		if got := rules.Binding(tc.matched, tc.results, tc.admitted); got != tc.want {
+			t.Errorf("%s: Binding = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	a, s := &rules.Rule{Name: "a"}, &rules.Rule{Name: "s", Shadow: true}
+	d, ok := rules.RetryAfter([]*rules.Rule{a, s, a}, []sluice.Result{{RetryAfter: time.Second}, {RetryAfter: time.Hour}, {RetryAfter: time.Minute}})
+	if !ok || d != time.Minute {
+		t.Fatalf("RetryAfter = %v %v, want 1m (the shadow rule's hour does not count)", d, ok)
+	}
+	if _, ok := rules.RetryAfter([]*rules.Rule{a, a}, []sluice.Result{{RetryAfter: time.Second}, {Unsatisfiable: true}}); ok {
+		t.Fatal("an unsatisfiable denial has a Retry-After")
+	}
+}
+
+func TestOnFailNames(t *testing.T) {
+	for _, f := range []rules.OnFail{rules.FailOpen, rules.FailClosed} {
+		got, err := rules.ParseOnFail(f.String())
+		if err != nil || got != f {
+			t.Fatalf("ParseOnFail(%q) = %v, %v", f.String(), got, err)
+		}
+	}
+	if _, err := rules.ParseOnFail("sideways"); err == nil {
+		t.Fatal("unknown on_fail accepted")
+	}
+}

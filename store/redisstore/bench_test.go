@@ -1,0 +1,70 @@
+package redisstore_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+var benchLimit = sluice.PerSecond(1_000_000).WithBurst(1 << 30)
+
+func benchKeys(n int) []string {
+	ks := make([]string, n)
+	for i := range ks {
+		ks[i] = "per-ip\x00ip\x00198.51.100." + strconv.Itoa(i)
+	}
+	return ks
+}
+
+// BenchmarkTake measures one decision per call against a real redis-server
+// on loopback: one rule, four rules in one script call, and parallel
+// callers on one hot key and on 10k keys.
+func BenchmarkTake(b *testing.B) {
+	srv := redistest.Start(b)
+	ctx := context.Background()
+	for _, n := range []int{1, 4} {
+		b.Run(strconv.Itoa(n)+" rules", func(b *testing.B) {
+			s := newStore(b, newClient(b, srv.Addr), nil)
+			ks := benchKeys(n)
+			hits := make([]sluice.Hit, n)
+			for i := range hits {
+				hits[i] = sluice.Hit{Key: ks[i], Limit: benchLimit, Cost: 1}
+			}
+			out := make([]sluice.Result, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := s.Take(ctx, hits, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	for _, bc := range []struct {
+		name string
+		keys int
+	}{{"parallel/hot key", 1}, {"parallel/10k keys", 10_000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := newStore(b, newClient(b, srv.Addr), nil)
+			ks := benchKeys(bc.keys)
+			var seq atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(8) // 16 goroutines on 2 cores: keep the pipe to Redis busy
+			b.RunParallel(func(pb *testing.PB) {
+				hits := []sluice.Hit{{Limit: benchLimit, Cost: 1}}
+				out := make([]sluice.Result, 1)
+				i := int(seq.Add(7919))
+				for pb.Next() {
+					hits[0].Key = ks[i%len(ks)]
+					i++
+					if err := s.Take(ctx, hits, out); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
