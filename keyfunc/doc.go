@@ -6,6 +6,11 @@
 // Every extractor is a [KeyFunc], func(*http.Request) (string, error). It is
 // a type alias, so the key functions of github.com/go-chi/httprate and any
 // plain function of that signature can be used where a KeyFunc is expected.
+// Mind what they key on: httprate.KeyByEndpoint uses the raw URL path, which
+// gives a client a fresh bucket per URL on any route with a parameter
+// (/users/1, /users/2, ...); use [EndpointFromMux] or chikey.Endpoint, which
+// key on the route pattern. httprate.KeyByRealIP trusts spoofable headers;
+// use [IP] with [XFF] or [TrustedHeader].
 //
 // The package imports the standard library only; chi-specific helpers live in
 // the sub-package keyfunc/chikey.

@@ -28,6 +28,7 @@ type scratch struct {
 	m        rules.Matched
 	results  []sluice.Result
 	policies []headers.Policy
+	exposed  []sluice.Result
 	violated []string
 }
 
@@ -65,6 +66,9 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := l.pool.Get().(*scratch)
 		admit := l.decide(w, r, s)
+		if admit && len(s.policies) > 0 {
+			r = withPrior(r, s.policies)
+		}
 		l.pool.Put(s)
 		if admit {
 			next.ServeHTTP(w, r)
@@ -79,6 +83,7 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) boo
 		l.cfg.onError(w, r, fmt.Errorf("%w: %w", ErrKeyFailed, err))
 		return false
 	}
+	s.policies = s.policies[:0]
 	n := len(s.m.Hits)
 	if n == 0 {
 		return true
@@ -100,7 +105,7 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) boo
 	admitted := sluice.Admitted(s.m.Hits, s.results)
 	l.observe(r.Context(), s, latency)
 	h := w.Header()
-	l.writeHeaders(h, s, admitted)
+	l.writeHeaders(r, h, s, admitted)
 	if admitted {
 		return true
 	}
@@ -161,25 +166,25 @@ func (l *Limiter) observe(ctx context.Context, s *scratch, latency time.Duration
 }
 
 // writeHeaders describes the exposed rules: all in RateLimit-Policy, the
-// binding one in RateLimit.
-func (l *Limiter) writeHeaders(h http.Header, s *scratch, admitted bool) {
+// binding one in RateLimit. Policies an outer limiter already admitted the
+// request under (see withPrior) are described too, so chaining limiters, a
+// global one and one on a route, never hides a rule from the client.
+func (l *Limiter) writeHeaders(r *http.Request, h http.Header, s *scratch, admitted bool) {
+	s.policies = append(s.policies[:0], prior(r)...)
+	s.exposed = s.exposed[:0]
+	for _, p := range s.policies {
+		s.exposed = append(s.exposed, p.Result)
+	}
+	for i, rule := range s.m.Rules {
+		if rule.Exposed() {
+			s.policies = append(s.policies, headers.Policy{Name: rule.Name, Result: s.results[i]})
+			s.exposed = append(s.exposed, s.results[i])
+		}
+	}
 	if l.cfg.headers == headers.None {
 		return
 	}
-	bind := rules.Binding(s.m.Rules, s.results, admitted)
-	if bind < 0 {
-		return
+	if bind := rules.BindingResult(s.exposed, admitted); bind >= 0 {
+		headers.Write(h, l.cfg.headers, s.policies, bind, l.cfg.now())
 	}
-	s.policies = s.policies[:0]
-	pos := 0
-	for i, rule := range s.m.Rules {
-		if !rule.Exposed() {
-			continue
-		}
-		if i == bind {
-			pos = len(s.policies)
-		}
-		s.policies = append(s.policies, headers.Policy{Name: rule.Name, Result: s.results[i]})
-	}
-	headers.Write(h, l.cfg.headers, s.policies, pos, l.cfg.now())
 }

@@ -117,3 +117,16 @@ func WithLogger(l *slog.Logger) Option {
 		return nil
 	})
 }
+
+// WithClock sets the clock the headers are written by: X-RateLimit-Reset
+// is a Unix time. Default: [sluice.SystemClock]. Tests that step a fake
+// store clock pass the same clock here.
+func WithClock(c sluice.Clock) Option {
+	return optionFunc(func(cfg *config) error {
+		if c == nil {
+			return fmt.Errorf("middleware: nil clock")
+		}
+		cfg.now = c.Now
+		return nil
+	})
+}

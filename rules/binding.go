@@ -31,6 +31,25 @@ func Binding(matched []*Rule, results []sluice.Result, admitted bool) int {
 	return best
 }
 
+// BindingResult is [Binding] for results that all belong to exposed rules,
+// such as the policies of several limiters a request passed through: the
+// index of the binding result, or -1 for none.
+func BindingResult(results []sluice.Result, admitted bool) int {
+	best := -1
+	for i := range results {
+		if !admitted && results[i].Allowed {
+			continue
+		}
+		if best < 0 || binds(results[i], results[best], admitted) {
+			best = i
+		}
+	}
+	if best < 0 && !admitted {
+		return BindingResult(results, true)
+	}
+	return best
+}
+
 func binds(a, b sluice.Result, admitted bool) bool {
 	if !admitted {
 		if a.Unsatisfiable != b.Unsatisfiable {

@@ -61,7 +61,7 @@ func run() error {
 	}
 	defer closeStore()
 
-	router, err := newRouter(store, log, middleware.WithHeaders(hdr), middleware.WithBudget(*budget), middleware.WithLogger(log))
+	router, err := newRouter(store, log, middleware.WithHeaders(hdr), middleware.WithBudget(*budget))
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func newServer(t *testing.T, opts ...middleware.Option) (*httptest.Server, *stor
 	store := memstore.New(memstore.Config{Clock: clock})
 	t.Cleanup(func() { store.Close() })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	router, err := newRouter(store, log, append([]middleware.Option{middleware.WithLogger(log)}, opts...)...)
+	router, err := newRouter(store, log, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,14 +11,15 @@ import (
 	"github.com/sluicehq/sluice/middleware"
 )
 
-// newRouter returns the demo API with the limiter installed globally.
+// newRouter returns the demo API with the limiter installed globally,
+// logging store failures to log.
 func newRouter(store sluice.Store, log *slog.Logger, opts ...middleware.Option) (http.Handler, error) {
 	r := chi.NewRouter()
 	set, err := gatewayRules(r)
 	if err != nil {
 		return nil, err
 	}
-	limiter, err := middleware.New(store, set, opts...)
+	limiter, err := middleware.New(store, set, append([]middleware.Option{middleware.WithLogger(log)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

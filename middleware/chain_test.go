@@ -1,0 +1,60 @@
+package middleware_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/headers"
+	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/middleware"
+	"github.com/sluicehq/sluice/rules"
+)
+
+// A global limiter (r.Use) and a route limiter (r.With): the response
+// describes the rules of both, and the binding one across both.
+func TestChainedLimitersDescribeEveryRule(t *testing.T) {
+	store, _ := newMemstore(t)
+	global := rules.MustNew(perIP(sluice.PerMinute(3)))
+	route := rules.MustNew(rules.Rule{Name: "export", Key: keyfunc.Global(), Limit: sluice.PerMinute(10)})
+	r := chi.NewRouter()
+	r.Use(middleware.Limit(store, global))
+	r.With(middleware.Limit(store, route)).Get("/export", func(http.ResponseWriter, *http.Request) {})
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+
+	wantBinding := []string{`"per-ip";r=2;t=20`, `"per-ip";r=1;t=40`, `"per-ip";r=0;t=60`}
+	for i, want := range wantBinding {
+		resp := get(t, srv.Client(), srv.URL+"/export")
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d: %d", i, resp.StatusCode)
+		}
+		if got := resp.Header.Get("RateLimit-Policy"); got != `"per-ip";q=3;w=60, "export";q=10;w=60` {
+			t.Fatalf("request %d: RateLimit-Policy %q", i, got)
+		}
+		if got := resp.Header.Get("RateLimit"); got != want {
+			t.Fatalf("request %d: RateLimit %q, want %q", i, got, want)
+		}
+	}
+	resp := get(t, srv.Client(), srv.URL+"/export")
+	if resp.StatusCode != 429 || resp.Header.Get("RateLimit") != `"per-ip";r=0;t=20` {
+		t.Fatalf("4th: %d %q", resp.StatusCode, resp.Header.Get("RateLimit"))
+	}
+}
+
+func TestWithClockDrivesXRateLimitReset(t *testing.T) {
+	store, clock := newMemstore(t)
+	srv := serve(t, middleware.Limit(store, rules.MustNew(perIP(sluice.PerMinute(6))),
+		middleware.WithHeaders(headers.XRateLimit), middleware.WithClock(clock)), &okHandler{})
+	resp := get(t, srv.Client(), srv.URL)
+	// One of 6 per minute used: whole again in 10 s, at t0+10 as a Unix time.
+	if got, want := resp.Header.Get("X-RateLimit-Reset"), strconv.FormatInt(t0.Unix()+10, 10); got != want {
+		t.Fatalf("X-RateLimit-Reset %q, want %q", got, want)
+	}
+	if _, err := middleware.New(store, rules.MustNew(perIP(sluice.PerMinute(6))), middleware.WithClock(nil)); err == nil {
+		t.Fatal("nil clock accepted")
+	}
+}
