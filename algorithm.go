@@ -13,10 +13,24 @@ const (
 	// Period, continuously. A request of cost n passes when n tokens are
 	// there. It is stored as a GCRA theoretical arrival time: one integer.
 	TokenBucket Algorithm = iota
+	// SlidingWindow is the sliding window counter: the count of the
+	// current fixed window plus the previous window's count weighted by how
+	// much of it still overlaps the sliding window. Two integers per key.
+	SlidingWindow
+	// FixedWindow counts events in fixed windows of Period, aligned to the
+	// Unix epoch. Cheapest, but up to twice the limit can pass around a
+	// window boundary.
+	FixedWindow
+	// SlidingLog keeps a log of every admitted request inside the window:
+	// exact, at O(limit) memory per key.
+	SlidingLog
 )
 
 var algorithmNames = [...]string{
-	TokenBucket: "token_bucket",
+	TokenBucket:   "token_bucket",
+	SlidingWindow: "sliding_window",
+	FixedWindow:   "fixed_window",
+	SlidingLog:    "sliding_log",
 }
 
 // String returns the algorithm's configuration name, such as "token_bucket".

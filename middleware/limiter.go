@@ -16,7 +16,7 @@ import (
 // [Limiter.Handler] as the middleware. It is safe for concurrent use.
 type Limiter struct {
 	store sluice.Store
-	rules *rules.Set
+	rules Source
 	cfg   config
 	logs  sampler
 	pool  sync.Pool // *scratch
@@ -32,13 +32,20 @@ type scratch struct {
 	violated []string
 }
 
-// New returns a limiter deciding set's rules on store. It returns an error
-// for a nil store or set, or an invalid option.
-func New(store sluice.Store, set *rules.Set, opts ...Option) (*Limiter, error) {
+// Source supplies the rules: a *rules.Set (fixed rules), or anything that
+// swaps sets at run time. The limiter calls Current once per request, so
+// every request is decided by one set, never a mix.
+type Source interface {
+	Current() *rules.Set
+}
+
+// New returns a limiter deciding the rules of set on store. It returns an
+// error for a nil store or set, or an invalid option.
+func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 	if store == nil {
 		return nil, fmt.Errorf("middleware: nil store")
 	}
-	if set == nil {
+	if set == nil || isNilSet(set) {
 		return nil, fmt.Errorf("middleware: nil rule set")
 	}
 	cfg, err := buildConfig(opts)
@@ -52,7 +59,7 @@ func New(store sluice.Store, set *rules.Set, opts ...Option) (*Limiter, error) {
 
 // Limit returns the middleware of [New](store, set, opts...). It panics
 // if New returns an error: for configurations fixed in code.
-func Limit(store sluice.Store, set *rules.Set, opts ...Option) func(http.Handler) http.Handler {
+func Limit(store sluice.Store, set Source, opts ...Option) func(http.Handler) http.Handler {
 	l, err := New(store, set, opts...)
 	if err != nil {
 		panic(err)
@@ -76,10 +83,15 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 	})
 }
 
+func isNilSet(src Source) bool {
+	set, ok := src.(*rules.Set)
+	return ok && set == nil
+}
+
 // decide decides r, sets the response headers, answers refused requests,
 // and reports whether r may go on.
 func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) bool {
-	if err := l.rules.Resolve(r, &s.m); err != nil {
+	if err := l.rules.Current().Resolve(r, &s.m); err != nil {
 		l.cfg.onError(w, r, fmt.Errorf("%w: %w", ErrKeyFailed, err))
 		return false
 	}

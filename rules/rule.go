@@ -63,6 +63,11 @@ type Rule struct {
 	// Cost is what one request consumes. 0 means 1. Must not exceed the
 	// limit's capacity.
 	Cost int64
+	// MaxCost caps the cost a request may set for itself with
+	// [sluice.WithCost]: a larger cost is charged as MaxCost. 0 means no
+	// cap (a cost above the capacity is then refused as one that can
+	// never pass).
+	MaxCost int64
 	// OnFail is what happens when the store fails. Default: FailOpen.
 	OnFail OnFail
 	// Shadow makes the rule a dry run: counted and reported to observers,
@@ -99,6 +104,10 @@ func (r *Rule) validate() error {
 		return fail("algorithm", "unknown algorithm %d", r.Algorithm)
 	case r.Cost < 0:
 		return fail("cost", "%d is negative", r.Cost)
+	case r.MaxCost < 0:
+		return fail("max_cost", "%d is negative", r.MaxCost)
+	case r.MaxCost > 0 && r.MaxCost < r.cost():
+		return fail("max_cost", "%d is below the cost %d", r.MaxCost, r.cost())
 	case r.OnFail > FailClosed:
 		return fail("on_fail", "unknown policy %d", r.OnFail)
 	}

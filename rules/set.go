@@ -51,6 +51,10 @@ func MustNew(rules ...Rule) *Set {
 	return s
 }
 
+// Current returns s: a fixed Set is its own source of rules (see the
+// middleware package's Source).
+func (s *Set) Current() *Set { return s }
+
 // Rules returns a copy of the set's rules, with defaults filled in.
 func (s *Set) Rules() []Rule { return append([]Rule(nil), s.rules...) }
 
@@ -67,8 +71,16 @@ type Matched struct {
 // Resolve appends to m the rules r matches and their hits, in the set's
 // order. A key function's error is returned wrapped, naming the rule; it
 // wraps [keyfunc.ErrNoKey] when the key function's error does.
+//
+// Each hit costs the rule's Cost, or, when r's context carries a cost
+// ([sluice.WithCost]), that cost capped by the rule's MaxCost. A negative
+// context cost is an error wrapping [sluice.ErrInvalidHit].
 func (s *Set) Resolve(r *http.Request, m *Matched) error {
 	m.Rules, m.Hits = m.Rules[:0], m.Hits[:0]
+	ctxCost, hasCost := sluice.CostFrom(r.Context())
+	if hasCost && ctxCost < 0 {
+		return fmt.Errorf("rules: %w: negative request cost %d", sluice.ErrInvalidHit, ctxCost)
+	}
 	for i := range s.rules {
 		rule := &s.rules[i]
 		if rule.Match != nil && !rule.Match(r) {
@@ -78,12 +90,19 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 		if err != nil {
 			return fmt.Errorf("rules: rule %q: %w", rule.Name, err)
 		}
+		cost := rule.Cost
+		if hasCost {
+			cost = ctxCost
+			if rule.MaxCost > 0 {
+				cost = min(cost, rule.MaxCost)
+			}
+		}
 		m.Rules = append(m.Rules, rule)
 		m.Hits = append(m.Hits, sluice.Hit{
 			Key:       BucketKey(rule.Name, rule.KeyKind, id),
 			Limit:     rule.Limit,
 			Algorithm: rule.Algorithm,
-			Cost:      rule.Cost,
+			Cost:      cost,
 			Shadow:    rule.Shadow,
 		})
 	}
