@@ -55,3 +55,39 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 	}
 	return 0, fmt.Errorf("sluice: unknown algorithm %q (known: %s)", s, strings.Join(algorithmNames[:], ", "))
 }
+
+// MaxLogLimit caps the limit of a [SlidingLog] rule: the log holds one entry
+// per admitted request, and every decision reads the whole window, so a
+// larger limit would make a slow Redis script and a large key.
+const MaxLogLimit = 1000
+
+// maxWindowProduct bounds Rate × Period (µs) for [SlidingWindow], whose
+// exact admission test multiplies counts by window lengths.
+const maxWindowProduct = int64(1) << 51
+
+// ValidateLimit reports why a cannot enforce l, beyond [Limit.Validate], as
+// an error wrapping [ErrInvalidLimit], or nil:
+//
+//   - the window algorithms (SlidingWindow, FixedWindow, SlidingLog) admit
+//     Rate per Period and have no separate burst: Burst must be 0 or Rate;
+//   - SlidingWindow needs Rate × Period (in µs) ≤ 2^51, e.g. at most
+//     625,000 per hour;
+//   - SlidingLog needs Rate ≤ [MaxLogLimit].
+func (a Algorithm) ValidateLimit(l Limit) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	if a == TokenBucket {
+		return nil
+	}
+	if l.Burst != 0 && l.Burst != l.Rate {
+		return fmt.Errorf("%w: %v: %v admits Rate per Period and has no burst; leave Burst 0", ErrInvalidLimit, l, a)
+	}
+	switch {
+	case a == SlidingWindow && l.Rate > maxWindowProduct/l.PeriodMicros():
+		return fmt.Errorf("%w: %v: %v needs rate × period (µs) ≤ 2^51", ErrInvalidLimit, l, a)
+	case a == SlidingLog && l.Rate > MaxLogLimit:
+		return fmt.Errorf("%w: %v: %v keeps one entry per request; its rate is capped at %d per period", ErrInvalidLimit, l, a, MaxLogLimit)
+	}
+	return nil
+}

@@ -20,6 +20,11 @@ type Hit struct {
 	// Shadow marks a dry-run hit: it never blocks the request, and its
 	// bucket consumes only when it passed on its own.
 	Shadow bool
+	// Force consumes Cost whether or not the hit passes, and never blocks
+	// the other hits: an after-the-fact charge (such as one for the size of
+	// a response) that may put the bucket into debt. The debt is bounded:
+	// at most twice the capacity is ever owed.
+	Force bool
 }
 
 // Check reports whether h can be decided, as an error wrapping
@@ -37,7 +42,7 @@ func (h *Hit) Check() error {
 	// Stores receive hits from anywhere, so they cannot rely on the rules
 	// package having validated the limit: an invalid one could divide by
 	// zero or leave the range where Lua's doubles are exact.
-	return h.Limit.Validate()
+	return h.Algorithm.ValidateLimit(h.Limit)
 }
 
 // Result is a store's answer for one hit.
@@ -60,4 +65,23 @@ type Result struct {
 	// Unsatisfiable reports that the request's cost exceeds the capacity:
 	// it can never pass, however long the client waits.
 	Unsatisfiable bool
+}
+
+// CheckHits reports why a store cannot decide hits into out, or nil: too
+// few result slots, an invalid hit (see [Hit.Check]), or forced and
+// unforced hits mixed in one call (an after-the-fact charge is a call of
+// its own). Stores call it first thing in Take.
+func CheckHits(hits []Hit, out []Result) error {
+	if len(out) < len(hits) {
+		return fmt.Errorf("%w: %d results for %d hits", ErrInvalidHit, len(out), len(hits))
+	}
+	for i := range hits {
+		if err := hits[i].Check(); err != nil {
+			return err
+		}
+		if hits[i].Force != hits[0].Force {
+			return fmt.Errorf("%w: forced and unforced hits in one call", ErrInvalidHit)
+		}
+	}
+	return nil
 }

@@ -19,6 +19,9 @@ import "context"
 // Being over the limit is never an error. A failure of the store itself is a
 // [*StoreError]; when it is ambiguous the hits may have been consumed.
 //
+// A forced hit ([Hit.Force]) consumes whether or not it passes and does
+// not take part in admission.
+//
 // Each Store documents whether Take is atomic: whether concurrent calls
 // (from this process or, for shared stores, from any process) behave as if
 // they ran one after another.
@@ -27,10 +30,10 @@ type Store interface {
 }
 
 // Admitted reports whether a request whose hits were decided into results is
-// admitted: whether every enforcing hit passed.
+// admitted: whether every enforcing hit passed. Forced hits do not count.
 func Admitted(hits []Hit, results []Result) bool {
 	for i := range hits {
-		if !hits[i].Shadow && !results[i].Allowed {
+		if !hits[i].Shadow && !hits[i].Force && !results[i].Allowed {
 			return false
 		}
 	}

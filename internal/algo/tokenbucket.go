@@ -25,7 +25,10 @@ func (o *Outcome) RemainingIf() int64 { return floorDivNonNeg(o.SlackIf, o.Inter
 // with emission interval interval and capacity capacity. It returns the
 // outcome and the arrival time to store if the hit consumes. The bucket is
 // empty (full capacity) again at time next; it can be forgotten from then on.
-func TokenBucket(now, tat, interval, capacity, cost int64) (o Outcome, next int64) {
+//
+// force consumes even when the hit does not pass (an after-the-fact
+// charge), putting the bucket into debt of at most one more capacity.
+func TokenBucket(now, tat, interval, capacity, cost int64, force bool) (o Outcome, next int64) {
 	base := tat
 	if base < now {
 		base = now
@@ -34,16 +37,22 @@ func TokenBucket(now, tat, interval, capacity, cost int64) (o Outcome, next int6
 	o.Interval = interval
 	o.Slack = now + tau - base
 	o.ResetAfter = base - now
-	if cost > capacity {
+	switch {
+	case cost > capacity:
 		o.Unsatisfiable = true
+		next = base + min(cost, 2*capacity)*interval // cost×interval could leave the exact range
+	default:
+		next = base + cost*interval
+		if next-now > tau {
+			o.RetryAfter = next - tau - now
+		} else {
+			o.Allowed = true
+		}
+	}
+	if !o.Allowed && !force {
 		return o, tat
 	}
-	next = base + cost*interval
-	if next-now > tau {
-		o.RetryAfter = next - tau - now
-		return o, tat
-	}
-	o.Allowed = true
+	next = max(min(next, now+2*tau), tat) // a debt is capped; a clock gone back changes nothing
 	o.SlackIf = now + tau - next
 	o.ResetAfterIf = next - now
 	return o, next

@@ -27,7 +27,7 @@ func TestTokenBucket(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o, next := TokenBucket(now, tc.tat, iv, capy, tc.cost)
+			o, next := TokenBucket(now, tc.tat, iv, capy, tc.cost, false)
 			rem := o.Remaining()
 			if o.Allowed {
 				rem = o.RemainingIf()

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/algo"
 )
 
 // maxKeyLen is the longest key stored as it is; longer keys are stored as
@@ -33,12 +34,19 @@ type longKey struct {
 	alg sluice.Algorithm
 }
 
-// state is one bucket's stored state. The meaning of a and b depends on the
-// algorithm; expires is when the state becomes indistinguishable from a
-// bucket never used, in Unix microseconds.
+// state is one bucket's stored state. The meaning of a, b and c depends on
+// the algorithm (token bucket: a is the arrival time; windows: a is the
+// window index, b and c counts); expires is when the state becomes
+// indistinguishable from a bucket never used, in Unix microseconds. A
+// sliding log keeps its entries in log, and a decision that adds one carries
+// it in pend until it is written.
 type state struct {
-	a, b    int64
+	a, b, c int64
 	expires int64
+	log     []algo.Entry
+	period  int64 // sliding log: the window, for pruning
+	pend    algo.Entry
+	hasPend bool
 }
 
 // shard is one independently locked part of the store. Short keys live in
@@ -52,7 +60,7 @@ type shard struct {
 }
 
 // numAlgorithms bounds sluice.Algorithm values; Hit.Check refuses others.
-const numAlgorithms = 1
+const numAlgorithms = 4
 
 func (sh *shard) init() {
 	for i := range sh.short {
@@ -81,18 +89,31 @@ func (sh *shard) put(k bucketKey, p *state, st state, now int64) {
 		delete(sh.short[k.alg], k.short)
 	case p != nil:
 		*p = st
+		p.settle(now)
 	case k.long != nil:
-		sh.long[longKey{*k.long, k.alg}] = newState(st)
+		sh.long[longKey{*k.long, k.alg}] = newState(st, now)
 	default:
-		sh.short[k.alg][k.short] = newState(st)
+		sh.short[k.alg][k.short] = newState(st, now)
+	}
+}
+
+// settle prunes a sliding log and adds its pending entry.
+func (st *state) settle(now int64) {
+	if st.period > 0 {
+		st.log = algo.Prune(st.log, now, st.period)
+	}
+	if st.hasPend {
+		st.log = algo.Insert(st.log, st.pend)
+		st.hasPend = false
 	}
 }
 
 // newState copies st to the heap. (Taking &st in put would move every
 // call's st to the heap, not just the inserting ones.)
-func newState(st state) *state {
+func newState(st state, now int64) *state {
 	p := new(state)
 	*p = st
+	p.settle(now)
 	return p
 }
 

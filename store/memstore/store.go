@@ -55,13 +55,8 @@ func New(cfg Config) *Store {
 // Take decides hits atomically (see [sluice.Store]). It does no I/O and
 // ignores ctx. After Close it returns an error wrapping [sluice.ErrClosed].
 func (s *Store) Take(_ context.Context, hits []sluice.Hit, out []sluice.Result) error {
-	if len(out) < len(hits) {
-		return fmt.Errorf("memstore: %w: %d results for %d hits", sluice.ErrInvalidHit, len(out), len(hits))
-	}
-	for i := range hits {
-		if err := hits[i].Check(); err != nil {
-			return fmt.Errorf("memstore: %w", err)
-		}
+	if err := sluice.CheckHits(hits, out); err != nil {
+		return fmt.Errorf("memstore: %w", err)
 	}
 	if s.closed.Load() {
 		return &sluice.StoreError{Op: "memstore: take", Kind: sluice.ErrClosed}
@@ -95,11 +90,12 @@ func (s *Store) takeOne(now int64, h *sluice.Hit, out *sluice.Result) {
 	sh.mu.Lock()
 	p := sh.get(k)
 	o, next := decide(now, h, value(p))
-	if o.Allowed {
+	taken := o.Allowed || h.Force
+	if taken {
 		sh.put(k, p, next, now)
 	}
 	sh.mu.Unlock()
-	*out = o.Result(h.Limit, o.Allowed)
+	*out = o.Result(h.Limit, taken)
 }
 
 // takeMany locks every shard the hits touch, in ascending order, decides
@@ -127,7 +123,7 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 		st := value(s.shards[idx[i]].get(keys[i]))
 		for j := i - 1; j >= 0; j-- { // a later hit on the same bucket sees the earlier one's consumption
 			if sameBucket(keys[j], keys[i]) {
-				if outs[j].Allowed {
+				if outs[j].Allowed || hits[j].Force {
 					st = next[j]
 				}
 				break
@@ -136,12 +132,12 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 		o, n := decide(now, &hits[i], st)
 		outs = append(outs, o)
 		next = append(next, n)
-		if !o.Allowed && !hits[i].Shadow {
+		if !o.Allowed && !hits[i].Shadow && !hits[i].Force {
 			admitted = false
 		}
 	}
 	for i := range hits {
-		taken := admitted && outs[i].Allowed
+		taken := hits[i].Force || admitted && outs[i].Allowed
 		if taken {
 			sh := &s.shards[idx[i]]
 			sh.put(keys[i], sh.get(keys[i]), next[i], now) // get again: an earlier hit may have inserted it
@@ -164,12 +160,26 @@ func sameBucket(a, b bucketKey) bool {
 }
 
 // decide computes h's outcome on state st and the state to keep if it
-// consumes.
+// consumes (it passed and the request was admitted, or it is forced).
 func decide(now int64, h *sluice.Hit, st state) (algo.Outcome, state) {
 	l := h.Limit
 	switch h.Algorithm {
+	case sluice.FixedWindow:
+		o, idx, n := algo.FixedWindow(now, st.a, st.b, l.PeriodMicros(), l.Capacity(), h.Cost, h.Force)
+		return o, state{a: idx, b: n, expires: now + o.ResetAfterIf}
+	case sluice.SlidingWindow:
+		o, n := algo.SlidingWindow(now, st.a, st.b, st.c, l.PeriodMicros(), l.Capacity(), h.Cost, h.Force)
+		return o, state{a: n[0], b: n[1], c: n[2], expires: now + o.ResetAfterIf}
+	case sluice.SlidingLog:
+		if st.hasPend { // an earlier hit of the same call on this log consumed
+			st.log = algo.Insert(append([]algo.Entry(nil), st.log...), st.pend)
+			st.hasPend = false
+		}
+		p := l.PeriodMicros()
+		o, e, add := algo.SlidingLog(now, st.log, p, l.Capacity(), h.Cost, h.Force)
+		return o, state{log: st.log, period: p, pend: e, hasPend: add, expires: now + o.ResetAfterIf}
 	default: // sluice.TokenBucket; Hit.Check refused unknown algorithms
-		o, tat := algo.TokenBucket(now, st.a, l.IntervalMicros(), l.Capacity(), h.Cost)
+		o, tat := algo.TokenBucket(now, st.a, l.IntervalMicros(), l.Capacity(), h.Cost, h.Force)
 		return o, state{a: tat, expires: tat}
 	}
 }

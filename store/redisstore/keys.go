@@ -18,7 +18,10 @@ const tagBytes = 12
 // algorithmTags name each algorithm and its state encoding in keys. A new
 // encoding gets a new tag, so old state is never misread.
 var algorithmTags = [...]string{
-	sluice.TokenBucket: "tb1",
+	sluice.TokenBucket:   "tb1",
+	sluice.SlidingWindow: "sw1",
+	sluice.FixedWindow:   "fw1",
+	sluice.SlidingLog:    "sl1",
 }
 
 // keyer turns hit keys into Redis keys.

@@ -34,7 +34,7 @@ func (s nonAtomicStore) Take(ctx context.Context, hits []sluice.Hit, out []sluic
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
-	o, next := algo.TokenBucket(s.now(), tat, h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost)
+	o, next := algo.TokenBucket(s.now(), tat, h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost, false)
 	if o.Allowed {
 		if err := s.c.Set(ctx, h.Key, next, time.Hour).Err(); err != nil {
 			return err

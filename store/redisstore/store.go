@@ -19,7 +19,7 @@ import (
 var takeSource string
 
 // hitArgs is how many ARGV entries the script reads per hit.
-const hitArgs = 5
+const hitArgs = 6
 
 // Store is the Redis store. Create it with [New]; it is safe for concurrent
 // use. Take is atomic across every client of the same Redis node.
@@ -85,13 +85,8 @@ func New(client Client, cfg Config) (*Store, error) {
 // values; a timeout or a connection reset is ambiguous, since the script may
 // have run.
 func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
-	if len(out) < len(hits) {
-		return fmt.Errorf("redisstore: %w: %d results for %d hits", sluice.ErrInvalidHit, len(out), len(hits))
-	}
-	for i := range hits {
-		if err := hits[i].Check(); err != nil {
-			return fmt.Errorf("redisstore: %w", err)
-		}
+	if err := sluice.CheckHits(hits, out); err != nil {
+		return fmt.Errorf("redisstore: %w", err)
 	}
 	if s.closed.Load() {
 		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrClosed}
@@ -110,13 +105,18 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 		keys[i] = s.keys.key(h)
 		a := args[1+hitArgs*i:]
 		a[0] = int(h.Algorithm)
-		a[1] = h.Limit.IntervalMicros()
+		a[1] = h.Limit.PeriodMicros()
 		a[2] = h.Limit.Capacity()
-		a[3] = h.Cost
-		a[4] = 0
+		a[3] = h.Limit.IntervalMicros()
+		a[4] = h.Cost
+		flags := 0
 		if h.Shadow {
-			a[4] = 1
+			flags |= 1
 		}
+		if h.Force {
+			flags |= 2
+		}
+		a[5] = flags
 	}
 	reply, err := s.run(ctx, keys, args)
 	if err != nil {

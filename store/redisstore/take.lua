@@ -1,90 +1,318 @@
 -- sluice take script, encoding version 1. Decides every hit of one request
 -- atomically: reads and validates every key first, decides, and writes only
--- if the request is admitted, so an error part-way leaves nothing applied.
+-- after the decision, so an error part-way leaves nothing applied.
 --
--- KEYS[i]   the bucket of hit i
--- ARGV[1]   '' to use the server clock (TIME), or a test clock in µs
--- ARGV[1+5(i-1)+1..5] for hit i: algorithm, interval µs, capacity, cost,
---           shadow (1 or 0)
+-- KEYS[i]  the bucket of hit i
+-- ARGV[1]  '' to use the server clock (TIME), or a test clock in µs
+-- ARGV[2+6(i-1) ..] for hit i: algorithm (0 token bucket, 1 sliding window,
+--          2 fixed window, 3 sliding log), period µs, limit (capacity),
+--          emission interval µs, cost, flags (1 shadow, 2 force)
 --
 -- Arithmetic is integer microseconds kept below 2^53, so Lua's doubles are
--- exact; it mirrors internal/algo line for line.
+-- exact; every function mirrors its twin in internal/algo line for line.
 --
--- Returns, per hit: allowed (0/1), unsatisfiable (0/1), remaining,
--- reset-after µs, retry-after µs.
+-- Returns five integers per hit: allowed (0/1), unsatisfiable (0/1),
+-- remaining, reset-after µs, retry-after µs.
 
 local now
+local pad = 0 -- extra TTL in µs
 if ARGV[1] ~= '' then
   now = tonumber(ARGV[1])
+  -- A test clock: keys expire in real time, which must not overtake the
+  -- test's clock, so they live ten minutes longer. Stale state reads as
+  -- empty anyway.
+  pad = 600000000
 else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
+local TB, SW, FW, SL = 0, 1, 2, 3
+
+local function corrupt(i)
+  return redis.error_reply('SLUICECORRUPT key ' .. i .. ' does not hold a sluice state')
+end
+
+local function int(s)
+  local n = tonumber(s)
+  if n == nil or n < 0 or n ~= math.floor(n) then return nil end
+  return n
+end
+
+local function ceildiv(a, b)
+  if a <= 0 then return 0 end
+  return math.ceil(a / b)
+end
+
+-- read returns the state of key k (index i) for algorithm alg, or nil and
+-- an error reply. Reading a key of another type raises WRONGTYPE, which
+-- aborts the script before anything is written.
+local function read(i, k, alg, period)
+  if alg == SL then
+    local raw = redis.call('ZRANGEBYSCORE', k, '(' .. string.format('%d', now - period), '+inf')
+    local log = {}
+    for j = 1, #raw do
+      local ts, cost, seq = string.match(raw[j], '^(%d+):(%d+):(%d+)$')
+      if ts == nil then return nil, corrupt(i) end
+      log[j] = {tonumber(ts), tonumber(cost), tonumber(seq)}
+    end
+    table.sort(log, function(x, y) return x[1] < y[1] end)
+    return {log = log}
+  end
+  local v = redis.call('GET', k)
+  if not v then return {a = 0, b = 0, c = 0} end
+  if alg == SW then
+    local a, b, c = string.match(v, '^(%d+):(%d+):(%d+)$')
+    if a == nil then return nil, corrupt(i) end
+    return {a = tonumber(a), b = tonumber(b), c = tonumber(c)}
+  end
+  local n = int(v)
+  if n == nil then return nil, corrupt(i) end
+  if alg == FW then
+    return {a = math.floor(n / (period + 1)), b = n % (period + 1), c = 0}
+  end
+  return {a = n, b = 0, c = 0}
+end
+
+-- Each decide function returns r = {allowed, unsat, slack, reset, retry,
+-- slackIf, resetIf} (slack in units, or µs for the token bucket, divided by
+-- r.interval) and the state to keep if the hit consumes.
+
+local function tokenbucket(st, interval, capacity, cost, force)
+  local tat = st.a
+  local base = tat
+  if base < now then base = now end
+  local tau = capacity * interval
+  local r = {allowed = 0, unsat = 0, slack = now + tau - base, reset = base - now, retry = 0, interval = interval}
+  local nxt
+  if cost > capacity then
+    r.unsat = 1
+    nxt = base + math.min(cost, 2 * capacity) * interval
+  else
+    nxt = base + cost * interval
+    if nxt - now > tau then r.retry = nxt - tau - now else r.allowed = 1 end
+  end
+  if r.allowed == 0 and not force then return r, st end
+  nxt = math.max(math.min(nxt, now + 2 * tau), tat)
+  r.slackIf = now + tau - nxt
+  r.resetIf = nxt - now
+  return r, {a = nxt, b = 0, c = 0}
+end
+
+local function windowindex(period, stored)
+  local idx = math.floor(now / period)
+  if stored > idx then idx = stored end
+  local el = now - idx * period
+  if el < 0 then el = 0 end
+  return idx, el
+end
+
+local function fixedwindow(st, period, limit, cost, force)
+  local idx, elapsed = windowindex(period, st.a)
+  local count = st.b
+  if idx ~= st.a then count = 0 end
+  local left = period - elapsed
+  local r = {allowed = 0, unsat = 0, slack = limit - count, reset = 0, retry = 0, interval = 1}
+  if count > 0 then r.reset = left end
+  if cost > limit then
+    r.unsat = 1
+  elseif count + cost > limit then
+    r.retry = left
+  else
+    r.allowed = 1
+  end
+  if r.allowed == 0 and not force then return r, st end
+  local n = math.min(count + cost, math.min(2 * limit, period))
+  r.slackIf = limit - n
+  r.resetIf = 0
+  if n > 0 then r.resetIf = left end
+  return r, {a = idx, b = n, c = 0}
+end
+
+local function slidingreset(cur, prev, left, period)
+  if cur > 0 then return left + period end
+  if prev > 0 then return left end
+  return 0
+end
+
+local function slidingretry(cur, prev, elapsed, period, limit, cost)
+  local room = limit - cur - cost
+  if room >= 0 then
+    local e = period - math.floor(room * period / prev)
+    if e < period then return e - elapsed end
+  end
+  local untilnext = period - elapsed
+  room = limit - cost
+  if cur <= room then return untilnext end
+  return untilnext + period - math.floor(room * period / cur)
+end
+
+local function slidingwindow(st, period, limit, cost, force)
+  local idx, elapsed = windowindex(period, st.a)
+  local cur, prev = st.b, st.c
+  if idx == st.a + 1 then
+    -- (not "cur, prev = 0, cur": miniredis's Lua assigns left to right)
+    prev = cur
+    cur = 0
+  elseif idx ~= st.a then
+    cur = 0
+    prev = 0
+  end
+  local left = period - elapsed
+  local weighted = ceildiv(prev * left, period)
+  local r = {allowed = 0, unsat = 0, slack = limit - cur - weighted, reset = slidingreset(cur, prev, left, period), retry = 0, interval = 1}
+  if cost > limit then
+    r.unsat = 1
+  elseif cur + cost + weighted > limit then
+    r.retry = slidingretry(cur, prev, elapsed, period, limit, cost)
+  else
+    r.allowed = 1
+  end
+  if r.allowed == 0 and not force then return r, st end
+  local n = math.min(cur + cost, 2 * limit)
+  r.slackIf = limit - n - weighted
+  r.resetIf = slidingreset(n, prev, left, period)
+  return r, {a = idx, b = n, c = prev}
+end
+
+local function slidinglog(st, period, limit, cost, force)
+  local log = st.log
+  local sum, newest, seq = 0, 0, 0
+  for j = 1, #log do
+    local x = log[j]
+    if x[1] > now - period then
+      sum = sum + x[2]
+      if x[1] > newest then newest = x[1] end
+      if x[3] + 1 > seq then seq = x[3] + 1 end
+    end
+  end
+  local r = {allowed = 0, unsat = 0, slack = limit - sum, reset = 0, retry = 0, interval = 1}
+  if sum > 0 or #log > 0 then
+    local live = false
+    for j = 1, #log do if log[j][1] > now - period then live = true end end
+    if live then r.reset = newest + period - now end
+  end
+  if cost > limit then
+    r.unsat = 1
+  elseif sum + cost > limit then
+    local need = sum + cost - limit
+    for j = 1, #log do
+      local x = log[j]
+      if x[1] > now - period then
+        need = need - x[2]
+        if need <= 0 then
+          r.retry = x[1] + period - now
+          break
+        end
+      end
+    end
+  else
+    r.allowed = 1
+  end
+  if r.allowed == 0 and not force then return r, st end
+  if force then cost = math.min(cost, 2 * limit - sum) end
+  local c = cost
+  if c < 0 then c = 0 end
+  r.slackIf = limit - sum - c
+  r.resetIf = r.reset
+  if cost <= 0 then return r, st end
+  r.resetIf = math.max(newest, now) + period - now
+  local nlog = {}
+  for j = 1, #log do nlog[j] = log[j] end
+  local e = {now, cost, seq}
+  local pos = #nlog + 1
+  while pos > 1 and nlog[pos - 1][1] > now do pos = pos - 1 end
+  table.insert(nlog, pos, e)
+  local added = {}
+  for j = 1, #(st.added or {}) do added[j] = st.added[j] end
+  added[#added + 1] = e
+  return r, {log = nlog, added = added}
+end
+
 local n = #KEYS
-local cur = {}   -- key -> state after the hits so far that passed
-local orig = {}  -- key -> state as read
+local cur, alg, period = {}, {}, {}
 local out = {}
 local admitted = true
 
 for i = 1, n do
   local k = KEYS[i]
-  local tat = cur[k]
-  if tat == nil then
-    local v = redis.call('GET', k) -- raises WRONGTYPE before anything is written
-    if v then
-      tat = tonumber(v)
-      if tat == nil or tat ~= math.floor(tat) or tat < 0 then
-        return redis.error_reply('SLUICECORRUPT key ' .. i .. ' does not hold a sluice state')
-      end
-    else
-      tat = 0
-    end
-    cur[k] = tat
-    orig[k] = tat
-  end
-
-  local a = 1 + (i - 1) * 5
-  local interval = tonumber(ARGV[a + 2])
-  local capacity = tonumber(ARGV[a + 3])
+  local a = 2 + (i - 1) * 6
+  local al = tonumber(ARGV[a])
+  local p = tonumber(ARGV[a + 1])
+  local limit = tonumber(ARGV[a + 2])
+  local interval = tonumber(ARGV[a + 3])
   local cost = tonumber(ARGV[a + 4])
-  local shadow = ARGV[a + 5] == '1'
-
-  -- token bucket (GCRA): tat is the theoretical arrival time
-  local base = tat
-  if base < now then base = now end
-  local tau = capacity * interval
-  local rem = now + tau - base
-  if rem <= 0 then rem = 0 else rem = math.floor(rem / interval) end
-  local r = {0, 0, rem, base - now, 0, 0, 0}
-  if cost > capacity then
-    r[2] = 1
-  else
-    local nxt = base + cost * interval
-    if nxt - now > tau then
-      r[5] = nxt - tau - now
-    else
-      r[1] = 1
-      local remif = now + tau - nxt
-      if remif <= 0 then remif = 0 else remif = math.floor(remif / interval) end
-      r[6] = remif
-      r[7] = nxt - now
-      cur[k] = nxt
-    end
+  local flags = tonumber(ARGV[a + 5])
+  local shadow, force = flags % 2 == 1, flags >= 2
+  local st = cur[k]
+  if st == nil then
+    local err
+    st, err = read(i, k, al, p)
+    if st == nil then return err end
+    cur[k], alg[k], period[k] = st, al, p
   end
-  if r[1] == 0 and not shadow then admitted = false end
+  local r, nxt
+  if al == TB then
+    r, nxt = tokenbucket(st, interval, limit, cost, force)
+  elseif al == SW then
+    r, nxt = slidingwindow(st, p, limit, cost, force)
+  elseif al == FW then
+    r, nxt = fixedwindow(st, p, limit, cost, force)
+  else
+    r, nxt = slidinglog(st, p, limit, cost, force)
+  end
+  if (r.allowed == 1 or force) and nxt ~= st then
+    cur[k] = nxt
+    nxt.changed = true
+  end
+  if r.allowed == 0 and not shadow and not force then admitted = false end
+  r.force = force
   out[i] = r
 end
 
-if admitted then
-  for i = 1, n do
-    local k = KEYS[i]
-    local tat = cur[k]
-    if tat ~= orig[k] and tat > now then
-      -- the TTL is the time until the bucket is full again: expiry never
-      -- hands out anything the bucket had not refilled
-      redis.call('SET', k, string.format('%d', tat), 'PX', string.format('%d', math.ceil((tat - now) / 1000)))
-      orig[k] = tat
+local function pexpire(us)
+  return string.format('%d', math.ceil((us + pad) / 1000))
+end
+
+-- Writes. Pruning a sliding log of entries that left the window changes no
+-- decision, so it happens on every call; the rest only if admitted.
+local done = {}
+for i = 1, n do
+  local k = KEYS[i]
+  if not done[k] then
+    done[k] = true
+    local st, al, p = cur[k], alg[k], period[k]
+    if al == SL then
+      redis.call('ZREMRANGEBYSCORE', k, '-inf', string.format('%d', now - p))
+    end
+    if admitted and st.changed then
+      if al == TB then
+        if st.a > now then
+          redis.call('SET', k, string.format('%d', st.a), 'PX', pexpire(st.a - now))
+        end
+      elseif al == FW then
+        if st.b > 0 then
+          local left = p - (now - st.a * p)
+          if left > p then left = p end
+          redis.call('SET', k, string.format('%d', st.a * (p + 1) + st.b), 'PX', pexpire(left))
+        end
+      elseif al == SW then
+        local elapsed = now - st.a * p
+        if elapsed < 0 then elapsed = 0 end
+        local reset = slidingreset(st.b, st.c, p - elapsed, p)
+        if reset > 0 then
+          redis.call('SET', k, string.format('%d:%d:%d', st.a, st.b, st.c), 'PX', pexpire(reset))
+        end
+      else
+        local newest = 0
+        local added = st.added or {}
+        for j = 1, #added do
+          local e = added[j]
+          redis.call('ZADD', k, string.format('%d', e[1]), string.format('%d:%d:%d', e[1], e[2], e[3]))
+        end
+        for j = 1, #st.log do if st.log[j][1] > newest then newest = st.log[j][1] end end
+        redis.call('PEXPIRE', k, pexpire(math.max(newest, now) + p - now))
+      end
     end
   end
 end
@@ -92,15 +320,16 @@ end
 local reply = {}
 for i = 1, n do
   local r = out[i]
-  if admitted and r[1] == 1 then
-    r[3] = r[6]
-    r[4] = r[7]
+  local rem, reset = r.slack, r.reset
+  if r.force or (admitted and r.allowed == 1) then
+    rem, reset = r.slackIf, r.resetIf
   end
+  if rem <= 0 then rem = 0 else rem = math.floor(rem / r.interval) end
   local j = (i - 1) * 5
-  reply[j + 1] = r[1]
-  reply[j + 2] = r[2]
-  reply[j + 3] = r[3]
-  reply[j + 4] = r[4]
-  reply[j + 5] = r[5]
+  reply[j + 1] = r.allowed
+  reply[j + 2] = r.unsat
+  reply[j + 3] = rem
+  reply[j + 4] = reset
+  reply[j + 5] = r.retry
 end
 return reply

@@ -27,6 +27,8 @@ type stepCase struct {
 	steps []step
 }
 
+const sec = time.Second
+
 const ms = time.Millisecond
 
 var stepCases = []stepCase{
@@ -82,6 +84,54 @@ var stepCases = []stepCase{
 	},
 }
 
+var windowCases = []stepCase{
+	{
+		name:  "fixed window 3/s",
+		alg:   sluice.FixedWindow,
+		limit: sluice.PerSecond(3),
+		steps: []step{
+			{cost: 1, allowed: true, remaining: 2, resetAfter: sec},
+			{cost: 1, allowed: true, remaining: 1, resetAfter: sec},
+			{advance: 100 * ms, cost: 1, allowed: true, remaining: 0, resetAfter: 900 * ms},
+			{cost: 1, remaining: 0, retryAfter: 900 * ms, resetAfter: 900 * ms},
+			{cost: 4, remaining: 0, resetAfter: 900 * ms, unsatisfiable: true},
+			{advance: 900 * ms, cost: 3, allowed: true, remaining: 0, resetAfter: sec},
+			{advance: 999 * ms, cost: 1, remaining: 0, retryAfter: ms, resetAfter: ms},
+			{advance: ms, cost: 0, allowed: true, remaining: 3},
+		},
+	},
+	{
+		name:  "sliding window counter 4/s",
+		alg:   sluice.SlidingWindow,
+		limit: sluice.PerSecond(4),
+		steps: []step{
+			{cost: 2, allowed: true, remaining: 2, resetAfter: 2 * sec},
+			{cost: 2, allowed: true, remaining: 0, resetAfter: 2 * sec},
+			// Next window: the 4 weigh 3 after 250 ms; 1 more fits at 1.25 s.
+			{cost: 1, remaining: 0, retryAfter: 1250 * ms, resetAfter: 2 * sec},
+			{advance: 1250 * ms, cost: 1, allowed: true, remaining: 0, resetAfter: 1750 * ms},
+			{cost: 1, remaining: 0, retryAfter: 250 * ms, resetAfter: 1750 * ms},
+			{advance: 250 * ms, cost: 1, allowed: true, remaining: 0, resetAfter: 1500 * ms},
+			{advance: 2 * sec, cost: 0, allowed: true, remaining: 4},
+		},
+	},
+	{
+		name:  "sliding log 3/s",
+		alg:   sluice.SlidingLog,
+		limit: sluice.PerSecond(3),
+		steps: []step{
+			{cost: 1, allowed: true, remaining: 2, resetAfter: sec},
+			{advance: 200 * ms, cost: 1, allowed: true, remaining: 1, resetAfter: sec},
+			{advance: 200 * ms, cost: 1, allowed: true, remaining: 0, resetAfter: sec},
+			{advance: 100 * ms, cost: 1, remaining: 0, retryAfter: 500 * ms, resetAfter: 900 * ms},
+			{cost: 2, remaining: 0, retryAfter: 700 * ms, resetAfter: 900 * ms},
+			{cost: 4, remaining: 0, resetAfter: 900 * ms, unsatisfiable: true},
+			{advance: 500 * ms, cost: 1, allowed: true, remaining: 0, resetAfter: sec},
+			{advance: sec, cost: 0, allowed: true, remaining: 3},
+		},
+	},
+}
+
 func repeatStep(n int, f func(i int) step) []step {
 	s := make([]step, n)
 	for i := range s {
@@ -91,10 +141,10 @@ func repeatStep(n int, f func(i int) step) []step {
 }
 
 func testSteps(t *testing.T, newHarness Factory) {
-	for _, tc := range stepCases {
+	for _, tc := range append(stepCases, windowCases...) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			now := start()
+			now := windowStart(tc.limit.Period)
 			h.SetTime(now)
 			key := uniqueKey(t, "steps")
 			for i, st := range tc.steps {
@@ -116,6 +166,11 @@ func testSteps(t *testing.T, newHarness Factory) {
 // start is the time every case begins at: now, in whole seconds, so a
 // real Redis's key expiry (which runs on real time) agrees with the case.
 func start() time.Time { return time.Now().Truncate(time.Second) }
+
+// windowStart is the start of the current window of length period:
+// windows are aligned to the Unix epoch, and time.Truncate aligns to the
+// zero time, which is a whole number of days before it.
+func windowStart(period time.Duration) time.Time { return time.Now().Truncate(period) }
 
 func take1(t *testing.T, s sluice.Store, h sluice.Hit) sluice.Result {
 	t.Helper()
