@@ -14,24 +14,42 @@ const maxKeyLen = 128
 
 // bucketKey identifies one bucket: a short key as it is, or a long key's
 // digest, under one algorithm. Exactly one of short and long is set.
+//
+// The window algorithms' state means something only for one window length,
+// so for them the period is part of the bucket: a rule whose period changes
+// starts new buckets (as in the Redis store).
 type bucketKey struct {
-	short string
-	long  *[sha256.Size]byte
-	alg   sluice.Algorithm
+	short  string
+	long   *[sha256.Size]byte
+	alg    sluice.Algorithm
+	period int64 // window algorithms only
 }
 
-func makeKey(key string, alg sluice.Algorithm) bucketKey {
-	if len(key) <= maxKeyLen {
-		return bucketKey{short: key, alg: alg}
+func makeKey(h *sluice.Hit) bucketKey {
+	k := bucketKey{alg: h.Algorithm}
+	if h.Algorithm != sluice.TokenBucket {
+		k.period = h.Limit.PeriodMicros()
 	}
-	sum := sha256.Sum256([]byte(key))
-	return bucketKey{long: &sum, alg: alg}
+	if len(h.Key) <= maxKeyLen {
+		k.short = h.Key
+		return k
+	}
+	sum := sha256.Sum256([]byte(h.Key))
+	k.long = &sum
+	return k
 }
 
-// longKey is the map key of a bucket whose key was too long to keep.
+// shortKey and longKey are the map keys of buckets whose keys are short
+// enough to keep, and of those stored as a digest.
+type shortKey struct {
+	s      string
+	period int64
+}
+
 type longKey struct {
-	sum [sha256.Size]byte
-	alg sluice.Algorithm
+	sum    [sha256.Size]byte
+	alg    sluice.Algorithm
+	period int64
 }
 
 // state is one bucket's stored state. The meaning of a, b and c depends on
@@ -53,18 +71,20 @@ type state struct {
 // one map per algorithm, keyed by the plain string (the fastest map key);
 // digests of long keys live apart, so they cannot collide with short keys.
 type shard struct {
-	mu    sync.Mutex
-	short [numAlgorithms]map[string]*state
-	long  map[longKey]*state
-	_     [64]byte // keep neighbouring shards' locks off one cache line
+	mu   sync.Mutex
+	tb   map[string]*state                  // token buckets, by key
+	win  [numAlgorithms]map[shortKey]*state // window algorithms, by key and period
+	long map[longKey]*state
+	_    [64]byte // keep neighbouring shards' locks off one cache line
 }
 
 // numAlgorithms bounds sluice.Algorithm values; Hit.Check refuses others.
 const numAlgorithms = 4
 
 func (sh *shard) init() {
-	for i := range sh.short {
-		sh.short[i] = make(map[string]*state)
+	sh.tb = make(map[string]*state)
+	for i := range sh.win {
+		sh.win[i] = make(map[shortKey]*state)
 	}
 	sh.long = make(map[longKey]*state)
 }
@@ -72,10 +92,13 @@ func (sh *shard) init() {
 // get returns k's state, or nil for a bucket not held. Callers update the
 // state in place, so a bucket already held costs no map write.
 func (sh *shard) get(k bucketKey) *state {
-	if k.long != nil {
-		return sh.long[longKey{*k.long, k.alg}]
+	switch {
+	case k.long != nil:
+		return sh.long[longKey{*k.long, k.alg, k.period}]
+	case k.alg == sluice.TokenBucket:
+		return sh.tb[k.short]
 	}
-	return sh.short[k.alg][k.short]
+	return sh.win[k.alg][shortKey{k.short, k.period}]
 }
 
 // put writes st for k, whose held state is p (nil when none), or forgets k
@@ -83,17 +106,28 @@ func (sh *shard) get(k bucketKey) *state {
 func (sh *shard) put(k bucketKey, p *state, st state, now int64) {
 	switch {
 	case st.expires <= now && p == nil:
-	case st.expires <= now && k.long != nil:
-		delete(sh.long, longKey{*k.long, k.alg})
 	case st.expires <= now:
-		delete(sh.short[k.alg], k.short)
+		sh.remove(k)
 	case p != nil:
 		*p = st
 		p.settle(now)
 	case k.long != nil:
-		sh.long[longKey{*k.long, k.alg}] = newState(st, now)
+		sh.long[longKey{*k.long, k.alg, k.period}] = newState(st, now)
+	case k.alg == sluice.TokenBucket:
+		sh.tb[k.short] = newState(st, now)
 	default:
-		sh.short[k.alg][k.short] = newState(st, now)
+		sh.win[k.alg][shortKey{k.short, k.period}] = newState(st, now)
+	}
+}
+
+func (sh *shard) remove(k bucketKey) {
+	switch {
+	case k.long != nil:
+		delete(sh.long, longKey{*k.long, k.alg, k.period})
+	case k.alg == sluice.TokenBucket:
+		delete(sh.tb, k.short)
+	default:
+		delete(sh.win[k.alg], shortKey{k.short, k.period})
 	}
 }
 
@@ -128,8 +162,8 @@ func value(p *state) state {
 func (sh *shard) len() int {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	n := len(sh.long)
-	for _, m := range sh.short {
+	n := len(sh.long) + len(sh.tb)
+	for _, m := range sh.win {
 		n += len(m)
 	}
 	return n
@@ -140,11 +174,11 @@ func (sh *shard) len() int {
 func (sh *shard) sweep(now int64) int {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	n := 0
-	for _, m := range sh.short {
+	n := sweepMap(sh.tb, now) + sweepMap(sh.long, now)
+	for _, m := range sh.win {
 		n += sweepMap(m, now)
 	}
-	return n + sweepMap(sh.long, now)
+	return n
 }
 
 func sweepMap[K comparable](m map[K]*state, now int64) int {

@@ -85,7 +85,7 @@ func (s *Store) shardOf(key string) uint64 {
 
 // takeOne is the single-hit fast path: one lock, no bookkeeping.
 func (s *Store) takeOne(now int64, h *sluice.Hit, out *sluice.Result) {
-	k := makeKey(h.Key, h.Algorithm)
+	k := makeKey(h)
 	sh := &s.shards[s.shardOf(h.Key)]
 	sh.mu.Lock()
 	p := sh.get(k)
@@ -110,7 +110,7 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 	idx, keys, outs, next := idxBuf[:0], keyBuf[:0], outBuf[:0], nextBuf[:0]
 	for i := range hits {
 		idx = append(idx, s.shardOf(hits[i].Key))
-		keys = append(keys, makeKey(hits[i].Key, hits[i].Algorithm))
+		keys = append(keys, makeKey(&hits[i]))
 	}
 	locked := append(lockBuf[:0], idx...)
 	slices.Sort(locked)
@@ -121,11 +121,11 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 	admitted := true
 	for i := range hits {
 		st := value(s.shards[idx[i]].get(keys[i]))
-		for j := i - 1; j >= 0; j-- { // a later hit on the same bucket sees the earlier one's consumption
-			if sameBucket(keys[j], keys[i]) {
-				if outs[j].Allowed || hits[j].Force {
-					st = next[j]
-				}
+		// A later hit on the same bucket sees what the earlier ones that
+		// passed would leave.
+		for j := i - 1; j >= 0; j-- {
+			if (outs[j].Allowed || hits[j].Force) && sameBucket(keys[j], keys[i]) {
+				st = next[j]
 				break
 			}
 		}
@@ -138,9 +138,11 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 	}
 	for i := range hits {
 		taken := hits[i].Force || admitted && outs[i].Allowed
-		if taken {
+		if taken && !supersededLater(hits, outs, keys, i) {
+			// Only the last taken hit on a bucket writes: its state already
+			// includes the earlier ones' (and may share their memory).
 			sh := &s.shards[idx[i]]
-			sh.put(keys[i], sh.get(keys[i]), next[i], now) // get again: an earlier hit may have inserted it
+			sh.put(keys[i], sh.get(keys[i]), next[i], now)
 		}
 		out[i] = outs[i].Result(hits[i].Limit, taken)
 	}
@@ -149,8 +151,18 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 	}
 }
 
+// supersededLater reports whether a hit after i consumes on i's bucket.
+func supersededLater(hits []sluice.Hit, outs []algo.Outcome, keys []bucketKey, i int) bool {
+	for j := i + 1; j < len(hits); j++ {
+		if (outs[j].Allowed || hits[j].Force) && sameBucket(keys[i], keys[j]) {
+			return true
+		}
+	}
+	return false
+}
+
 func sameBucket(a, b bucketKey) bool {
-	if a.alg != b.alg || (a.long == nil) != (b.long == nil) {
+	if a.alg != b.alg || a.period != b.period || (a.long == nil) != (b.long == nil) {
 		return false
 	}
 	if a.long != nil {

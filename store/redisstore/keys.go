@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"crypto/hmac"
+	"encoding/binary"
 	"crypto/sha256"
 	"encoding/base64"
 	"hash"
@@ -36,11 +37,20 @@ func newKeyer(prefix string, secret []byte) *keyer {
 	return k
 }
 
-// key returns the Redis key of hit h: prefix{hmac}:tag.
+// key returns the Redis key of hit h: prefix{hmac}:tag. For the window
+// algorithms the HMAC covers the period too: their stored state (a window
+// index, a packed count) means something only for one window length, so a
+// rule whose period changes starts new buckets.
 func (k *keyer) key(h *sluice.Hit) string {
 	mac := k.macs.Get().(hash.Hash)
 	mac.Reset()
 	_, _ = io.WriteString(mac, h.Key)
+	if h.Algorithm != sluice.TokenBucket {
+		var p [9]byte
+		p[0] = 0 // separates the period from the key: HMAC inputs differ in length
+		binary.BigEndian.PutUint64(p[1:], uint64(h.Limit.PeriodMicros()))
+		_, _ = mac.Write(p[:])
+	}
 	var sumBuf [sha256.Size]byte
 	sum := mac.Sum(sumBuf[:0])
 	k.macs.Put(mac)

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice"
 )
@@ -26,14 +27,24 @@ func testContention(t *testing.T, newHarness Factory) {
 	if h.Clients != nil {
 		stores = h.Clients(t, Clients)
 	}
-	hit := sluice.Hit{Key: uniqueKey(t, "hot"), Limit: sluice.PerHour(1).WithBurst(Capacity), Cost: 1}
-	admitted := CountAdmitted(t, stores, hit)
-	t.Logf("%d clients × %d goroutines × %d attempts: %d admitted of capacity %d", len(stores), Goroutines, Attempts, admitted, Capacity)
-	switch {
-	case h.Atomic && admitted != Capacity:
-		t.Fatalf("admitted %d, want exactly %d from an atomic store", admitted, Capacity)
-	case admitted < 1:
-		t.Fatalf("admitted nothing")
+	limits := map[sluice.Algorithm]sluice.Limit{
+		sluice.TokenBucket:   sluice.PerHour(1).WithBurst(Capacity),
+		sluice.SlidingWindow: sluice.Per(Capacity, 24*time.Hour),
+		sluice.FixedWindow:   sluice.Per(Capacity, 24*time.Hour),
+		sluice.SlidingLog:    sluice.Per(Capacity, 24*time.Hour),
+	}
+	for alg, limit := range limits {
+		t.Run(alg.String(), func(t *testing.T) {
+			hit := sluice.Hit{Key: uniqueKey(t, "hot"), Limit: limit, Algorithm: alg, Cost: 1}
+			admitted := CountAdmitted(t, stores, hit)
+			t.Logf("%d clients × %d goroutines × %d attempts: %d admitted of capacity %d", len(stores), Goroutines, Attempts, admitted, Capacity)
+			switch {
+			case h.Atomic && admitted != Capacity:
+				t.Fatalf("admitted %d, want exactly %d from an atomic store", admitted, Capacity)
+			case admitted < 1:
+				t.Fatalf("admitted nothing")
+			}
+		})
 	}
 }
 

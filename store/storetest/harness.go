@@ -38,4 +38,8 @@ func Run(t *testing.T, newHarness Factory) {
 	t.Run("InvalidHits", func(t *testing.T) { testInvalid(t, newHarness) })
 	t.Run("ClockGoingBackwards", func(t *testing.T) { testClockBackwards(t, newHarness) })
 	t.Run("Contention", func(t *testing.T) { testContention(t, newHarness) })
+	t.Run("MixedAlgorithmsAllOrNothing", func(t *testing.T) { testMixedAlgorithms(t, newHarness) })
+	t.Run("ShadowEveryAlgorithm", func(t *testing.T) { testShadowEveryAlgorithm(t, newHarness) })
+	t.Run("ForcedCharges", func(t *testing.T) { testForcedCharges(t, newHarness) })
+	t.Run("BoundaryBurst", func(t *testing.T) { testBoundaryBurst(t, newHarness) })
 }

@@ -1,0 +1,114 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/store/memstore"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// ruleMix is the pool of (algorithm, limit) pairs the differential test
+// draws from: round and non-round intervals, sub-second and longer windows.
+var ruleMix = []struct {
+	alg   sluice.Algorithm
+	limit sluice.Limit
+}{
+	{sluice.TokenBucket, sluice.PerSecond(3).WithBurst(5)},
+	{sluice.TokenBucket, sluice.Per(7, 900*time.Millisecond)}, // 128572 µs: not a whole number
+	{sluice.SlidingWindow, sluice.PerSecond(4)},
+	{sluice.SlidingWindow, sluice.Per(10, 250*time.Millisecond)},
+	{sluice.FixedWindow, sluice.PerSecond(5)},
+	{sluice.FixedWindow, sluice.Per(3, 700*time.Millisecond)},
+	{sluice.SlidingLog, sluice.PerSecond(4)},
+	{sluice.SlidingLog, sluice.Per(6, 1500*time.Millisecond)},
+}
+
+// TestDifferentialMemstoreVsRedis replays seeded random sequences of (time
+// step, keys, rule mix, cost, shadow, forced charges) against memstore and
+// the Redis store on a real redis-server, both on one fake clock, and
+// requires identical results at every step: both stores compute the same
+// integer microseconds, so they must agree exactly.
+func TestDifferentialMemstoreVsRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	seeds, ops := uint64(6), 500
+	if n, err := strconv.Atoi(os.Getenv("SLUICE_DIFF_SEEDS")); err == nil { // a longer run: SLUICE_DIFF_SEEDS=200
+		seeds, ops = uint64(n), 2000
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			clock := storetest.NewClock(time.Now().Truncate(time.Hour))
+			mem := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
+			defer mem.Close()
+			red := newStore(t, newClient(t, srv.Addr), clock)
+			rng := rand.New(rand.NewPCG(seed, 0x5111ce))
+			replay(t, rng, clock, mem, red, ops, fmt.Sprintf("diff%d-%d:", seed, time.Now().UnixNano()))
+		})
+	}
+}
+
+func replay(t *testing.T, rng *rand.Rand, clock *storetest.Clock, a, b sluice.Store, ops int, keyPrefix string) {
+	ctx := context.Background()
+	for op := range ops {
+		clock.Advance(randomStep(rng))
+		hits := randomHits(rng, keyPrefix)
+		outA := make([]sluice.Result, len(hits))
+		outB := make([]sluice.Result, len(hits))
+		errA := a.Take(ctx, hits, outA)
+		errB := b.Take(ctx, hits, outB)
+		if errA != nil || errB != nil {
+			t.Fatalf("op %d: errors %v / %v for %+v", op, errA, errB, hits)
+		}
+		if !reflect.DeepEqual(outA, outB) {
+			for i := range hits {
+				if outA[i] != outB[i] {
+					t.Errorf("op %d hit %d %v %v cost %d shadow %v force %v:\n memstore %+v\n redis    %+v",
+						op, i, hits[i].Algorithm, hits[i].Limit, hits[i].Cost, hits[i].Shadow, hits[i].Force, outA[i], outB[i])
+				}
+			}
+			t.FailNow()
+		}
+	}
+}
+
+func randomStep(rng *rand.Rand) time.Duration {
+	switch p := rng.IntN(10); {
+	case p < 3:
+		return 0
+	case p < 7:
+		return time.Duration(rng.IntN(50_000)) * time.Microsecond
+	case p < 9:
+		return time.Duration(rng.IntN(1_500_000)) * time.Microsecond
+	default:
+		return time.Duration(rng.IntN(5_000_000)) * time.Microsecond
+	}
+}
+
+// randomHits returns one request: 1–3 hits on a few shared keys, or, one
+// time in ten, a forced charge.
+func randomHits(rng *rand.Rand, prefix string) []sluice.Hit {
+	n := 1 + rng.IntN(3)
+	force := rng.IntN(10) == 0
+	hits := make([]sluice.Hit, n)
+	for i := range hits {
+		m := ruleMix[rng.IntN(len(ruleMix))]
+		capacity := m.limit.Capacity()
+		hits[i] = sluice.Hit{
+			Key:       fmt.Sprintf("%s%d", prefix, rng.IntN(3)),
+			Limit:     m.limit,
+			Algorithm: m.alg,
+			Cost:      int64(rng.IntN(int(capacity) + 2)), // 0 (peek) … capacity+1 (never passes)
+			Shadow:    !force && rng.IntN(5) == 0,
+			Force:     force,
+		}
+	}
+	return hits
+}
