@@ -110,6 +110,7 @@ func TestScriptFlushIsReloadedTransparently(t *testing.T) {
 	if err := s.Take(ctx, []sluice.Hit{hit}, out); err != nil || out[0].Remaining != 4 {
 		t.Fatalf("first: %+v %v", out[0], err)
 	}
+	redisstore.WaitStartupCheck(s) // its SCRIPT LOAD must not land after the flush
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
