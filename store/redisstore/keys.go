@@ -2,9 +2,9 @@ package redisstore
 
 import (
 	"crypto/hmac"
-	"encoding/binary"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"hash"
 	"io"
 	"sync"
