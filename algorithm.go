@@ -6,23 +6,52 @@ import (
 )
 
 // Algorithm selects how a limit is enforced. The zero value is [TokenBucket].
+//
+// The window algorithms (SlidingWindow, FixedWindow, SlidingLog) admit Rate
+// per Period and have no separate burst; see [Algorithm.ValidateLimit].
+// Every algorithm refuses a request whose cost exceeds the limit as
+// Unsatisfiable (it could never pass) instead of giving a Retry-After that
+// would never come true, and a forced hit (an after-the-fact charge) may
+// put any of them into debt of at most one more limit. Every store gives
+// the same answers: see the store/storetest conformance suite.
 type Algorithm uint8
 
 const (
-	// TokenBucket holds up to Burst tokens and refills Rate tokens per
-	// Period, continuously. A request of cost n passes when n tokens are
-	// there. It is stored as a GCRA theoretical arrival time: one integer.
+	// TokenBucket holds up to Capacity() tokens (Burst, default Rate) and
+	// refills Rate tokens per Period, continuously, one every
+	// IntervalMicros. A request of cost n passes when n tokens are there.
+	// After a quiet spell a whole burst may pass at once; sustained, the
+	// rate is exact. Over any interval of length d at most
+	// Capacity() + d/interval pass. Retry-After is the time until n tokens
+	// are back; ResetAfter the time until the bucket is full. Stored as a
+	// GCRA theoretical arrival time: one integer, 138 B per bucket in Redis
+	// with a 25-byte key (as much as any integer string).
 	TokenBucket Algorithm = iota
-	// SlidingWindow is the sliding window counter: the count of the
-	// current fixed window plus the previous window's count weighted by how
-	// much of it still overlaps the sliding window. Two integers per key.
+	// SlidingWindow is the sliding window counter: a request passes when
+	// cur + cost + ceil(prev × (Period−elapsed)/Period) ≤ Rate, where cur
+	// counts the current fixed window, prev the previous one, and elapsed
+	// is the time into the current window. The previous window's count is
+	// assumed spread evenly, which approximates a true sliding window: at
+	// most Rate per aligned window, and for adversarial timing up to 2×Rate
+	// in some window of length Period (with even traffic it stays close to
+	// Rate). The rounding up makes it strict, never loose. Retry-After is
+	// exact for this formula. Limit: Rate × Period(µs) ≤ 2^51. Stored as
+	// "index:cur:prev", 154 B per bucket in Redis.
 	SlidingWindow
-	// FixedWindow counts events in fixed windows of Period, aligned to the
-	// Unix epoch. Cheapest, but up to twice the limit can pass around a
-	// window boundary.
+	// FixedWindow counts cost in fixed windows of Period aligned to the
+	// Unix epoch (so every node agrees where they start); a request passes
+	// when count + cost ≤ Rate. Cheapest, but a client can pass Rate just
+	// before a window ends and Rate again just after: up to 2×Rate within a
+	// few milliseconds. Retry-After is the time until the window ends.
+	// Stored as one packed integer, 138 B per bucket in Redis.
 	FixedWindow
-	// SlidingLog keeps a log of every admitted request inside the window:
-	// exact, at O(limit) memory per key.
+	// SlidingLog logs every admitted request with its cost and passes a
+	// request when the costs logged in the last Period plus its own stay
+	// within Rate: exact, never more than Rate in any window of length
+	// Period. Retry-After is the time until enough logged cost leaves the
+	// window. Memory is one entry per admitted request (a sorted set in
+	// Redis, 186 B for a bucket of one entry), so Rate is capped at
+	// [MaxLogLimit].
 	SlidingLog
 )
 

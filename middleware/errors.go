@@ -10,4 +10,7 @@ var (
 	// ErrStoreFailed: the store failed and a matched rule's on_fail policy
 	// is closed. The store's error (a *sluice.StoreError) is wrapped too.
 	ErrStoreFailed = errors.New("middleware: store failed")
+	// ErrInvalidCost: the request's context set a negative cost
+	// (sluice.WithCost): a bug in the server, not the client.
+	ErrInvalidCost = errors.New("middleware: invalid request cost")
 )

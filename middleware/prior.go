@@ -3,24 +3,41 @@ package middleware
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/sluicehq/sluice/headers"
 )
 
-// priorKey keys the policies the limiters a request passed so far admitted
-// it under.
-type priorKey struct{}
-
-// withPrior returns r carrying policies, the complete list the headers
-// describe (outer limiters' included), for limiters further down the
-// chain. The slice is copied: the caller's is pooled.
-func withPrior(r *http.Request, policies []headers.Policy) *http.Request {
-	all := append([]headers.Policy(nil), policies...)
-	return r.WithContext(context.WithValue(r.Context(), priorKey{}, all))
+// requestInfo is what a limiter leaves in the context of a request it
+// admitted: the policies its headers described, for limiters further down
+// the chain, and the charges made with [Charge] while the handler ran.
+type requestInfo struct {
+	outer    *requestInfo // the limiter before this one, if any
+	policies []headers.Policy
+	charged  atomic.Int64
 }
 
-// prior returns the policies outer limiters admitted r under.
+type requestInfoKey struct{}
+
+// newRequestInfo copies policies: the caller's slice is pooled.
+func newRequestInfo(r *http.Request, policies []headers.Policy) *requestInfo {
+	return &requestInfo{outer: infoFrom(r), policies: append([]headers.Policy(nil), policies...)}
+}
+
+func (i *requestInfo) attach(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, i))
+}
+
+func infoFrom(r *http.Request) *requestInfo {
+	i, _ := r.Context().Value(requestInfoKey{}).(*requestInfo)
+	return i
+}
+
+// prior returns the policies the limiters before this one admitted r
+// under (every policy the headers describe so far).
 func prior(r *http.Request) []headers.Policy {
-	p, _ := r.Context().Value(priorKey{}).([]headers.Policy)
-	return p
+	if i := infoFrom(r); i != nil {
+		return i.policies
+	}
+	return nil
 }

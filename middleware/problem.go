@@ -92,8 +92,9 @@ func WriteDenial(w http.ResponseWriter, _ *http.Request, d Denial) {
 
 // WriteError is the default [ErrorHandler]. A store failure under a closed
 // policy gets 503 Service Unavailable with a temporary-reduced-capacity
-// problem; a request a rule could not key gets 400 Bad Request. Neither
-// body says anything about the cause beyond that.
+// problem; a request a rule could not key gets 400 Bad Request; a negative
+// request cost (a server bug) gets 500. No body says anything about the
+// cause beyond that.
 func WriteError(w http.ResponseWriter, _ *http.Request, err error) {
 	if errors.Is(err, ErrStoreFailed) {
 		Problem{
@@ -102,6 +103,10 @@ func WriteError(w http.ResponseWriter, _ *http.Request, err error) {
 			Status: http.StatusServiceUnavailable,
 			Detail: "Rate limiting is temporarily unavailable and this service refuses requests until it is back; retry later.",
 		}.Write(w)
+		return
+	}
+	if errors.Is(err, ErrInvalidCost) {
+		Problem{Type: "about:blank", Title: "Internal Server Error", Status: http.StatusInternalServerError}.Write(w)
 		return
 	}
 	Problem{

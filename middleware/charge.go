@@ -1,0 +1,65 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/sluicehq/sluice"
+)
+
+// ErrNotLimited is returned by [Charge] for a request no limiter admitted.
+var ErrNotLimited = errors.New("middleware: request did not pass a limiter")
+
+// Charge adds n to the cost of r after the fact: for what is known only
+// once the handler has run, such as the size of the response. When the
+// handler returns, even by panicking, every limiter r passed charges n more
+// to each of its enforcing rules, whether or not they have n left: the
+// buckets may go into debt (bounded: at most twice a rule's capacity is
+// ever owed), delaying the client's next requests.
+//
+// Charging is best effort. It runs after the response, under the latency
+// budget; a failure is logged, never shown to the client. Call Charge from
+// the handler with the request it received (or one derived from it).
+// Negative n is refused; 0 does nothing.
+func Charge(r *http.Request, n int64) error {
+	if n < 0 {
+		return fmt.Errorf("middleware: %w: negative charge %d", sluice.ErrInvalidHit, n)
+	}
+	info := infoFrom(r)
+	if info == nil {
+		return ErrNotLimited
+	}
+	for ; info != nil; info = info.outer {
+		info.charged.Add(n)
+	}
+	return nil
+}
+
+// settle charges what [Charge] added to the request's enforcing hits, in
+// one forced store call. It runs after the handler, so it uses a context
+// that outlives the request (the client may be gone) but keeps the budget.
+func (l *Limiter) settle(r *http.Request, s *scratch, info *requestInfo) {
+	n := info.charged.Load()
+	if n == 0 {
+		return
+	}
+	hits := s.m.Hits[:0:0] // a fresh slice: s.m.Hits still describes the request
+	for _, h := range s.m.Hits {
+		if !h.Shadow {
+			h.Cost, h.Force = n, true
+			hits = append(hits, h)
+		}
+	}
+	if len(hits) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), l.cfg.budget)
+	defer cancel()
+	if err := l.store.Take(ctx, hits, make([]sluice.Result, len(hits))); err != nil {
+		l.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "sluice: an after-the-fact charge was lost",
+			slog.Int64("cost", n), slog.String("error", err.Error()))
+	}
+}
