@@ -26,9 +26,13 @@ const (
 	// OutcomeLocal: the store failed and the rule was decided by an
 	// in-process fallback bucket.
 	OutcomeLocal
+	// OutcomeBypassed: a bypass entry exempted the request from the rules,
+	// and the entry's own limit let it through. Decision.Rule names the
+	// entry, never the identity it matched.
+	OutcomeBypassed
 )
 
-var outcomeNames = [...]string{"allowed", "denied", "shadow_denied", "failed_open", "failed_closed", "local"}
+var outcomeNames = [...]string{"allowed", "denied", "shadow_denied", "failed_open", "failed_closed", "local", "bypassed"}
 
 // String returns the outcome's metric label, such as "shadow_denied".
 func (o Outcome) String() string {
@@ -40,7 +44,8 @@ func (o Outcome) String() string {
 
 // Decision reports how one rule took part in one request's decision.
 type Decision struct {
-	// Rule is the rule's name. Never a key or an identity.
+	// Rule is the rule's name, or the bypass entry's for a request a
+	// bypass entry exempted. Never a key or an identity.
 	Rule string
 	// Outcome is what happened.
 	Outcome Outcome

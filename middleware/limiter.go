@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -19,6 +20,7 @@ type Limiter struct {
 	rules Source
 	cfg   config
 	logs  sampler
+	audit bypassLog // samples the log records of bypass uses
 	pool  sync.Pool // *scratch
 }
 
@@ -72,14 +74,25 @@ func Limit(store sluice.Store, set Source, opts ...Option) func(http.Handler) ht
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := l.pool.Get().(*scratch)
-		admit := l.decide(w, r, s)
-		if admit && len(s.policies) > 0 {
-			r = withPrior(r, s.policies)
+		if !l.decide(w, r, s) {
+			l.pool.Put(s)
+			return
 		}
-		l.pool.Put(s)
-		if admit {
+		if len(s.m.Hits) == 0 {
+			l.pool.Put(s)
 			next.ServeHTTP(w, r)
+			return
 		}
+		// The request carries what later limiters and Charge need; the
+		// scratch stays ours until the handler returns (or panics), when
+		// charges made during it are settled.
+		info := newRequestInfo(r, s.policies)
+		r = info.attach(r)
+		defer func() {
+			l.settle(r, s, info)
+			l.pool.Put(s)
+		}()
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -92,8 +105,15 @@ func isNilSet(src Source) bool {
 // and reports whether r may go on.
 func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) bool {
 	if err := l.rules.Current().Resolve(r, &s.m); err != nil {
+		if errors.Is(err, sluice.ErrInvalidHit) {
+			l.cfg.onError(w, r, fmt.Errorf("%w: %w", ErrInvalidCost, err))
+			return false
+		}
 		l.cfg.onError(w, r, fmt.Errorf("%w: %w", ErrKeyFailed, err))
 		return false
+	}
+	if s.m.Bypass != "" {
+		l.audit.use(r.Context(), l.cfg.logger, s.m.Bypass)
 	}
 	s.policies = s.policies[:0]
 	n := len(s.m.Hits)
@@ -173,6 +193,7 @@ func (l *Limiter) observe(ctx context.Context, s *scratch, latency time.Duration
 		default:
 			d.Outcome = sluice.OutcomeDenied
 		}
+		d.Outcome = bypassOutcome(&s.m, d.Outcome)
 		l.cfg.observer.Observe(ctx, d)
 	}
 }

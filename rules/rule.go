@@ -111,7 +111,7 @@ func (r *Rule) validate() error {
 	case r.OnFail > FailClosed:
 		return fail("on_fail", "unknown policy %d", r.OnFail)
 	}
-	if err := r.Limit.Validate(); err != nil {
+	if err := r.Algorithm.ValidateLimit(r.Limit); err != nil {
 		return fail("limit", "%v", err)
 	}
 	if cost := r.cost(); cost > r.Limit.Capacity() {

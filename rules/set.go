@@ -11,7 +11,8 @@ import (
 // Set is a validated, immutable list of rules. It is safe for concurrent
 // use.
 type Set struct {
-	rules []Rule
+	rules  []Rule
+	bypass []bypassEntry // see WithBypass
 }
 
 // New validates rules and returns them as a Set. Errors wrap
@@ -66,20 +67,28 @@ func (s *Set) Len() int { return len(s.rules) }
 type Matched struct {
 	Rules []*Rule
 	Hits  []sluice.Hit
+	// Bypass names the bypass entry that exempted the request from the
+	// rules (see [Set.WithBypass]), or is "". When set, Rules and Hits
+	// hold only that entry's limit, as a hidden rule of the same name.
+	Bypass string
 }
 
 // Resolve appends to m the rules r matches and their hits, in the set's
-// order. A key function's error is returned wrapped, naming the rule; it
+// order. When a bypass entry identifies r, m holds that entry's limit
+// instead, and m.Bypass names it (see [Set.WithBypass]). A key function's error is returned wrapped, naming the rule; it
 // wraps [keyfunc.ErrNoKey] when the key function's error does.
 //
 // Each hit costs the rule's Cost, or, when r's context carries a cost
 // ([sluice.WithCost]), that cost capped by the rule's MaxCost. A negative
 // context cost is an error wrapping [sluice.ErrInvalidHit].
 func (s *Set) Resolve(r *http.Request, m *Matched) error {
-	m.Rules, m.Hits = m.Rules[:0], m.Hits[:0]
+	m.Rules, m.Hits, m.Bypass = m.Rules[:0], m.Hits[:0], ""
 	ctxCost, hasCost := sluice.CostFrom(r.Context())
 	if hasCost && ctxCost < 0 {
 		return fmt.Errorf("rules: %w: negative request cost %d", sluice.ErrInvalidHit, ctxCost)
+	}
+	if len(s.bypass) > 0 && s.resolveBypass(r, m) {
+		return nil
 	}
 	for i := range s.rules {
 		rule := &s.rules[i]
