@@ -1,0 +1,61 @@
+package sluice
+
+import (
+	"context"
+	"time"
+)
+
+// StoreCall reports one store call a limiter made for one request (or one
+// after-the-fact charge).
+type StoreCall struct {
+	// Latency is how long the call took.
+	Latency time.Duration
+	// Hits is how many hits the call decided.
+	Hits int
+	// Err is the call's error, or nil. Classify it with errors.Is against
+	// ErrTimeout, ErrUnavailable, ErrBreakerOpen and the other sentinels.
+	Err error
+}
+
+// StoreCallObserver is an optional interface of an [Observer]: the
+// middleware reports each store call to an observer that implements it,
+// once per call (not once per rule, as Observe is).
+type StoreCallObserver interface {
+	ObserveStoreCall(ctx context.Context, c StoreCall)
+}
+
+// BreakerState is the state of a circuit breaker.
+type BreakerState uint8
+
+const (
+	// BreakerClosed: calls go through.
+	BreakerClosed BreakerState = iota
+	// BreakerOpen: calls fail at once with ErrBreakerOpen, sending nothing.
+	BreakerOpen
+	// BreakerHalfOpen: one probe call goes through; its outcome closes or
+	// re-opens the breaker.
+	BreakerHalfOpen
+)
+
+var breakerStateNames = [...]string{"closed", "open", "half_open"}
+
+// String returns "closed", "open" or "half_open".
+func (s BreakerState) String() string {
+	if int(s) < len(breakerStateNames) {
+		return breakerStateNames[s]
+	}
+	return "unknown"
+}
+
+// StoreEvents receives what a store reports about itself. A store that
+// has such events (the Redis store) accepts one in its configuration. The
+// metrics package implements it. Implementations must be safe for
+// concurrent use and must not block.
+type StoreEvents interface {
+	// BreakerChanged reports that the circuit breaker of endpoint (such as
+	// "127.0.0.1:6379") moved from one state to another.
+	BreakerChanged(endpoint string, from, to BreakerState)
+	// ScriptReloaded reports that endpoint had lost the store's script
+	// (a restart, a failover, SCRIPT FLUSH) and it was sent again.
+	ScriptReloaded(endpoint string)
+}
