@@ -3,6 +3,7 @@ package sluice
 import (
 	"errors"
 	"strings"
+	"time"
 )
 
 // Errors a [Store] or a configuration step may return. Test for them with
@@ -47,6 +48,10 @@ type StoreError struct {
 	Kind      error  // a sentinel such as ErrTimeout
 	Ambiguous bool   // the operation may have been applied
 	Err       error  // the underlying cause; may be nil
+	// RetryAfter, when positive, is how long the store expects to stay
+	// unavailable: the remaining open time of a circuit breaker. Fail-closed
+	// responses use it for their Retry-After.
+	RetryAfter time.Duration
 }
 
 // Error describes the failure, for logs. Never show it to clients.

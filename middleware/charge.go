@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 
 	"github.com/sluicehq/sluice"
@@ -56,10 +55,8 @@ func (l *Limiter) settle(r *http.Request, s *scratch, info *requestInfo) {
 	if len(hits) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), l.cfg.budget)
-	defer cancel()
-	if err := l.store.Take(ctx, hits, make([]sluice.Result, len(hits))); err != nil {
-		l.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "sluice: an after-the-fact charge was lost",
-			slog.Int64("cost", n), slog.String("error", err.Error()))
+	ctx := context.WithoutCancel(r.Context())
+	if _, err := l.take(ctx, hits, make([]sluice.Result, len(hits))); err != nil {
+		l.logs.failure(ctx, l.cfg.logger, fmt.Errorf("an after-the-fact charge of %d was lost: %w", n, err), false)
 	}
 }

@@ -16,12 +16,13 @@ import (
 // Limiter is the rate-limiting middleware. Create it with [New]; use
 // [Limiter.Handler] as the middleware. It is safe for concurrent use.
 type Limiter struct {
-	store sluice.Store
-	rules Source
-	cfg   config
-	logs  sampler
-	audit bypassLog // samples the log records of bypass uses
-	pool  sync.Pool // *scratch
+	store   sluice.Store
+	rules   Source
+	cfg     config
+	logs    sampler   // store failures
+	denials sampler   // denials
+	audit   bypassLog // samples the log records of bypass uses
+	pool    sync.Pool // *scratch
 }
 
 // scratch is one request's working memory, pooled so that deciding does not
@@ -125,11 +126,7 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) boo
 	}
 	s.results = s.results[:n]
 
-	ctx, cancel := context.WithTimeout(r.Context(), l.cfg.budget)
-	start := time.Now()
-	err := l.store.Take(ctx, s.m.Hits, s.results)
-	latency := time.Since(start)
-	cancel()
+	latency, err := l.take(r.Context(), s.m.Hits, s.results)
 	if err != nil {
 		return l.failed(w, r, s, err, latency)
 	}
@@ -146,8 +143,24 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) boo
 		headers.SetRetryAfter(h, retry)
 	}
 	h.Set("Cache-Control", "no-store")
-	l.cfg.deny(w, r, l.denial(s, retry, !ok))
+	d := l.denial(s, retry, !ok)
+	l.denials.denial(r.Context(), l.cfg.logger, d)
+	l.cfg.deny(w, r, d)
 	return false
+}
+
+// take makes one store call under the latency budget and reports it to an
+// observer that wants store calls.
+func (l *Limiter) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.budget)
+	start := time.Now()
+	err := l.store.Take(ctx, hits, out)
+	latency := time.Since(start)
+	cancel()
+	if o, ok := l.cfg.observer.(sluice.StoreCallObserver); ok {
+		o.ObserveStoreCall(ctx, sluice.StoreCall{Latency: latency, Hits: len(hits), Err: err})
+	}
+	return latency, err
 }
 
 // failed applies the matched rules' on_fail policies to a store failure and
@@ -172,8 +185,15 @@ func (l *Limiter) failed(w http.ResponseWriter, r *http.Request, s *scratch, err
 	if !closed {
 		return true
 	}
+	// Retry-After: the breaker's remaining open time when it is open, at
+	// least a second.
+	retry := time.Second
+	var se *sluice.StoreError
+	if errors.As(err, &se) {
+		retry = max(retry, se.RetryAfter)
+	}
 	h := w.Header()
-	headers.SetRetryAfter(h, time.Second)
+	headers.SetRetryAfter(h, retry)
 	h.Set("Cache-Control", "no-store")
 	l.cfg.onError(w, r, fmt.Errorf("%w: %w", ErrStoreFailed, err))
 	return false

@@ -36,3 +36,15 @@ func (s *sampler) failure(ctx context.Context, log *slog.Logger, err error, clos
 		slog.String("error", err.Error()), slog.String("decision", policy),
 		slog.Int64("suppressed", suppressed))
 }
+
+// denial logs, sampled, that rules refused a request: the policies named
+// in the response, never the key or the identity.
+func (s *sampler) denial(ctx context.Context, log *slog.Logger, d Denial) {
+	ok, suppressed := s.allow(time.Now())
+	if !ok {
+		return
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "sluice: request refused",
+		slog.Any("policies", d.Policies), slog.Duration("retry_after", d.RetryAfter),
+		slog.Bool("unsatisfiable", d.Unsatisfiable), slog.Int64("suppressed", suppressed))
+}

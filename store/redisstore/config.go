@@ -3,6 +3,8 @@ package redisstore
 import (
 	"log/slog"
 	"time"
+
+	"github.com/sluicehq/sluice"
 )
 
 // Config configures a [Store]. The zero value is ready to use; each field
@@ -28,6 +30,15 @@ type Config struct {
 	// the script, reading the eviction policy). Default: 2 s. Negative
 	// skips the check.
 	StartupCheckTimeout time.Duration
+	// Breaker configures the circuit breaker. The zero value enables it
+	// with the defaults of [BreakerConfig].
+	Breaker BreakerConfig
+	// Events receives breaker transitions and script reloads (the metrics
+	// package implements it). Default: none.
+	Events sluice.StoreEvents
+	// Endpoint names the Redis endpoint in events and logs. Default: the
+	// client's address (redis.Options.Addr), or "redis".
+	Endpoint string
 }
 
 const (

@@ -29,7 +29,10 @@ type Store struct {
 	keys   *keyer
 	log    *slog.Logger
 
-	reloads atomic.Int64 // scripts re-sent after NOSCRIPT
+	reloads  atomic.Int64 // scripts re-sent after NOSCRIPT
+	breaker  *breaker     // nil when disabled
+	events   sluice.StoreEvents
+	endpoint string
 	closed  atomic.Bool
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -60,11 +63,21 @@ func New(client Client, cfg Config) (*Store, error) {
 	if err := checkClient(client, cfg.AllowUnsafeClient); err != nil {
 		return nil, err
 	}
+	endpoint := cfg.Endpoint
+	if endpoint == "" {
+		endpoint = "redis"
+		if oc, ok := client.(interface{ Options() *redis.Options }); ok && oc.Options().Addr != "" {
+			endpoint = oc.Options().Addr
+		}
+	}
 	s := &Store{
-		client: client,
-		script: redis.NewScript(takeSource),
-		keys:   newKeyer(cfg.Prefix, cfg.Secret),
-		log:    cfg.Logger,
+		client:   client,
+		script:   redis.NewScript(takeSource),
+		keys:     newKeyer(cfg.Prefix, cfg.Secret),
+		log:      cfg.Logger,
+		breaker:  newBreaker(endpoint, cfg.Breaker, cfg.Events),
+		events:   cfg.Events,
+		endpoint: endpoint,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -118,9 +131,23 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 		}
 		a[5] = flags
 	}
+	probe := false
+	if s.breaker != nil {
+		ok, p, retry := s.breaker.allow()
+		if !ok {
+			return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrBreakerOpen, RetryAfter: retry}
+		}
+		probe = p
+	}
 	reply, err := s.run(ctx, keys, args)
 	if err != nil {
-		return classify("redisstore: take", err)
+		err = classify("redisstore: take", err)
+	}
+	if s.breaker != nil {
+		s.breaker.record(probe, err)
+	}
+	if err != nil {
+		return err
 	}
 	return decode(reply, hits, out)
 }
@@ -132,6 +159,9 @@ func (s *Store) run(ctx context.Context, keys []string, args []any) (any, error)
 	reply, err := s.script.EvalSha(ctx, s.client, keys, args...).Result()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		s.reloads.Add(1)
+		if s.events != nil {
+			s.events.ScriptReloaded(s.endpoint)
+		}
 		reply, err = s.script.Eval(ctx, s.client, keys, args...).Result()
 	}
 	return reply, err
@@ -164,6 +194,15 @@ func decode(reply any, hits []sluice.Hit, out []sluice.Result) error {
 		}
 	}
 	return nil
+}
+
+// BreakerState returns the state of the store's circuit breaker
+// ([sluice.BreakerClosed] when it is disabled).
+func (s *Store) BreakerState() sluice.BreakerState {
+	if s.breaker == nil {
+		return sluice.BreakerClosed
+	}
+	return s.breaker.State()
 }
 
 // ScriptReloads returns how many times the store re-sent its script after
