@@ -18,7 +18,7 @@ import (
 // outcome [sluice.OutcomeBypassed] and the entry's name (never the
 // identity), and logs it, sampled. The entry's limit is hidden from the
 // rate-limit headers; a request over it gets 429 with Retry-After like any
-// other.
+// other. An exempt request costs 1, whatever cost [sluice.WithCost] set.
 type Bypass struct {
 	// Name identifies the entry in metrics and logs and in its bucket
 	// keys. Required, printable ASCII, unique among the set's rules and

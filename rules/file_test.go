@@ -156,3 +156,16 @@ func TestLoadFileErrors(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A byte order mark, as some editors write, is not an error.
+func TestByteOrderMark(t *testing.T) {
+	for _, name := range []string{"bom.yaml", "bom.json"} {
+		src := "rules:\n  - {name: a, key: ip, limit: {rate: 1, per: 1s}}\n"
+		if name == "bom.json" {
+			src = `{"rules": [{"name": "a", "key": "ip", "limit": {"rate": 1, "per": "1s"}}]}`
+		}
+		if _, err := rules.Parse(name, []byte("\xef\xbb\xbf"+src), rules.LoadConfig{}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -28,10 +28,11 @@ type FileError struct {
 	// Rule names the rule or bypass entry the problem is in; "" for a
 	// problem outside them or in an entry that has no name yet.
 	Rule string
-	// Field is the offending field: inside a rule or bypass entry relative
+	// Field is the offending field, inside a rule or bypass entry relative
 	// to it ("limit.burst", "match.methods[1]"), otherwise from the top of
-	// the file ("version", "rules[2]"). "" when the problem is the whole
-	// file or the whole entry.
+	// the file ("version", "defaults.on_fail"). For an unknown field it is
+	// the mapping that holds it. "" when the problem is the whole file or
+	// the whole entry.
 	Field string
 	// Err is what is wrong.
 	Err error

@@ -24,35 +24,10 @@ func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]
 		return Rule{}, false, err
 	}
 	r.Key, r.KeyKind = ks.fn, ks.kind
-	if r.Algorithm, err = d.algorithm(f["algorithm"], "algorithm", r.Algorithm); err != nil {
+	if err := d.ruleLimit(n, f, &r); err != nil {
 		return Rule{}, false, err
 	}
-	lim, err := d.limit(n, f["limit"], r.Algorithm)
-	if err != nil {
-		return Rule{}, false, err
-	}
-	r.Limit = lim.Limit
-	if r.Cost, err = d.optInt(f["cost"], "cost", 1, 1); err != nil {
-		return Rule{}, false, err
-	}
-	if r.MaxCost, err = d.maxCost(f["max_cost"], r.Cost); err != nil {
-		return Rule{}, false, err
-	}
-	if err := d.fits(lim, r.Cost, f["cost"]); err != nil {
-		return Rule{}, false, err
-	}
-	if r.OnFail, err = d.onFail(f["on_fail"], "on_fail", r.OnFail); err != nil {
-		return Rule{}, false, err
-	}
-	expose, err := d.optBool(f["expose"], "expose", defs.expose)
-	if err != nil {
-		return Rule{}, false, err
-	}
-	r.Hidden = !expose
-	if r.Shadow, err = d.optBool(f["shadow"], "shadow", r.Shadow); err != nil {
-		return Rule{}, false, err
-	}
-	enabled, err := d.optBool(f["enabled"], "enabled", true)
+	enabled, err := d.ruleFlags(f, defs, &r)
 	if err != nil {
 		return Rule{}, false, err
 	}
@@ -65,6 +40,43 @@ func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]
 		return Rule{}, false, d.fail(n, "", "%w", err)
 	}
 	return r, enabled, nil
+}
+
+// ruleLimit reads a rule's algorithm, limit, cost and max_cost into r.
+func (d *decoder) ruleLimit(n *yaml.Node, f map[string]*yaml.Node, r *Rule) error {
+	var err error
+	if r.Algorithm, err = d.algorithm(f["algorithm"], "algorithm", r.Algorithm); err != nil {
+		return err
+	}
+	lim, err := d.limit(n, f["limit"], r.Algorithm)
+	if err != nil {
+		return err
+	}
+	r.Limit = lim.Limit
+	if r.Cost, err = d.optInt(f["cost"], "cost", 1, 1); err != nil {
+		return err
+	}
+	if r.MaxCost, err = d.maxCost(f["max_cost"], r.Cost); err != nil {
+		return err
+	}
+	return d.fits(lim, r.Cost, f["cost"])
+}
+
+// ruleFlags reads a rule's on_fail, expose and shadow into r, and returns
+// its enabled field.
+func (d *decoder) ruleFlags(f map[string]*yaml.Node, defs fileDefaults, r *Rule) (enabled bool, err error) {
+	if r.OnFail, err = d.onFail(f["on_fail"], "on_fail", r.OnFail); err != nil {
+		return false, err
+	}
+	expose, err := d.optBool(f["expose"], "expose", defs.expose)
+	if err != nil {
+		return false, err
+	}
+	r.Hidden = !expose
+	if r.Shadow, err = d.optBool(f["shadow"], "shadow", r.Shadow); err != nil {
+		return false, err
+	}
+	return d.optBool(f["enabled"], "enabled", true)
 }
 
 // key reads a rule's key field.

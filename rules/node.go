@@ -107,7 +107,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, known ...string) (map[strin
 			if len(name) > maxFieldName { // perhaps a secret pasted in the wrong place
 				return nil, d.fail(k, path, "unknown field (a %d-byte name, not shown)", len(name))
 			}
-			return nil, d.fail(k, sub(path, clipName(name)), "unknown field%s", suggest(name, known))
+			return nil, d.fail(k, path, "unknown field %s%s", quote(name), suggest(name, known))
 		}
 		if prev, dup := out[name]; dup {
 			return nil, d.fail(k, sub(path, name), "set twice (first at line %d)", prev.Line)
@@ -122,15 +122,6 @@ const maxQuoted = 64
 
 // maxFieldName is the longest unknown field name an error message repeats.
 const maxFieldName = 24
-
-// clipName quotes a field name from the file for an error message when it
-// would not read as a name.
-func clipName(s string) string {
-	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x21 || r > 0x7e || r == '.' || r == '"' }) {
-		return strconv.Quote(s)
-	}
-	return s
-}
 
 // quote quotes a value from the file for an error message, shortened.
 func quote(s string) string {

@@ -34,6 +34,7 @@ func Parse(name string, data []byte, cfg LoadConfig) (*Set, error) {
 	if len(data) > MaxFileSize {
 		return nil, d.fail(nil, "", "larger than %d bytes", MaxFileSize)
 	}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
 	root, err := parseDocument(name, data)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@
 //
 //	go run ./examples/gateway                         # in-memory store, :8080
 //	go run ./examples/gateway -redis 127.0.0.1:6379   # Redis store
+//	go run ./examples/gateway -rules examples/gateway/rules.yaml
 //
 // Then, from another terminal:
 //
@@ -13,9 +14,16 @@
 // route, 20 a minute per API key (X-API-Key), 10 a minute per user and
 // endpoint for signed-in users (X-User stands in for real authentication),
 // and 5,000 a minute for the whole gateway.
+//
+// With -rules the rules come from a YAML or JSON file instead, such as
+// rules.yaml next to this file, which adds plans (X-Plan: pro), a shadow
+// rule and a bypass entry. The file is read again every 5 seconds and on
+// SIGHUP; a file with a mistake is refused and logged, and the last good
+// rules stay.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -31,6 +39,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/middleware"
+	"github.com/sluicehq/sluice/rules"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/redisstore"
 )
@@ -48,6 +57,7 @@ func run() error {
 	secret := flag.String("secret", os.Getenv("SLUICE_SECRET"), "secret for hashing identities into Redis keys (default $SLUICE_SECRET)")
 	mode := flag.String("headers", "ietf", "rate-limit header modes: ietf, draft06, x-ratelimit, none, or a comma-separated combination")
 	budget := flag.Duration("budget", middleware.DefaultBudget, "latency budget of each store call")
+	rulesFile := flag.String("rules", "", "rule file (YAML, or JSON if named *.json) to load and watch; empty uses the built-in rules")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -61,7 +71,16 @@ func run() error {
 	}
 	defer closeStore()
 
-	router, err := newRouter(store, log, middleware.WithHeaders(hdr), middleware.WithBudget(*budget))
+	src := rulesSource(goRules)
+	var watcher *rules.Watcher
+	if *rulesFile != "" {
+		src = fileRules(*rulesFile, log, &watcher)
+	}
+	router, err := newRouterWith(store, log, src, middleware.WithHeaders(hdr), middleware.WithBudget(*budget))
+	if watcher != nil {
+		defer watcher.Close()
+		go reloadOnHangup(watcher)
+	}
 	if err != nil {
 		return err
 	}
@@ -78,11 +97,22 @@ func run() error {
 	if *redisAddr != "" {
 		backend = "redis " + *redisAddr
 	}
-	log.Info("gateway listening", "addr", *addr, "store", backend, "headers", hdr.String())
+	log.Info("gateway listening", "addr", *addr, "store", backend, "headers", hdr.String(), "rules", cmp.Or(*rulesFile, "built in"))
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// reloadOnHangup reloads the rule file on every SIGHUP, for operators who
+// push a new file and want it applied at once. (Errors are logged by the
+// watcher.)
+func reloadOnHangup(w *rules.Watcher) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	for range hup {
+		_ = w.Reload()
+	}
 }
 
 // openStore returns the in-memory store, or a Redis store with a client

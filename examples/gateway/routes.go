@@ -11,11 +11,29 @@ import (
 	"github.com/sluicehq/sluice/middleware"
 )
 
-// newRouter returns the demo API with the limiter installed globally,
-// logging store failures to log.
+// rulesSource supplies the limiter's rules for the demo's router: the Go
+// rules of rules.go, or a rule file (see fileRules).
+type rulesSource func(router chi.Routes) (middleware.Source, error)
+
+// goRules is the rulesSource of the built-in rules.
+func goRules(router chi.Routes) (middleware.Source, error) {
+	set, err := gatewayRules(router)
+	if err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// newRouter returns the demo API with the limiter installed globally on
+// the built-in rules, logging store failures to log.
 func newRouter(store sluice.Store, log *slog.Logger, opts ...middleware.Option) (http.Handler, error) {
+	return newRouterWith(store, log, goRules, opts...)
+}
+
+// newRouterWith is newRouter with the rules from src.
+func newRouterWith(store sluice.Store, log *slog.Logger, src rulesSource, opts ...middleware.Option) (http.Handler, error) {
 	r := chi.NewRouter()
-	set, err := gatewayRules(r)
+	set, err := src(r)
 	if err != nil {
 		return nil, err
 	}
@@ -39,13 +57,22 @@ func newRouter(store sluice.Store, log *slog.Logger, opts ...middleware.Option) 
 	return r, nil
 }
 
-// fakeAuth stands in for real authentication: it trusts X-User.
+// fakeAuth stands in for real authentication: it trusts X-User, and
+// X-Plan for the plan of an API key (free when not sent).
 func fakeAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
 		if u := r.Header.Get("X-User"); u != "" {
-			r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
+			ctx = context.WithValue(ctx, userKey{}, u)
 		}
-		next.ServeHTTP(w, r)
+		if r.Header.Get("X-API-Key") != "" {
+			plan := r.Header.Get("X-Plan")
+			if plan == "" {
+				plan = "free"
+			}
+			ctx = context.WithValue(ctx, planKey{}, plan)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -33,9 +33,9 @@ type Store struct {
 	breaker  *breaker     // nil when disabled
 	events   sluice.StoreEvents
 	endpoint string
-	closed  atomic.Bool
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	closed   atomic.Bool
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 
 	// now, when set, replaces the server clock. Only tests set it, through
 	// export_test.go: production code has no way to.

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/sluicehq/sluice/keyfunc/chikey"
+	"github.com/sluicehq/sluice/middleware"
+	"github.com/sluicehq/sluice/rules"
+)
+
+type planKey struct{}
+
+// planOf returns the plan the auth middleware recorded for the request's
+// API key, or "" for a request without one.
+func planOf(r *http.Request) string {
+	p, _ := r.Context().Value(planKey{}).(string)
+	return p
+}
+
+// fileConfig tells a rule file where the demo keeps users, plans and
+// route patterns. The limiter runs in r.Use, before routing, so route
+// patterns are looked up in router.
+func fileConfig(router chi.Routes) rules.LoadConfig {
+	return rules.LoadConfig{
+		User:     userFrom,
+		Plan:     planOf,
+		Endpoint: chikey.Endpoint(router),
+	}
+}
+
+// fileRules returns a rulesSource that watches the rule file at path, and
+// where it stores the watcher, for the caller to close.
+func fileRules(path string, log *slog.Logger, w **rules.Watcher) rulesSource {
+	return func(router chi.Routes) (middleware.Source, error) {
+		watcher, err := rules.Watch(path, fileConfig(router), rules.WatchConfig{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		*w = watcher
+		return watcher, nil
+	}
+}

@@ -1,0 +1,439 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluicehq/sluice"
+)
+
+// OtherRule is the rule label under which a [Collector] counts the
+// decisions of rule names beyond its [Config.MaxRules].
+const OtherRule = "__other__"
+
+// DefaultMaxRules is the number of distinct rule labels a collector keeps
+// when [Config.MaxRules] is zero.
+const DefaultMaxRules = 1000
+
+// DefaultNamespace prefixes every metric name when [Config.Namespace] is
+// empty.
+const DefaultNamespace = "sluice"
+
+// DefaultBuckets returns the default upper bounds, in seconds, of the store
+// call latency histogram: 50 µs to 1 s in 1-2.5-5 steps. They include the
+// default latency budget (50 ms) as a bound, so calls that ran into the
+// budget show in the buckets above it. Each call returns a new slice.
+func DefaultBuckets() []float64 {
+	return []float64{
+		0.00005, 0.0001, 0.00025, 0.0005,
+		0.001, 0.0025, 0.005,
+		0.01, 0.025, 0.05,
+		0.1, 0.25, 0.5, 1,
+	}
+}
+
+// Config configures a [Collector]. Its zero value is ready to use.
+type Config struct {
+	// Namespace prefixes every metric name ("<namespace>_decisions_total").
+	// Default: [DefaultNamespace], "sluice".
+	Namespace string
+	// ConstLabels are added to every series, to tell apart the
+	// collectors of several limiters registered with one registry, such
+	// as {"limiter": "api"}. Collectors sharing a registry must all have
+	// the same constant label names (with different values). They must
+	// not be a label of the metrics (rule, outcome, ...). Default: none.
+	ConstLabels prometheus.Labels
+	// Buckets are the upper bounds, in seconds, of the store call latency
+	// histogram, strictly increasing. Default (nil): [DefaultBuckets].
+	// An empty, non-nil slice is an error.
+	Buckets []float64
+	// MaxRules caps the number of distinct rule names used as label
+	// values; decisions of further names are counted under [OtherRule].
+	// Zero means [DefaultMaxRules]; a negative value means no cap. The
+	// collector copies its table of names each time it meets a new one,
+	// a cost that is paid once per name but grows with the number of
+	// names: keep the cap unless rule names are known to be bounded.
+	MaxRules int
+	// Registerer, if not nil, is where [New] registers the collector.
+	// Default: nil, the caller registers it.
+	Registerer prometheus.Registerer
+}
+
+// Collector records sluice's decisions, store calls and store events as
+// Prometheus metrics (see the package documentation for the list).
+//
+// It implements [prometheus.Collector], [sluice.Observer],
+// [sluice.StoreCallObserver] and [sluice.StoreEvents]. Create it with [New].
+// It is safe for concurrent use.
+type Collector struct {
+	decisions   *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	storeErrors *prometheus.CounterVec
+	breaker     *prometheus.GaugeVec
+	transitions *prometheus.CounterVec
+	reloads     *prometheus.CounterVec
+
+	// The hot path reads rules without locking: an immutable table,
+	// replaced whole (under mu) when a rule name is first seen.
+	rules    atomic.Pointer[ruleTable]
+	full     atomic.Bool // the table takes no more names: unknown names are folded
+	mu       sync.Mutex
+	maxRules int                             // < 0: no cap
+	other    atomic.Pointer[outcomeCounters] // set before full
+
+	latencyOK, latencyErr prometheus.Observer
+	errCounters           [numKinds][2]prometheus.Counter // [kind][ambiguous]
+}
+
+// ruleTable maps rule names to their counters. Names beyond the cap map to
+// the shared OtherRule counters.
+type ruleTable struct {
+	byName  map[string]*outcomeCounters
+	tracked int // names with counters of their own
+}
+
+// outcomeCounters holds a rule label's counter for each known outcome,
+// indexed by sluice.Outcome.
+type outcomeCounters struct {
+	label    string
+	counters []prometheus.Counter
+}
+
+// outcomeLabels are the labels of every known sluice.Outcome, in order.
+// They are read from Outcome.String, so outcomes added to the root package
+// are labelled without a change here.
+var outcomeLabels = func() []string {
+	var labels []string
+	for o := 0; o < 256; o++ {
+		s := sluice.Outcome(o).String()
+		if s == "unknown" {
+			break
+		}
+		labels = append(labels, s)
+	}
+	return labels
+}()
+
+// New returns a collector configured by cfg. It fails on an invalid
+// configuration (a bad namespace or constant label, buckets not strictly
+// increasing) and, if cfg.Registerer is set, when registration fails.
+func New(cfg Config) (*Collector, error) {
+	ns := cfg.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	if !validName(ns) {
+		return nil, fmt.Errorf("metrics: invalid namespace %q", ns)
+	}
+	buckets := cfg.Buckets
+	if buckets == nil {
+		buckets = DefaultBuckets()
+	}
+	if len(buckets) == 0 {
+		return nil, fmt.Errorf("metrics: no histogram buckets")
+	}
+	for i := 1; i < len(buckets); i++ {
+		if !(buckets[i] > buckets[i-1]) {
+			return nil, fmt.Errorf("metrics: histogram buckets not strictly increasing at %v", buckets[i])
+		}
+	}
+	for name, value := range cfg.ConstLabels {
+		if !validName(name) || strings.HasPrefix(name, "__") || !utf8.ValidString(value) {
+			return nil, fmt.Errorf("metrics: invalid constant label %q=%q", name, value)
+		}
+		switch name {
+		case "rule", "outcome", "result", "kind", "ambiguous", "endpoint", "from", "to", "le":
+			return nil, fmt.Errorf("metrics: constant label %q is a label of sluice's metrics", name)
+		}
+	}
+	c := &Collector{maxRules: cfg.MaxRules}
+	if c.maxRules == 0 {
+		c.maxRules = DefaultMaxRules
+	}
+	c.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "decisions_total", ConstLabels: cfg.ConstLabels,
+		Help: "Rate-limit decisions, one per rule per request, by rule and outcome.",
+	}, []string{"rule", "outcome"})
+	c.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: ns, Name: "store_call_duration_seconds", ConstLabels: cfg.ConstLabels,
+		Help:    "Duration of store calls (one per request), by result (ok or error).",
+		Buckets: slices.Clone(buckets),
+	}, []string{"result"})
+	c.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "store_errors_total", ConstLabels: cfg.ConstLabels,
+		Help: "Failed store calls, by error kind and whether the call may have been applied.",
+	}, []string{"kind", "ambiguous"})
+	c.breaker = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: ns, Name: "breaker_state", ConstLabels: cfg.ConstLabels,
+		Help: "Circuit breaker state of a store endpoint: 0 closed, 1 open, 2 half-open.",
+	}, []string{"endpoint"})
+	c.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "breaker_transitions_total", ConstLabels: cfg.ConstLabels,
+		Help: "Circuit breaker state changes of a store endpoint.",
+	}, []string{"endpoint", "from", "to"})
+	c.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "script_reloads_total", ConstLabels: cfg.ConstLabels,
+		Help: "Times a store endpoint had lost the limiter script and it was loaded again.",
+	}, []string{"endpoint"})
+
+	c.latencyOK = c.latency.WithLabelValues("ok")
+	c.latencyErr = c.latency.WithLabelValues("error")
+	for k := range numKinds {
+		c.errCounters[k][0] = c.storeErrors.WithLabelValues(kindLabels[k], "false")
+		c.errCounters[k][1] = c.storeErrors.WithLabelValues(kindLabels[k], "true")
+	}
+	c.rules.Store(&ruleTable{byName: map[string]*outcomeCounters{}})
+
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("metrics: register: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// validName reports whether s is a legacy Prometheus metric or label name,
+// which every scraper accepts.
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+		case '0' <= r && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Describe sends the descriptors of the collector's metrics to ch. It
+// implements [prometheus.Collector].
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	c.decisions.Describe(ch)
+	c.latency.Describe(ch)
+	c.storeErrors.Describe(ch)
+	c.breaker.Describe(ch)
+	c.transitions.Describe(ch)
+	c.reloads.Describe(ch)
+}
+
+// Collect sends the collector's current metrics to ch. It implements
+// [prometheus.Collector].
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.decisions.Collect(ch)
+	c.latency.Collect(ch)
+	c.storeErrors.Collect(ch)
+	c.breaker.Collect(ch)
+	c.transitions.Collect(ch)
+	c.reloads.Collect(ch)
+}
+
+// Observe counts d in sluice_decisions_total under d.Rule and d.Outcome.
+// It implements [sluice.Observer]. It reads nothing but d.Rule and
+// d.Outcome: store latency and errors are counted once per store call by
+// [Collector.ObserveStoreCall], not once per rule.
+func (c *Collector) Observe(_ context.Context, d sluice.Decision) {
+	oc, ok := c.rules.Load().byName[d.Rule]
+	if !ok {
+		oc = c.addRule(d.Rule)
+	}
+	if int(d.Outcome) < len(oc.counters) {
+		oc.counters[d.Outcome].Inc()
+		return
+	}
+	// Not a valid outcome: counted, but as "unknown", in a series that
+	// exists only if this happens.
+	c.decisions.WithLabelValues(oc.label, "unknown").Inc()
+}
+
+// addRule returns the counters of a rule name the table does not hold,
+// adding them to the table while it has room.
+func (c *Collector) addRule(name string) *outcomeCounters {
+	if c.full.Load() {
+		return c.other.Load()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.rules.Load()
+	if oc, ok := t.byName[name]; ok {
+		return oc
+	}
+	tracked := t.tracked
+	var oc *outcomeCounters
+	if c.maxRules < 0 || tracked < c.maxRules {
+		oc = c.newOutcomeCounters(name)
+		tracked++
+	} else {
+		oc = c.otherCountersLocked()
+		// Folded names are remembered too, so that their decisions stay on
+		// the lock-free path, but only up to as many again as the cap:
+		// past that, any unknown name is folded without a look-up.
+		if len(t.byName) >= 2*c.maxRules {
+			c.full.Store(true)
+			return oc
+		}
+	}
+	byName := make(map[string]*outcomeCounters, len(t.byName)+1)
+	for k, v := range t.byName {
+		byName[k] = v
+	}
+	byName[strings.Clone(name)] = oc
+	c.rules.Store(&ruleTable{byName: byName, tracked: tracked})
+	return oc
+}
+
+func (c *Collector) otherCountersLocked() *outcomeCounters {
+	if oc := c.other.Load(); oc != nil {
+		return oc
+	}
+	oc := c.newOutcomeCounters(OtherRule)
+	c.other.Store(oc)
+	return oc
+}
+
+// newOutcomeCounters creates the series of rule for every known outcome.
+func (c *Collector) newOutcomeCounters(rule string) *outcomeCounters {
+	// Rule names are validated as printable ASCII, but a custom caller of
+	// Observe may pass anything, and the client library panics on invalid
+	// UTF-8.
+	oc := &outcomeCounters{
+		label:    strings.ToValidUTF8(rule, "\uFFFD"),
+		counters: make([]prometheus.Counter, len(outcomeLabels)),
+	}
+	for i, o := range outcomeLabels {
+		oc.counters[i] = c.decisions.WithLabelValues(oc.label, o)
+	}
+	return oc
+}
+
+// ObserveStoreCall records call's latency in
+// sluice_store_call_duration_seconds and, for a failed call, counts its
+// error in sluice_store_errors_total. It implements
+// [sluice.StoreCallObserver].
+func (c *Collector) ObserveStoreCall(_ context.Context, call sluice.StoreCall) {
+	secs := call.Latency.Seconds()
+	if call.Err == nil {
+		c.latencyOK.Observe(secs)
+		return
+	}
+	c.latencyErr.Observe(secs)
+	k, ambiguous := classify(call.Err)
+	a := 0
+	if ambiguous {
+		a = 1
+	}
+	c.errCounters[k][a].Inc()
+}
+
+// BreakerChanged sets sluice_breaker_state of endpoint to the value of to
+// and counts the change in sluice_breaker_transitions_total. It implements
+// [sluice.StoreEvents].
+func (c *Collector) BreakerChanged(endpoint string, from, to sluice.BreakerState) {
+	endpoint = strings.ToValidUTF8(endpoint, "\uFFFD")
+	c.breaker.WithLabelValues(endpoint).Set(float64(to))
+	c.transitions.WithLabelValues(endpoint, from.String(), to.String()).Inc()
+}
+
+// ScriptReloaded counts a script reload of endpoint in
+// sluice_script_reloads_total. It implements [sluice.StoreEvents].
+func (c *Collector) ScriptReloaded(endpoint string) {
+	c.reloads.WithLabelValues(strings.ToValidUTF8(endpoint, "\uFFFD")).Inc()
+}
+
+// Error kinds, the values of the kind label of sluice_store_errors_total.
+const (
+	kindTimeout = iota
+	kindUnavailable
+	kindClusterDown
+	kindBreakerOpen
+	kindScriptMissing
+	kindCorruptState
+	kindClosed
+	kindInvalid
+	kindCanceled
+	kindOther
+	numKinds
+)
+
+var kindLabels = [numKinds]string{
+	"timeout", "unavailable", "cluster_down", "breaker_open", "script_missing",
+	"corrupt_state", "closed", "invalid", "canceled", "other",
+}
+
+// kindErrors are the sentinels of the kinds, in the order they are tested.
+var kindErrors = [...]struct {
+	err  error
+	kind int
+}{
+	{sluice.ErrTimeout, kindTimeout},
+	{sluice.ErrUnavailable, kindUnavailable},
+	{sluice.ErrClusterDown, kindClusterDown},
+	{sluice.ErrBreakerOpen, kindBreakerOpen},
+	{sluice.ErrScriptMissing, kindScriptMissing},
+	{sluice.ErrCorruptState, kindCorruptState},
+	{sluice.ErrClosed, kindClosed},
+	{sluice.ErrInvalidHit, kindInvalid},
+	{sluice.ErrInvalidLimit, kindInvalid},
+	// A store that does not wrap its context's errors.
+	{context.DeadlineExceeded, kindTimeout},
+	{context.Canceled, kindCanceled},
+}
+
+// ErrorKind names the kind of a store error, as the kind label of
+// sluice_store_errors_total has it: "timeout", "unavailable",
+// "cluster_down", "breaker_open", "script_missing", "corrupt_state",
+// "closed" (for the sentinels of the same names, such as
+// [sluice.ErrTimeout]), "invalid" ([sluice.ErrInvalidHit],
+// [sluice.ErrInvalidLimit]), "timeout" and "canceled" for a bare
+// [context.DeadlineExceeded] or [context.Canceled], and "other" for
+// anything else, nil included. It matches with errors.Is and never reads
+// the error's message. For a [*sluice.StoreError], its Kind decides.
+func ErrorKind(err error) string {
+	k, _ := classify(err)
+	return kindLabels[k]
+}
+
+// classify returns err's kind and whether it is ambiguous (see
+// sluice.IsAmbiguous). It does not allocate.
+func classify(err error) (kind int, ambiguous bool) {
+	if err == nil {
+		return kindOther, false
+	}
+	// The first *StoreError decides, as it does for sluice.IsAmbiguous.
+	// Testing its Kind alone spares errors.Is a walk of the whole tree
+	// (StoreError.Unwrap allocates).
+	if se, ok := errors.AsType[*sluice.StoreError](err); ok {
+		ambiguous = se.Ambiguous
+		if se.Kind != nil {
+			for _, ke := range kindErrors {
+				if errors.Is(se.Kind, ke.err) {
+					return ke.kind, ambiguous
+				}
+			}
+		}
+	}
+	for _, ke := range kindErrors {
+		if errors.Is(err, ke.err) {
+			return ke.kind, ambiguous
+		}
+	}
+	return kindOther, ambiguous
+}
+
+// The interfaces a Collector implements.
+var (
+	_ prometheus.Collector     = (*Collector)(nil)
+	_ sluice.Observer          = (*Collector)(nil)
+	_ sluice.StoreCallObserver = (*Collector)(nil)
+	_ sluice.StoreEvents       = (*Collector)(nil)
+)

@@ -1,0 +1,367 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/middleware"
+	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/store/redisstore"
+)
+
+// Fault tests: a real redis-server behind an in-process toxiproxy. Every
+// latency assertion is a ceiling against hangs, with generous slack, not a
+// speed measurement.
+const (
+	faultBudget   = 50 * time.Millisecond
+	faultCeiling  = faultBudget + 150*time.Millisecond // budget + slack
+	recoveryLimit = 3 * time.Second                    // breaker OpenFor (500 ms) + go-redis redial (≤ 1 s) + slack
+	faultCapacity = 1000                               // the rules' capacity: far above what the tests send
+)
+
+// outcomes counts decisions by outcome, and the store calls that left the
+// process (not refused by the breaker).
+type outcomes struct {
+	mu    sync.Mutex
+	n     map[sluice.Outcome]int
+	calls atomic.Int64
+}
+
+func (o *outcomes) ObserveStoreCall(_ context.Context, c sluice.StoreCall) {
+	if !errors.Is(c.Err, sluice.ErrBreakerOpen) {
+		o.calls.Add(1)
+	}
+}
+
+func (o *outcomes) Observe(_ context.Context, d sluice.Decision) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n == nil {
+		o.n = map[sluice.Outcome]int{}
+	}
+	o.n[d.Outcome]++
+}
+
+func (o *outcomes) get(k sluice.Outcome) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n[k]
+}
+
+type faultEnv struct {
+	srv          *redistest.Server
+	px           *toxiproxy.Proxy
+	direct       *redis.Client // to the server, not through the proxy
+	client       *redis.Client // the store's, through the proxy
+	store        *redisstore.Store
+	open, closed http.Handler // a fail-open and a fail-closed limiter on store
+	seen         *outcomes
+	sent         atomic.Int64 // requests sent
+	ok           atomic.Int64 // answered 200
+}
+
+func newFaultEnv(t *testing.T, poolSize int) *faultEnv {
+	t.Helper()
+	e := &faultEnv{srv: redistest.Start(t), seen: &outcomes{}}
+	ts := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	e.px = toxiproxy.NewProxy(ts, "redis", "127.0.0.1:0", e.srv.Addr)
+	if err := e.px.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.px.Stop)
+	e.direct = redis.NewClient(&redis.Options{Addr: e.srv.Addr, MaxRetries: -1})
+	t.Cleanup(func() { e.direct.Close() })
+	client := redis.NewClient(&redis.Options{
+		Addr:                  e.px.Listen,
+		MaxRetries:            -1,
+		ContextTimeoutEnabled: true,
+		DialerRetries:         1,
+		DialTimeout:           faultBudget,
+		ReadTimeout:           faultBudget,
+		WriteTimeout:          faultBudget,
+		PoolTimeout:           faultBudget,
+		PoolSize:              poolSize,
+	})
+	t.Cleanup(func() { client.Close() })
+	e.client = client
+	store, err := redisstore.New(client, redisstore.Config{Logger: quietLogger(), StartupCheckTimeout: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	e.store = store
+	limit := sluice.PerHour(1).WithBurst(faultCapacity)
+	opts := []middleware.Option{middleware.WithBudget(faultBudget), middleware.WithObserver(e.seen), middleware.WithLogger(quietLogger())}
+	e.open = middleware.Limit(store, rules.MustNew(rules.Rule{Name: "open", Key: keyfunc.Global(), Limit: limit}), opts...)(&okHandler{})
+	e.closed = middleware.Limit(store, rules.MustNew(rules.Rule{Name: "closed", Key: keyfunc.Global(), Limit: limit, OnFail: rules.FailClosed}), opts...)(&okHandler{})
+	return e
+}
+
+// do sends one request through h and checks it finished within the
+// ceiling.
+func (e *faultEnv) do(t *testing.T, h http.Handler) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	rec := httptest.NewRecorder()
+	start := time.Now()
+	h.ServeHTTP(rec, req)
+	if d := time.Since(start); d > faultCeiling {
+		t.Errorf("request took %v, ceiling %v (budget %v)", d, faultCeiling, faultBudget)
+	}
+	e.sent.Add(1)
+	if rec.Code == http.StatusOK {
+		e.ok.Add(1)
+	}
+	return rec
+}
+
+// expectFailModes sends requests to both limiters during a fault: the
+// fail-open one must answer 200, the fail-closed one 503 with Retry-After.
+func (e *faultEnv) expectFailModes(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		if rec := e.do(t, e.open); rec.Code != http.StatusOK {
+			t.Fatalf("fail-open rule during a fault: status %d", rec.Code)
+		}
+		rec := e.do(t, e.closed)
+		if rec.Code != http.StatusServiceUnavailable {
+			t.Fatalf("fail-closed rule during a fault: status %d", rec.Code)
+		}
+		if ra, _ := strconv.Atoi(rec.Header().Get("Retry-After")); ra < 1 {
+			t.Fatalf("503 Retry-After %q", rec.Header().Get("Retry-After"))
+		}
+	}
+}
+
+// recover waits until requests are decided by Redis again and returns how
+// long that took.
+func (e *faultEnv) recover(t *testing.T) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < 2*recoveryLimit {
+		before := e.seen.get(sluice.OutcomeAllowed)
+		e.do(t, e.open)
+		if e.seen.get(sluice.OutcomeAllowed) > before {
+			d := time.Since(start)
+			if d > recoveryLimit {
+				t.Errorf("recovered after %v, limit %v", d, recoveryLimit)
+			}
+			return d
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("not recovered after %v", 2*recoveryLimit)
+	return 0
+}
+
+// scriptRuns returns how many times the server ran a script.
+func (e *faultEnv) scriptRuns(t *testing.T) int64 {
+	t.Helper()
+	return commandCalls(t, e.direct, "evalsha") + commandCalls(t, e.direct, "eval")
+}
+
+// checkBounds: the script ran at most once per store call that left the
+// process (no client retry re-ran it; a reload after NOSCRIPT runs it once,
+// as Redis refused the first try), and what was admitted stays within the
+// capacity plus the fail-open admissions the observer counted.
+func (e *faultEnv) checkBounds(t *testing.T, runs int64) {
+	t.Helper()
+	if calls := e.seen.calls.Load(); runs > calls {
+		t.Errorf("the script ran %d times for %d store calls", runs, calls)
+	}
+	failOpen := int64(e.seen.get(sluice.OutcomeFailedOpen))
+	if ok := e.ok.Load(); ok > faultCapacity+failOpen {
+		t.Errorf("admitted %d > capacity %d + fail-open %d", ok, faultCapacity, failOpen)
+	}
+}
+
+// commandCalls reads how often Redis ran cmd to completion, from INFO
+// commandstats: calls less failed and rejected ones (an EVALSHA that found
+// no script is a failed call; the EVAL after it is the run).
+func commandCalls(t *testing.T, c *redis.Client, cmd string) int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":")
+		if !ok {
+			continue
+		}
+		fields := map[string]int64{}
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			fields[k], _ = strconv.ParseInt(v, 10, 64)
+		}
+		return fields["calls"] - fields["failed_calls"] - fields["rejected_calls"]
+	}
+	return 0
+}
+
+// warm opens several pooled connections (toxics then hit commands, not
+// handshakes) and sends healthy requests.
+func (e *faultEnv) warm(t *testing.T) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = e.client.Ping(context.Background()).Err()
+		}()
+	}
+	wg.Wait()
+	for range 3 {
+		if rec := e.do(t, e.open); rec.Code != http.StatusOK {
+			t.Fatalf("healthy: status %d", rec.Code)
+		}
+		if rec := e.do(t, e.closed); rec.Code != http.StatusOK {
+			t.Fatalf("healthy: status %d", rec.Code)
+		}
+	}
+}
+
+func toxic(t *testing.T, px *toxiproxy.Proxy, json string) {
+	t.Helper()
+	if _, err := px.Toxics.AddToxicJson(strings.NewReader(json)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFaultToxics(t *testing.T) {
+	cases := []struct {
+		name  string
+		toxic string
+	}{
+		{"latency beyond the budget", `{"name":"slow","type":"latency","stream":"downstream","attributes":{"latency":300}}`},
+		{"black hole", `{"name":"hole","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`},
+		{"reset_peer after the script ran", `{"name":"rst","type":"reset_peer","stream":"downstream","attributes":{"timeout":10}}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newFaultEnv(t, 0)
+			e.warm(t)
+			toxic(t, e.px, tc.toxic)
+			e.expectFailModes(t, 10)
+			if e.store.BreakerState() != sluice.BreakerOpen {
+				t.Errorf("breaker %v after repeated failures, want open", e.store.BreakerState())
+			}
+			e.px.Toxics.ResetToxics(context.Background())
+			d := e.recover(t)
+			time.Sleep(400 * time.Millisecond) // let delayed commands reach Redis before counting
+			e.checkBounds(t, e.scriptRuns(t))
+			t.Logf("recovered %v after the toxic was removed; %d requests, %d fail-open, %d fail-closed",
+				d, e.sent.Load(), e.seen.get(sluice.OutcomeFailedOpen), e.seen.get(sluice.OutcomeFailedClosed))
+		})
+	}
+}
+
+func TestFaultRedisDownAtStart(t *testing.T) {
+	e := newFaultEnv(t, 0)
+	e.px.Stop()
+	e.expectFailModes(t, 10)
+	if e.store.BreakerState() != sluice.BreakerOpen {
+		t.Errorf("breaker %v, want open", e.store.BreakerState())
+	}
+	if err := e.px.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recovered %v after the proxy came up", e.recover(t))
+	e.checkBounds(t, e.scriptRuns(t))
+}
+
+func TestFaultRedisKilledUnderLoad(t *testing.T) {
+	e := newFaultEnv(t, 0)
+	e.warm(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 { // load during the kill and the restart
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e.do(t, e.open)
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	e.srv.Kill()
+	e.expectFailModes(t, 5)
+	e.srv.Restart() // same port; scripts and data gone
+	d := e.recover(t)
+	close(stop)
+	wg.Wait()
+	t.Logf("recovered %v after the restart; %d requests, %d fail-open", d, e.sent.Load(), e.seen.get(sluice.OutcomeFailedOpen))
+	// The restarted server counts only its own runs: at most one per
+	// request (plus the reload after NOSCRIPT, which Redis did not run).
+	e.checkBounds(t, e.scriptRuns(t))
+	if e.store.ScriptReloads() < 1 {
+		t.Errorf("no script reload after the restart")
+	}
+}
+
+func TestFaultPoolExhaustion(t *testing.T) {
+	e := newFaultEnv(t, 2)
+	e.warm(t)
+	toxic(t, e.px, `{"name":"slow","type":"latency","stream":"downstream","attributes":{"latency":200}}`)
+	var wg sync.WaitGroup
+	var codes sync.Map
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := e.open
+			if i%2 == 1 {
+				h = e.closed
+			}
+			rec := e.do(t, h)
+			codes.Store(i, rec.Code)
+		}()
+	}
+	wg.Wait()
+	codes.Range(func(k, v any) bool {
+		i, code := k.(int), v.(int)
+		if want := []int{http.StatusOK, http.StatusServiceUnavailable}[i%2]; code != want {
+			t.Errorf("request %d: status %d, want %d", i, code, want)
+		}
+		return true
+	})
+	e.px.Toxics.ResetToxics(context.Background())
+	e.recover(t)
+	time.Sleep(300 * time.Millisecond)
+	e.checkBounds(t, e.scriptRuns(t))
+}
+
+func TestFaultClientPause(t *testing.T) {
+	e := newFaultEnv(t, 0)
+	e.warm(t)
+	if err := e.direct.Do(context.Background(), "CLIENT", "PAUSE", "400", "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.expectFailModes(t, 3)
+	e.recover(t)
+	time.Sleep(100 * time.Millisecond)
+	e.checkBounds(t, e.scriptRuns(t))
+}
