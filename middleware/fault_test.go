@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -14,11 +15,13 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/middleware"
 	"github.com/sluicehq/sluice/rules"
 	"github.com/sluicehq/sluice/store/redisstore"
@@ -71,7 +74,8 @@ type faultEnv struct {
 	store        *redisstore.Store
 	open, closed http.Handler // a fail-open and a fail-closed limiter on store
 	seen         *outcomes
-	sent         atomic.Int64 // requests sent
+	metrics      *httptest.Server // serves the Prometheus collector's /metrics
+	sent         atomic.Int64     // requests sent
 	ok           atomic.Int64 // answered 200
 }
 
@@ -99,14 +103,22 @@ func newFaultEnv(t *testing.T, poolSize int) *faultEnv {
 	})
 	t.Cleanup(func() { client.Close() })
 	e.client = client
-	store, err := redisstore.New(client, redisstore.Config{Logger: quietLogger(), StartupCheckTimeout: -1})
+	collector, err := metrics.New(metrics.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collector)
+	e.metrics = httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Cleanup(e.metrics.Close)
+	store, err := redisstore.New(client, redisstore.Config{Logger: quietLogger(), StartupCheckTimeout: -1, Events: collector, Endpoint: "redis-under-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
 	e.store = store
 	limit := sluice.PerHour(1).WithBurst(faultCapacity)
-	opts := []middleware.Option{middleware.WithBudget(faultBudget), middleware.WithObserver(e.seen), middleware.WithLogger(quietLogger())}
+	opts := []middleware.Option{middleware.WithBudget(faultBudget), middleware.WithObserver(sluice.Observers(e.seen, collector)), middleware.WithLogger(quietLogger())}
 	e.open = middleware.Limit(store, rules.MustNew(rules.Rule{Name: "open", Key: keyfunc.Global(), Limit: limit}), opts...)(&okHandler{})
 	e.closed = middleware.Limit(store, rules.MustNew(rules.Rule{Name: "closed", Key: keyfunc.Global(), Limit: limit, OnFail: rules.FailClosed}), opts...)(&okHandler{})
 	return e
@@ -364,4 +376,70 @@ func TestFaultClientPause(t *testing.T) {
 	e.recover(t)
 	time.Sleep(100 * time.Millisecond)
 	e.checkBounds(t, e.scriptRuns(t))
+}
+
+// scrape fetches /metrics over HTTP and returns the value of the series
+// whose line starts with series (name and labels), or 0.
+func (e *faultEnv) scrape(t *testing.T, series string) float64 {
+	t.Helper()
+	resp, err := e.metrics.Client().Get(e.metrics.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
+}
+
+// TestFaultMetrics scrapes the real /metrics handler while a fault comes
+// and goes: the counters and the breaker gauge follow it.
+func TestFaultMetrics(t *testing.T) {
+	e := newFaultEnv(t, 0)
+	e.warm(t)
+	const (
+		allowed    = `sluice_decisions_total{outcome="allowed",rule="open"}`
+		failedOpen = `sluice_decisions_total{outcome="failed_open",rule="open"}`
+		failedShut = `sluice_decisions_total{outcome="failed_closed",rule="closed"}`
+		timeouts   = `sluice_store_errors_total{ambiguous="true",kind="timeout"}`
+		breakerOpn = `sluice_store_errors_total{ambiguous="false",kind="breaker_open"}`
+		breaker    = `sluice_breaker_state{endpoint="redis-under-test"}`
+		calls      = `sluice_store_call_duration_seconds_count{result="ok"}`
+	)
+	if got := e.scrape(t, allowed); got != 3 {
+		t.Fatalf("%s = %v before the fault, want 3", allowed, got)
+	}
+	if got := e.scrape(t, calls); got != 6 {
+		t.Fatalf("%s = %v, want 6", calls, got)
+	}
+	toxic(t, e.px, `{"name":"hole","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`)
+	e.expectFailModes(t, 5)
+	if got := e.scrape(t, failedOpen); got != 5 {
+		t.Errorf("%s = %v, want 5", failedOpen, got)
+	}
+	if got := e.scrape(t, failedShut); got != 5 {
+		t.Errorf("%s = %v, want 5", failedShut, got)
+	}
+	if got := e.scrape(t, timeouts); got < 5 {
+		t.Errorf("%s = %v, want at least the 5 that opened the breaker", timeouts, got)
+	}
+	if got := e.scrape(t, breakerOpn); got < 1 {
+		t.Errorf("%s = %v, want the calls the open breaker refused", breakerOpn, got)
+	}
+	if got := e.scrape(t, breaker); got != 1 {
+		t.Errorf("%s = %v during the fault, want 1 (open)", breaker, got)
+	}
+	e.px.Toxics.ResetToxics(context.Background())
+	e.recover(t)
+	if got := e.scrape(t, breaker); got != 0 {
+		t.Errorf("%s = %v after recovery, want 0 (closed)", breaker, got)
+	}
+	if got := e.scrape(t, allowed); got < 4 {
+		t.Errorf("%s = %v after recovery, want more than before the fault", allowed, got)
+	}
 }

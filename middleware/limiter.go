@@ -19,6 +19,7 @@ type Limiter struct {
 	store   sluice.Store
 	rules   Source
 	cfg     config
+	local   *localFallback
 	logs    sampler   // store failures
 	denials sampler   // denials
 	audit   bypassLog // samples the log records of bypass uses
@@ -33,6 +34,7 @@ type scratch struct {
 	policies []headers.Policy
 	exposed  []sluice.Result
 	violated []string
+	local    []bool // failed: the rules decided by the local fallback
 }
 
 // Source supplies the rules: a *rules.Set (fixed rules), or anything that
@@ -55,7 +57,7 @@ func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{store: store, rules: set, cfg: cfg}
+	l := &Limiter{store: store, rules: set, cfg: cfg, local: newLocalFallback(cfg.instances)}
 	l.pool.New = func() any { return new(scratch) }
 	return l, nil
 }
@@ -164,39 +166,100 @@ func (l *Limiter) take(ctx context.Context, hits []sluice.Hit, out []sluice.Resu
 }
 
 // failed applies the matched rules' on_fail policies to a store failure and
-// reports whether the request may go on.
+// reports whether the request may go on: any closed rule refuses it (503);
+// otherwise local rules decide in process (429 if one refuses) and open
+// rules let it through. Rules decided this way never appear in headers.
 func (l *Limiter) failed(w http.ResponseWriter, r *http.Request, s *scratch, err error, latency time.Duration) bool {
-	closed := false
+	closed, anyLocal := false, false
 	for _, rule := range s.m.Rules {
-		if rule.OnFail == rules.FailClosed && !rule.Shadow {
+		switch {
+		case rule.Shadow:
+		case rule.OnFail == rules.FailClosed:
 			closed = true
+		case rule.OnFail == rules.FailLocal:
+			anyLocal = true
 		}
 	}
-	if l.cfg.observer != nil {
-		for _, rule := range s.m.Rules {
-			d := sluice.Decision{Rule: rule.Name, Outcome: sluice.OutcomeFailedOpen, Shadow: rule.Shadow, Err: err, Latency: latency}
-			if rule.OnFail == rules.FailClosed && !rule.Shadow {
-				d.Outcome = sluice.OutcomeFailedClosed
-			}
-			l.cfg.observer.Observe(r.Context(), d)
+	s.local = append(s.local[:0], make([]bool, len(s.m.Rules))...)
+	localOK := true
+	if anyLocal && !closed {
+		ok, lerr := l.local.decide(s.m.Rules, s.m.Hits, s.results, s.local)
+		if lerr != nil { // cannot happen for validated rules; never block on it
+			l.logs.failure(r.Context(), l.cfg.logger, lerr, false)
+		} else {
+			localOK = ok
 		}
 	}
+	l.observeFailure(r.Context(), s, err, latency)
 	l.logs.failure(r.Context(), l.cfg.logger, err, closed)
-	if !closed {
-		return true
+	switch {
+	case closed:
+		// Retry-After: the breaker's remaining open time when it is
+		// open, at least a second.
+		retry := time.Second
+		var se *sluice.StoreError
+		if errors.As(err, &se) {
+			retry = max(retry, se.RetryAfter)
+		}
+		h := w.Header()
+		headers.SetRetryAfter(h, retry)
+		h.Set("Cache-Control", "no-store")
+		l.cfg.onError(w, r, fmt.Errorf("%w: %w", ErrStoreFailed, err))
+		return false
+	case !localOK:
+		l.denyLocally(w, r, s)
+		return false
 	}
-	// Retry-After: the breaker's remaining open time when it is open, at
-	// least a second.
-	retry := time.Second
-	var se *sluice.StoreError
-	if errors.As(err, &se) {
-		retry = max(retry, se.RetryAfter)
+	return true
+}
+
+// denyLocally answers 429 for a request the local fallback refused: with
+// Retry-After, without rate-limit headers (rules decided by on_fail never
+// appear in them).
+func (l *Limiter) denyLocally(w http.ResponseWriter, r *http.Request, s *scratch) {
+	var rs []*rules.Rule
+	var res []sluice.Result
+	for i, decided := range s.local {
+		if decided {
+			rs, res = append(rs, s.m.Rules[i]), append(res, s.results[i])
+		}
 	}
+	retry, ok := rules.RetryAfter(rs, res)
 	h := w.Header()
-	headers.SetRetryAfter(h, retry)
+	if ok {
+		headers.SetRetryAfter(h, retry)
+	}
 	h.Set("Cache-Control", "no-store")
-	l.cfg.onError(w, r, fmt.Errorf("%w: %w", ErrStoreFailed, err))
-	return false
+	d := Denial{RetryAfter: retry, Unsatisfiable: !ok}
+	if !ok {
+		d.RetryAfter = 0
+	}
+	for i, rule := range rs {
+		if rule.Exposed() && !res[i].Allowed {
+			d.Policies = append(d.Policies, headers.SanitizeName(rule.Name))
+		}
+	}
+	l.denials.denial(r.Context(), l.cfg.logger, d)
+	l.cfg.deny(w, r, d)
+}
+
+// observeFailure reports how each rule took part in a request the store
+// could not decide.
+func (l *Limiter) observeFailure(ctx context.Context, s *scratch, err error, latency time.Duration) {
+	if l.cfg.observer == nil {
+		return
+	}
+	for i, rule := range s.m.Rules {
+		d := sluice.Decision{Rule: rule.Name, Outcome: sluice.OutcomeFailedOpen, Shadow: rule.Shadow, Err: err, Latency: latency}
+		switch {
+		case s.local[i]:
+			d.Outcome, d.Result = sluice.OutcomeLocal, s.results[i]
+		case rule.OnFail == rules.FailClosed && !rule.Shadow:
+			d.Outcome = sluice.OutcomeFailedClosed
+		}
+		d.Outcome = bypassOutcome(&s.m, d.Outcome)
+		l.cfg.observer.Observe(ctx, d)
+	}
 }
 
 func (l *Limiter) observe(ctx context.Context, s *scratch, latency time.Duration) {

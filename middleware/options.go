@@ -28,8 +28,9 @@ type config struct {
 	deny     DenyHandler
 	onError  ErrorHandler
 	observer sluice.Observer
-	logger   *slog.Logger
-	now      func() time.Time
+	logger    *slog.Logger
+	now       func() time.Time
+	instances int
 }
 
 func buildConfig(opts []Option) (config, error) {
@@ -38,8 +39,9 @@ func buildConfig(opts []Option) (config, error) {
 		budget:  DefaultBudget,
 		deny:    WriteDenial,
 		onError: WriteError,
-		logger:  slog.Default(),
-		now:     time.Now,
+		logger:    slog.Default(),
+		now:       time.Now,
+		instances: 1,
 	}
 	for _, o := range opts {
 		if err := o.apply(&c); err != nil {
@@ -127,6 +129,21 @@ func WithClock(c sluice.Clock) Option {
 			return fmt.Errorf("middleware: nil clock")
 		}
 		cfg.now = c.Now
+		return nil
+	})
+}
+
+// WithInstances tells the limiter how many instances of the service share
+// the store. A rule whose on_fail is local (rules.FailLocal) then decides,
+// while the store fails, from an in-process bucket holding its limit
+// divided by n (at least 1 per period), so the instances together stay near
+// the limit. Default: 1. It must be at least 1.
+func WithInstances(n int) Option {
+	return optionFunc(func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("middleware: instances %d: must be at least 1", n)
+		}
+		c.instances = n
 		return nil
 	})
 }

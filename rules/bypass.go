@@ -89,7 +89,7 @@ func newBypassEntry(b Bypass) (bypassEntry, error) {
 		return bypassEntry{}, fail("identify", "no function")
 	case !b.Algorithm.Valid():
 		return bypassEntry{}, fail("algorithm", "unknown algorithm %d", b.Algorithm)
-	case b.OnFail > FailClosed:
+	case b.OnFail > FailLocal:
 		return bypassEntry{}, fail("on_fail", "unknown policy %d", b.OnFail)
 	}
 	if err := b.Algorithm.ValidateLimit(b.Limit); err != nil {

@@ -193,12 +193,9 @@ func (d *decoder) onFail(n *yaml.Node, path string, def OnFail) (OnFail, error) 
 	if err != nil {
 		return 0, err
 	}
-	if s == "local" {
-		return 0, d.fail(deref(n), path, "local is not supported yet (the per-instance fallback has not landed); use open or closed")
-	}
 	f, err := ParseOnFail(s)
 	if err != nil {
-		return 0, d.fail(deref(n), path, "unknown policy %s (known: open, closed)", quote(s))
+		return 0, d.fail(deref(n), path, "unknown policy %s (known: open, closed, local)", quote(s))
 	}
 	return f, nil
 }

@@ -19,11 +19,16 @@ const (
 	// FailClosed refuses the request with 503 Service Unavailable and a
 	// Retry-After.
 	FailClosed
+	// FailLocal decides the rule in process instead: from an in-memory
+	// bucket holding the rule's limit divided by the number of instances
+	// sharing it (see the middleware's WithInstances), so the instances
+	// together stay near the limit while Redis is away.
+	FailLocal
 )
 
-var onFailNames = [...]string{"open", "closed"}
+var onFailNames = [...]string{"open", "closed", "local"}
 
-// String returns "open" or "closed".
+// String returns "open", "closed" or "local".
 func (f OnFail) String() string {
 	if int(f) < len(onFailNames) {
 		return onFailNames[f]
@@ -31,14 +36,14 @@ func (f OnFail) String() string {
 	return fmt.Sprintf("OnFail(%d)", uint8(f))
 }
 
-// ParseOnFail returns the policy named s ("open" or "closed").
+// ParseOnFail returns the policy named s ("open", "closed" or "local").
 func ParseOnFail(s string) (OnFail, error) {
 	for i, n := range onFailNames {
 		if n == s {
 			return OnFail(i), nil
 		}
 	}
-	return 0, fmt.Errorf("rules: unknown on_fail %q (known: open, closed)", s)
+	return 0, fmt.Errorf("rules: unknown on_fail %q (known: open, closed, local)", s)
 }
 
 // Rule is one rate limit applied to the requests it matches.
@@ -108,7 +113,7 @@ func (r *Rule) validate() error {
 		return fail("max_cost", "%d is negative", r.MaxCost)
 	case r.MaxCost > 0 && r.MaxCost < r.cost():
 		return fail("max_cost", "%d is below the cost %d", r.MaxCost, r.cost())
-	case r.OnFail > FailClosed:
+	case r.OnFail > FailLocal:
 		return fail("on_fail", "unknown policy %d", r.OnFail)
 	}
 	if err := r.Algorithm.ValidateLimit(r.Limit); err != nil {

@@ -149,7 +149,7 @@ func TestRetryAfter(t *testing.T) {
 }
 
 func TestOnFailNames(t *testing.T) {
-	for _, f := range []rules.OnFail{rules.FailOpen, rules.FailClosed} {
+	for _, f := range []rules.OnFail{rules.FailOpen, rules.FailClosed, rules.FailLocal} {
 		got, err := rules.ParseOnFail(f.String())
 		if err != nil || got != f {
 			t.Fatalf("ParseOnFail(%q) = %v, %v", f.String(), got, err)

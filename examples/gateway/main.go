@@ -9,6 +9,7 @@
 //
 //	for i in $(seq 60); do curl -s -o /dev/null -w '%{http_code} ' localhost:8080/; done; echo
 //	curl -i localhost:8080/
+//	curl -s localhost:8080/metrics | grep ^sluice_
 //
 // The rules (see rules.go): 50 requests a minute per client IP on every
 // route, 20 a minute per API key (X-API-Key), 10 a minute per user and
@@ -35,9 +36,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/headers"
+	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/middleware"
 	"github.com/sluicehq/sluice/rules"
 	"github.com/sluicehq/sluice/store/memstore"
@@ -65,7 +69,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	store, closeStore, err := openStore(*redisAddr, *secret, *budget, log)
+	collector, err := metrics.New(metrics.Config{})
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collector)
+	store, closeStore, err := openStore(*redisAddr, *secret, *budget, log, collector)
 	if err != nil {
 		return err
 	}
@@ -76,7 +86,7 @@ func run() error {
 	if *rulesFile != "" {
 		src = fileRules(*rulesFile, log, &watcher)
 	}
-	router, err := newRouterWith(store, log, src, middleware.WithHeaders(hdr), middleware.WithBudget(*budget))
+	router, err := newRouterWith(store, log, src, middleware.WithHeaders(hdr), middleware.WithBudget(*budget), middleware.WithObserver(collector))
 	if watcher != nil {
 		defer watcher.Close()
 		go reloadOnHangup(watcher)
@@ -84,7 +94,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: *addr, Handler: router, ReadHeaderTimeout: 5 * time.Second}
+	// /metrics is served beside the API, not behind its limiter.
+	top := http.NewServeMux()
+	top.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	top.Handle("/", router)
+	srv := &http.Server{Addr: *addr, Handler: top, ReadHeaderTimeout: 5 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -117,7 +131,7 @@ func reloadOnHangup(w *rules.Watcher) {
 
 // openStore returns the in-memory store, or a Redis store with a client
 // configured as a limiter needs.
-func openStore(addr, secret string, budget time.Duration, log *slog.Logger) (sluice.Store, func(), error) {
+func openStore(addr, secret string, budget time.Duration, log *slog.Logger, events sluice.StoreEvents) (sluice.Store, func(), error) {
 	if addr == "" {
 		s := memstore.New(memstore.Config{})
 		return s, func() { s.Close() }, nil
@@ -132,7 +146,7 @@ func openStore(addr, secret string, budget time.Duration, log *slog.Logger) (slu
 		WriteTimeout:          budget,
 		PoolTimeout:           budget,
 	})
-	s, err := redisstore.New(client, redisstore.Config{Secret: []byte(secret), Logger: log})
+	s, err := redisstore.New(client, redisstore.Config{Secret: []byte(secret), Logger: log, Events: events})
 	if err != nil {
 		client.Close()
 		return nil, nil, err

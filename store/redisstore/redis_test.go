@@ -236,6 +236,7 @@ func TestUnsafeClientsAreRefused(t *testing.T) {
 		{"ring", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}), "Ring"},
 	}
 	for _, tc := range cases {
+		t.Cleanup(func() { tc.c.(interface{ Close() error }).Close() })
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := redisstore.New(tc.c, redisstore.Config{StartupCheckTimeout: -1})
 			if !errors.Is(err, redisstore.ErrUnsupportedClient) || !strings.Contains(err.Error(), tc.want) {
@@ -244,10 +245,13 @@ func TestUnsafeClientsAreRefused(t *testing.T) {
 		})
 	}
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
 	if _, err := redisstore.New(c, redisstore.Config{AllowUnsafeClient: true, StartupCheckTimeout: -1}); err != nil {
 		t.Fatalf("AllowUnsafeClient: %v", err)
 	}
-	if _, err := redisstore.New(redis.NewClient(safeOptions("127.0.0.1:1")), redisstore.Config{Prefix: "a{b}:"}); err == nil {
+	safe := redis.NewClient(safeOptions("127.0.0.1:1"))
+	defer safe.Close()
+	if _, err := redisstore.New(safe, redisstore.Config{Prefix: "a{b}:"}); err == nil {
 		t.Fatal("a prefix with braces was accepted")
 	}
 }

@@ -1,0 +1,74 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/store/memstore"
+)
+
+// localFallback decides rules whose on_fail is local while the store is
+// failing: an in-process memstore, each rule's limit divided by the number
+// of instances sharing it.
+type localFallback struct {
+	store     *memstore.Store
+	instances int64
+	lastSweep atomic.Int64 // Unix nanoseconds
+}
+
+func newLocalFallback(instances int) *localFallback {
+	// No sweeper goroutine (nothing to close): decide sweeps now and then.
+	return &localFallback{store: memstore.New(memstore.Config{SweepInterval: -1}), instances: int64(instances)}
+}
+
+// share returns l divided among the instances: at least 1 per period.
+func (f *localFallback) share(l sluice.Limit) sluice.Limit {
+	if f.instances <= 1 {
+		return l
+	}
+	l.Rate = max(l.Rate/f.instances, 1)
+	if l.Burst != 0 {
+		l.Burst = max(l.Burst/f.instances, 1)
+	}
+	return l
+}
+
+// decide decides the matched rules whose policy is local, each on its own
+// share, into out (indexed like matched), and reports whether they all
+// passed. The decision is all or nothing, like the store's.
+func (f *localFallback) decide(matched []*rules.Rule, hits []sluice.Hit, out []sluice.Result, mask []bool) (bool, error) {
+	if now := time.Now().UnixNano(); now-f.lastSweep.Load() > int64(time.Minute) {
+		f.lastSweep.Store(now)
+		f.store.Sweep()
+	}
+	var local []sluice.Hit
+	var idx []int
+	for i, r := range matched {
+		if r.OnFail != rules.FailLocal {
+			continue
+		}
+		h := hits[i]
+		h.Limit = f.share(h.Limit)
+		if err := h.Algorithm.ValidateLimit(h.Limit); err != nil {
+			return false, fmt.Errorf("middleware: local share of rule %q: %w", r.Name, err)
+		}
+		local = append(local, h)
+		idx = append(idx, i)
+	}
+	if len(local) == 0 {
+		return true, nil
+	}
+	res := make([]sluice.Result, len(local))
+	if err := f.store.Take(context.Background(), local, res); err != nil {
+		return false, err
+	}
+	for j, i := range idx {
+		out[i] = res[j]
+		mask[i] = true
+	}
+	return sluice.Admitted(local, res), nil
+}
