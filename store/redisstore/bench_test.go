@@ -44,15 +44,22 @@ func BenchmarkTake(b *testing.B) {
 		})
 	}
 	for _, bc := range []struct {
-		name string
-		keys int
-	}{{"parallel/hot key", 1}, {"parallel/10k keys", 10_000}} {
+		name     string
+		keys     int
+		coalesce bool
+	}{
+		{"parallel/hot key", 1, false}, {"parallel/10k keys", 10_000, false},
+		{"parallel/hot key/coalesced", 1, true}, {"parallel/10k keys/coalesced", 10_000, true},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := newStore(b, newClient(b, srv.Addr), nil)
+			if bc.coalesce {
+				s = newCoalescingStore(b, newClient(b, srv.Addr), nil)
+			}
 			ks := benchKeys(bc.keys)
 			var seq atomic.Int64
 			b.ReportAllocs()
-			b.SetParallelism(8) // 16 goroutines on 2 cores: keep the pipe to Redis busy
+			b.SetParallelism(32) // 64 goroutines on 2 cores, as in the target
 			b.RunParallel(func(pb *testing.PB) {
 				hits := []sluice.Hit{{Limit: benchLimit, Cost: 1}}
 				out := make([]sluice.Result, 1)

@@ -18,9 +18,6 @@ import (
 //go:embed take.lua
 var takeSource string
 
-// hitArgs is how many ARGV entries the script reads per hit.
-const hitArgs = 6
-
 // Store is the Redis store. Create it with [New]; it is safe for concurrent
 // use. Take is atomic across every client of the same Redis node.
 type Store struct {
@@ -31,6 +28,7 @@ type Store struct {
 
 	reloads  atomic.Int64 // scripts re-sent after NOSCRIPT
 	breaker  *breaker     // nil when disabled
+	coalesce *coalescer   // nil when off
 	events   sluice.StoreEvents
 	endpoint string
 	closed   atomic.Bool
@@ -79,6 +77,9 @@ func New(client Client, cfg Config) (*Store, error) {
 		events:   cfg.Events,
 		endpoint: endpoint,
 	}
+	if cfg.Coalesce > 1 {
+		s.coalesce = &coalescer{s: s, max: cfg.Coalesce}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	if cfg.StartupCheckTimeout > 0 {
@@ -107,35 +108,25 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if len(hits) == 0 {
 		return nil
 	}
-	keys := make([]string, len(hits))
-	args := make([]any, 1+hitArgs*len(hits))
-	args[0] = ""
-	if s.now != nil {
-		args[0] = strconv.FormatInt(s.now(), 10)
+	if s.coalesce != nil {
+		return s.coalesce.take(ctx, hits, out)
 	}
-	for i := range hits {
-		h := &hits[i]
-		keys[i] = s.keys.key(h)
-		a := args[1+hitArgs*i:]
-		a[0] = int(h.Algorithm)
-		a[1] = h.Limit.PeriodMicros()
-		a[2] = h.Limit.Capacity()
-		a[3] = h.Limit.IntervalMicros()
-		a[4] = h.Cost
-		flags := 0
-		if h.Shadow {
-			flags |= 1
-		}
-		if h.Force {
-			flags |= 2
-		}
-		a[5] = flags
+	keys, args := s.appendRequest(nil, []any{s.clockArg(), 1, len(hits)}, hits)
+	reply, err := s.call(ctx, keys, args)
+	if err != nil {
+		return err
 	}
+	return decode(reply, hits, out)
+}
+
+// call runs the script through the circuit breaker and classifies its
+// error.
+func (s *Store) call(ctx context.Context, keys []string, args []any) (any, error) {
 	probe := false
 	if s.breaker != nil {
 		ok, p, retry := s.breaker.allow()
 		if !ok {
-			return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrBreakerOpen, RetryAfter: retry}
+			return nil, &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrBreakerOpen, RetryAfter: retry}
 		}
 		probe = p
 	}
@@ -146,10 +137,34 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if s.breaker != nil {
 		s.breaker.record(probe, err)
 	}
-	if err != nil {
-		return err
+	return reply, err
+}
+
+// clockArg is the script's first argument: ” for the server clock, or the
+// test clock.
+func (s *Store) clockArg() string {
+	if s.now != nil {
+		return strconv.FormatInt(s.now(), 10)
 	}
-	return decode(reply, hits, out)
+	return ""
+}
+
+// appendRequest appends the keys and script arguments of one request's
+// hits (six per hit) to keys and args.
+func (s *Store) appendRequest(keys []string, args []any, hits []sluice.Hit) ([]string, []any) {
+	for i := range hits {
+		h := &hits[i]
+		keys = append(keys, s.keys.key(h))
+		flags := 0
+		if h.Shadow {
+			flags |= 1
+		}
+		if h.Force {
+			flags |= 2
+		}
+		args = append(args, int(h.Algorithm), h.Limit.PeriodMicros(), h.Limit.Capacity(), h.Limit.IntervalMicros(), h.Cost, flags)
+	}
+	return keys, args
 }
 
 // run evaluates the script by its SHA. If Redis lost it (NOSCRIPT: restart,
@@ -171,16 +186,14 @@ func (s *Store) run(ctx context.Context, keys []string, args []any) (any, error)
 func decode(reply any, hits []sluice.Hit, out []sluice.Result) error {
 	vals, ok := reply.([]any)
 	if !ok || len(vals) != 5*len(hits) {
-		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrCorruptState,
-			Err: fmt.Errorf("unexpected script reply %T of length %d", reply, len(vals))}
+		return badReply(reply)
 	}
 	for i := range hits {
 		var n [5]int64
 		for j := range n {
 			v, ok := vals[5*i+j].(int64)
 			if !ok {
-				return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrCorruptState,
-					Err: fmt.Errorf("unexpected script reply element %T", vals[5*i+j])}
+				return badReply(reply)
 			}
 			n[j] = v
 		}
@@ -194,6 +207,13 @@ func decode(reply any, hits []sluice.Hit, out []sluice.Result) error {
 		}
 	}
 	return nil
+}
+
+// badReply reports a script reply of the wrong shape. The script ran, so
+// the outcome is ambiguous.
+func badReply(reply any) error {
+	return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable, Ambiguous: true,
+		Err: fmt.Errorf("unexpected script reply %T", reply)}
 }
 
 // BreakerState returns the state of the store's circuit breaker

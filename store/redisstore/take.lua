@@ -1,12 +1,17 @@
--- sluice take script, encoding version 1. Decides every hit of one request
--- atomically: reads and validates every key first, decides, and writes only
--- after the decision, so an error part-way leaves nothing applied.
+-- sluice take script, encoding version 1. Decides a batch of requests, each
+-- atomically on its own and in order, as if each had its own call: it
+-- reads and validates every key of the batch first, decides request after
+-- request (a later request sees what the earlier admitted ones consumed; a
+-- refused request consumes nothing), and writes only at the end, so an
+-- error part-way leaves nothing applied.
 --
--- KEYS[i]  the bucket of hit i
+-- KEYS[i]  the bucket of hit i (the hits of all requests, in order)
 -- ARGV[1]  '' to use the server clock (TIME), or a test clock in µs
--- ARGV[2+6(i-1) ..] for hit i: algorithm (0 token bucket, 1 sliding window,
---          2 fixed window, 3 sliding log), period µs, limit (capacity),
---          emission interval µs, cost, flags (1 shadow, 2 force)
+-- ARGV[2]  R, the number of requests
+-- ARGV[2+q] for q = 1..R: the number of hits of request q
+-- ARGV[3+R+6(i-1) ..] for hit i: algorithm (0 token bucket, 1 sliding
+--          window, 2 fixed window, 3 sliding log), period µs, limit
+--          (capacity), emission interval µs, cost, flags (1 shadow, 2 force)
 --
 -- Arithmetic is integer microseconds kept below 2^53, so Lua's doubles are
 -- exact; every function mirrors its twin in internal/algo line for line.
@@ -44,22 +49,9 @@ local function ceildiv(a, b)
   return math.ceil(a / b)
 end
 
--- read returns the state of key k (index i) for algorithm alg, or nil and
--- an error reply. Reading a key of another type raises WRONGTYPE, which
--- aborts the script before anything is written.
-local function read(i, k, alg, period)
-  if alg == SL then
-    local raw = redis.call('ZRANGEBYSCORE', k, '(' .. string.format('%d', now - period), '+inf')
-    local log = {}
-    for j = 1, #raw do
-      local ts, cost, seq = string.match(raw[j], '^(%d+):(%d+):(%d+)$')
-      if ts == nil then return nil, corrupt(i) end
-      log[j] = {tonumber(ts), tonumber(cost), tonumber(seq)}
-    end
-    table.sort(log, function(x, y) return x[1] < y[1] end)
-    return {log = log}
-  end
-  local v = redis.call('GET', k)
+-- parse turns the value v of string key i (false when missing) into the
+-- state of algorithm alg, or nil and an error reply.
+local function parse(i, v, alg, period)
   if not v then return {a = 0, b = 0, c = 0} end
   if alg == SW then
     local a, b, c = string.match(v, '^(%d+):(%d+):(%d+)$')
@@ -72,6 +64,21 @@ local function read(i, k, alg, period)
     return {a = math.floor(n / (period + 1)), b = n % (period + 1), c = 0}
   end
   return {a = n, b = 0, c = 0}
+end
+
+-- readlog returns the live entries of sliding log k (index i). A key of
+-- another type raises WRONGTYPE, which aborts the script before anything is
+-- written.
+local function readlog(i, k, period)
+  local raw = redis.call('ZRANGEBYSCORE', k, '(' .. string.format('%d', now - period), '+inf')
+  local log = {}
+  for j = 1, #raw do
+    local ts, cost, seq = string.match(raw[j], '^(%d+):(%d+):(%d+)$')
+    if ts == nil then return nil, corrupt(i) end
+    log[j] = {tonumber(ts), tonumber(cost), tonumber(seq)}
+  end
+  table.sort(log, function(x, y) return x[1] < y[1] end)
+  return {log = log}
 end
 
 -- Each decide function returns r = {allowed, unsat, slack, reset, retry,
@@ -229,45 +236,86 @@ local function slidinglog(st, period, limit, cost, force)
   return r, {log = nlog, added = added}
 end
 
-local n = #KEYS
+local nreq = tonumber(ARGV[2])
+local first = 3 + nreq -- ARGV index of the first hit's arguments
 local cur, alg, period = {}, {}, {}
-local out = {}
-local admitted = true
 
-for i = 1, n do
+-- Read every key first. String buckets come in one MGET; MGET answers
+-- false for a key of another type too, so those are checked with TYPE
+-- (only new buckets pay for it).
+local strkeys, stridx = {}, {}
+for i = 1, #KEYS do
   local k = KEYS[i]
-  local a = 2 + (i - 1) * 6
-  local al = tonumber(ARGV[a])
-  local p = tonumber(ARGV[a + 1])
-  local limit = tonumber(ARGV[a + 2])
-  local interval = tonumber(ARGV[a + 3])
-  local cost = tonumber(ARGV[a + 4])
-  local flags = tonumber(ARGV[a + 5])
-  local shadow, force = flags % 2 == 1, flags >= 2
-  local st = cur[k]
-  if st == nil then
-    local err
-    st, err = read(i, k, al, p)
+  if alg[k] == nil then
+    local a = first + (i - 1) * 6
+    alg[k], period[k] = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+    if alg[k] == SL then
+      local st, err = readlog(i, k, period[k])
+      if st == nil then return err end
+      cur[k] = st
+    else
+      strkeys[#strkeys + 1] = k
+      stridx[#stridx + 1] = i
+    end
+  end
+end
+for from = 1, #strkeys, 500 do
+  local to = math.min(from + 499, #strkeys)
+  local vals = redis.call('MGET', unpack(strkeys, from, to))
+  for j = from, to do
+    local k, v = strkeys[j], vals[j - from + 1]
+    if not v and redis.call('TYPE', k)['ok'] ~= 'none' then
+      return redis.error_reply('WRONGTYPE key ' .. stridx[j] .. ' holds another type')
+    end
+    local st, err = parse(stridx[j], v, alg[k], period[k])
     if st == nil then return err end
-    cur[k], alg[k], period[k] = st, al, p
+    cur[k] = st
   end
-  local r, nxt
-  if al == TB then
-    r, nxt = tokenbucket(st, interval, limit, cost, force)
-  elseif al == SW then
-    r, nxt = slidingwindow(st, p, limit, cost, force)
-  elseif al == FW then
-    r, nxt = fixedwindow(st, p, limit, cost, force)
-  else
-    r, nxt = slidinglog(st, p, limit, cost, force)
+end
+
+-- Decide request after request. A refused request's tentative states are
+-- rolled back, so it consumes nothing.
+local out = {}
+local i = 0
+for q = 1, nreq do
+  local saved = {}
+  local admitted = true
+  local from = i + 1
+  for _ = 1, tonumber(ARGV[2 + q]) do
+    i = i + 1
+    local k = KEYS[i]
+    local a = first + (i - 1) * 6
+    local al, p = alg[k], period[k]
+    local limit = tonumber(ARGV[a + 2])
+    local interval = tonumber(ARGV[a + 3])
+    local cost = tonumber(ARGV[a + 4])
+    local flags = tonumber(ARGV[a + 5])
+    local shadow, force = flags % 2 == 1, flags >= 2
+    local st = cur[k]
+    local r, nxt
+    if al == TB then
+      r, nxt = tokenbucket(st, interval, limit, cost, force)
+    elseif al == SW then
+      r, nxt = slidingwindow(st, p, limit, cost, force)
+    elseif al == FW then
+      r, nxt = fixedwindow(st, p, limit, cost, force)
+    else
+      r, nxt = slidinglog(st, p, limit, cost, force)
+    end
+    if (r.allowed == 1 or force) and nxt ~= st then
+      if saved[k] == nil then saved[k] = st end
+      cur[k] = nxt
+      nxt.changed = true
+    end
+    if r.allowed == 0 and not shadow and not force then admitted = false end
+    r.force = force
+    r.taken = force or r.allowed == 1
+    out[i] = r
   end
-  if (r.allowed == 1 or force) and nxt ~= st then
-    cur[k] = nxt
-    nxt.changed = true
+  if not admitted then
+    for k, st in pairs(saved) do cur[k] = st end
+    for j = from, i do out[j].taken = out[j].force end
   end
-  if r.allowed == 0 and not shadow and not force then admitted = false end
-  r.force = force
-  out[i] = r
 end
 
 local function pexpire(us)
@@ -275,9 +323,10 @@ local function pexpire(us)
 end
 
 -- Writes. Pruning a sliding log of entries that left the window changes no
--- decision, so it happens on every call; the rest only if admitted.
+-- decision, so it happens on every call; the rest only for buckets an
+-- admitted request (or a forced charge) changed.
 local done = {}
-for i = 1, n do
+for i = 1, #KEYS do
   local k = KEYS[i]
   if not done[k] then
     done[k] = true
@@ -285,7 +334,7 @@ for i = 1, n do
     if al == SL then
       redis.call('ZREMRANGEBYSCORE', k, '-inf', string.format('%d', now - p))
     end
-    if admitted and st.changed then
+    if st.changed then
       if al == TB then
         if st.a > now then
           redis.call('SET', k, string.format('%d', st.a), 'PX', pexpire(st.a - now))
@@ -318,10 +367,10 @@ for i = 1, n do
 end
 
 local reply = {}
-for i = 1, n do
+for i = 1, #KEYS do
   local r = out[i]
   local rem, reset = r.slack, r.reset
-  if r.force or (admitted and r.allowed == 1) then
+  if r.taken then
     rem, reset = r.slackIf, r.resetIf
   end
   if rem <= 0 then rem = 0 else rem = math.floor(rem / r.interval) end
