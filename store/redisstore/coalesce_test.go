@@ -16,15 +16,7 @@ import (
 
 func newCoalescingStore(t testing.TB, c *redis.Client, clock *storetest.Clock) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.New(c, redisstore.Config{Logger: quiet, Secret: []byte("test secret"), Coalesce: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if clock != nil {
-		redisstore.SetTestClock(s, clock.Now)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return newStoreWith(t, c, clock, redisstore.Config{Coalesce: 64})
 }
 
 // The whole conformance suite, with every call going through the coalescer.

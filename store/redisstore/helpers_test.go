@@ -39,7 +39,14 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // newStore returns a store on client whose clock is clock.
 func newStore(t testing.TB, client redisstore.Client, clock *storetest.Clock) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.New(client, redisstore.Config{Logger: quiet, Secret: []byte("test secret")})
+	return newStoreWith(t, client, clock, redisstore.Config{})
+}
+
+// newStoreWith is newStore with cfg (Logger and Secret are set for tests).
+func newStoreWith(t testing.TB, client redisstore.Client, clock *storetest.Clock, cfg redisstore.Config) *redisstore.Store {
+	t.Helper()
+	cfg.Logger, cfg.Secret = quiet, []byte("test secret")
+	s, err := redisstore.New(client, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
