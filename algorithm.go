@@ -35,8 +35,8 @@ const (
 	// most Rate per aligned window, and for adversarial timing up to 2×Rate
 	// in some window of length Period (with even traffic it stays close to
 	// Rate). The rounding up makes it strict, never loose. Retry-After is
-	// exact for this formula. Limit: Rate × Period(µs) ≤ 2^51. Stored as
-	// "index:cur:prev", 154 B per bucket in Redis.
+	// exact for this formula. Limit: Rate ≤ 499,999 and Rate × Period(µs)
+	// ≤ 2^51. Stored as one packed integer, 138 B per bucket in Redis.
 	SlidingWindow
 	// FixedWindow counts cost in fixed windows of Period aligned to the
 	// Unix epoch (so every node agrees where they start); a request passes
@@ -94,13 +94,17 @@ const MaxLogLimit = 1000
 // exact admission test multiplies counts by window lengths.
 const maxWindowProduct = int64(1) << 51
 
+// MaxSlidingWindowLimit caps the limit of a [SlidingWindow] rule, so its
+// two counts pack into one integer (one int-encoded Redis string).
+const MaxSlidingWindowLimit = 499_999
+
 // ValidateLimit reports why a cannot enforce l, beyond [Limit.Validate], as
 // an error wrapping [ErrInvalidLimit], or nil:
 //
 //   - the window algorithms (SlidingWindow, FixedWindow, SlidingLog) admit
 //     Rate per Period and have no separate burst: Burst must be 0 or Rate;
-//   - SlidingWindow needs Rate × Period (in µs) ≤ 2^51, e.g. at most
-//     625,000 per hour;
+//   - SlidingWindow needs Rate ≤ [MaxSlidingWindowLimit] and Rate × Period
+//     (in µs) ≤ 2^51 (at most 625,000 per hour);
 //   - SlidingLog needs Rate ≤ [MaxLogLimit].
 func (a Algorithm) ValidateLimit(l Limit) error {
 	if err := l.Validate(); err != nil {
@@ -115,6 +119,8 @@ func (a Algorithm) ValidateLimit(l Limit) error {
 	switch {
 	case a == SlidingWindow && l.Rate > maxWindowProduct/l.PeriodMicros():
 		return fmt.Errorf("%w: %v: %v needs rate × period (µs) ≤ 2^51", ErrInvalidLimit, l, a)
+	case a == SlidingWindow && l.Rate > MaxSlidingWindowLimit:
+		return fmt.Errorf("%w: %v: %v allows at most %d per period", ErrInvalidLimit, l, a, MaxSlidingWindowLimit)
 	case a == SlidingLog && l.Rate > MaxLogLimit:
 		return fmt.Errorf("%w: %v: %v keeps one entry per request; its rate is capped at %d per period", ErrInvalidLimit, l, a, MaxLogLimit)
 	}

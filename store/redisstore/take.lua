@@ -33,6 +33,18 @@ else
 end
 
 local TB, SW, FW, SL = 0, 1, 2, 3
+local WINDOWMOD = 1000000 -- a sliding window's stored index is kept mod this
+
+-- packsliding encodes a sliding window counter's state as an int-encoded
+-- string of at most 18 digits (no leading zeros): the index mod 10^6, then
+-- prev and cur in 6 digits each. Counts stay below 10^6 (the limit is
+-- capped at 499,999 and a count at twice the limit).
+local function packsliding(idx, cur, prev)
+  local mod = idx % WINDOWMOD
+  if mod > 0 then return string.format('%d%06d%06d', mod, prev, cur) end
+  if prev > 0 then return string.format('%d%06d', prev, cur) end
+  return string.format('%d', cur)
+end
 
 local function corrupt(i)
   return redis.error_reply('SLUICECORRUPT key ' .. i .. ' does not hold a sluice state')
@@ -54,9 +66,18 @@ end
 local function parse(i, v, alg, period)
   if not v then return {a = 0, b = 0, c = 0} end
   if alg == SW then
-    local a, b, c = string.match(v, '^(%d+):(%d+):(%d+)$')
-    if a == nil then return nil, corrupt(i) end
-    return {a = tonumber(a), b = tonumber(b), c = tonumber(c)}
+    -- Decimal digits [window index mod 10^6][prev, 6 digits][cur, 6
+    -- digits], an int-encoded string (see packsliding). The window index
+    -- is recovered from the clock: only the current and previous windows
+    -- matter, and a bucket expires two windows after its last write.
+    if not string.match(v, '^%d+$') or #v > 18 then return nil, corrupt(i) end
+    local cur = tonumber(string.sub(v, -6))
+    local prev = tonumber(string.sub(v, -12, -7)) or 0
+    local mod = tonumber(string.sub(v, 1, -13)) or 0
+    local idx = math.floor(now / period)
+    local d = (idx - mod) % WINDOWMOD
+    if d > WINDOWMOD / 2 then d = d - WINDOWMOD end -- a window ahead: the clock went back
+    return {a = idx - d, b = cur, c = prev}
   end
   local n = int(v)
   if n == nil then return nil, corrupt(i) end
@@ -350,7 +371,7 @@ for i = 1, #KEYS do
         if elapsed < 0 then elapsed = 0 end
         local reset = slidingreset(st.b, st.c, p - elapsed, p)
         if reset > 0 then
-          redis.call('SET', k, string.format('%d:%d:%d', st.a, st.b, st.c), 'PX', pexpire(reset))
+          redis.call('SET', k, packsliding(st.a, st.b, st.c), 'PX', pexpire(reset))
         end
       else
         local newest = 0
