@@ -76,7 +76,7 @@ type faultEnv struct {
 	seen         *outcomes
 	metrics      *httptest.Server // serves the Prometheus collector's /metrics
 	sent         atomic.Int64     // requests sent
-	ok           atomic.Int64 // answered 200
+	ok           atomic.Int64     // answered 200
 }
 
 func newFaultEnv(t *testing.T, poolSize int) *faultEnv {

@@ -23,11 +23,11 @@ type optionFunc func(*config) error
 func (f optionFunc) apply(c *config) error { return f(c) }
 
 type config struct {
-	headers  headers.Mode
-	budget   time.Duration
-	deny     DenyHandler
-	onError  ErrorHandler
-	observer sluice.Observer
+	headers   headers.Mode
+	budget    time.Duration
+	deny      DenyHandler
+	onError   ErrorHandler
+	observer  sluice.Observer
 	logger    *slog.Logger
 	now       func() time.Time
 	instances int
@@ -35,10 +35,10 @@ type config struct {
 
 func buildConfig(opts []Option) (config, error) {
 	c := config{
-		headers: headers.Default,
-		budget:  DefaultBudget,
-		deny:    WriteDenial,
-		onError: WriteError,
+		headers:   headers.Default,
+		budget:    DefaultBudget,
+		deny:      WriteDenial,
+		onError:   WriteError,
 		logger:    slog.Default(),
 		now:       time.Now,
 		instances: 1,
