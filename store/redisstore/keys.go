@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"hash"
-	"io"
 	"sync"
 
 	"github.com/sluicehq/sluice"
@@ -28,12 +27,19 @@ var algorithmTags = [...]string{
 // keyer turns hit keys into Redis keys.
 type keyer struct {
 	prefix string
-	macs   sync.Pool
+	macs   sync.Pool // *keyMAC
+}
+
+// keyMAC is a pooled HMAC with a buffer for its input, so hashing a key
+// allocates nothing.
+type keyMAC struct {
+	mac hash.Hash
+	buf []byte
 }
 
 func newKeyer(prefix string, secret []byte) *keyer {
 	k := &keyer{prefix: prefix}
-	k.macs.New = func() any { return hmac.New(sha256.New, secret) }
+	k.macs.New = func() any { return &keyMAC{mac: hmac.New(sha256.New, secret)} }
 	return k
 }
 
@@ -42,18 +48,21 @@ func newKeyer(prefix string, secret []byte) *keyer {
 // index, a packed count) means something only for one window length, so a
 // rule whose period changes starts new buckets.
 func (k *keyer) key(h *sluice.Hit) string {
-	mac := k.macs.Get().(hash.Hash)
-	mac.Reset()
-	_, _ = io.WriteString(mac, h.Key)
+	m := k.macs.Get().(*keyMAC)
+	m.mac.Reset()
+	m.buf = append(m.buf[:0], h.Key...)
 	if h.Algorithm != sluice.TokenBucket {
-		var p [9]byte
-		p[0] = 0 // separates the period from the key: HMAC inputs differ in length
-		binary.BigEndian.PutUint64(p[1:], uint64(h.Limit.PeriodMicros()))
-		_, _ = mac.Write(p[:])
+		// The period follows the key in fixed width: HMAC inputs of
+		// different keys cannot coincide.
+		m.buf = append(m.buf, 0)
+		m.buf = binary.BigEndian.AppendUint64(m.buf, uint64(h.Limit.PeriodMicros()))
 	}
+	_, _ = m.mac.Write(m.buf)
 	var sumBuf [sha256.Size]byte
-	sum := mac.Sum(sumBuf[:0])
-	k.macs.Put(mac)
+	sum := m.mac.Sum(sumBuf[:0])
+	if cap(m.buf) <= 4096 { // a huge key's buffer is not kept
+		k.macs.Put(m)
+	}
 
 	tag := algorithmTags[h.Algorithm]
 	n := len(k.prefix) + 1 + base64.RawURLEncoding.EncodedLen(tagBytes) + 2 + len(tag)
