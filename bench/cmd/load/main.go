@@ -1,0 +1,514 @@
+// Command load measures sluice against its peers and writes the figures:
+//
+//	go run ./cmd/load            # every phase; results/results.json and results/tables.md
+//	go run ./cmd/load -publish   # also report/*.svg, report/results.json, ../BENCHMARKS.md
+//
+// Phases (-phases, comma-separated, in this order):
+//
+//   - inprocess: the in-process peers under testing.Benchmark, as in
+//     go test -bench InProcess (sequential, parallel over 10k keys, parallel
+//     on one hot key);
+//   - redis: every Redis peer at each concurrency (-conc) for -duration:
+//     checks/s, p50/p99/p99.9, round trips, Redis commands and CPU per check;
+//   - multi: one goroutine, one rule versus -rules rules per check, per peer
+//     (peers that cannot decide several rules in one call are stacked);
+//   - race: several instances per peer, each on its own client, racing on
+//     one key with a limit of 100: admitted versus limit;
+//   - e2e: a real HTTP server (a child process) without a limiter and behind
+//     the sluice middleware on memstore and on Redis, under an open-loop load
+//     at -e2e-rate and a closed-loop load at saturation.
+//
+// The tool starts its own redis-server (from PATH) on a free 127.0.0.1 port
+// and sends traffic only over loopback. Every run is bounded in time and the
+// whole tool by -timeout; it stops by itself.
+package main
+
+import (
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/bench"
+	"github.com/sluicehq/sluice/bench/internal/redisproc"
+)
+
+var allPhases = []string{"inprocess", "redis", "multi", "race", "e2e"}
+
+type config struct {
+	phases        []string
+	conc          []int
+	duration      time.Duration
+	warmup        time.Duration
+	keys          int
+	pool          int
+	rules         int
+	rounds        int
+	multiDuration time.Duration
+	peers         []string
+	raceInst      int
+	raceG         int
+	raceAttempts  int64
+	benchtime     string
+	e2eRates      []int
+	e2eDuration   time.Duration
+	e2eConc       int
+	e2eWorkers    int
+	out           string
+	publish       bool
+	reportDir     string
+	benchmarks    string
+	timeout       time.Duration
+	quiet         bool
+	sluiceRev     string
+}
+
+func main() {
+	if os.Getenv(roleEnv) == "server" {
+		serverMain()
+		return
+	}
+	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
+	var cfg config
+	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run: "+strings.Join(allPhases, ","))
+	conc := fs.String("conc", "1,16,64", "goroutines per Redis run")
+	peers := fs.String("peers", "", "Redis and in-process peers to run, comma-separated (default: all)")
+	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "measured time of each Redis run")
+	fs.DurationVar(&cfg.warmup, "warmup", 500*time.Millisecond, "unrecorded warm-up before each run")
+	fs.IntVar(&cfg.keys, "keys", 10_000, "key space")
+	fs.IntVar(&cfg.pool, "pool", 128, "go-redis PoolSize of every client")
+	fs.IntVar(&cfg.rules, "rules", 4, "rules per check in the multi phase")
+	fs.IntVar(&cfg.rounds, "rounds", 5, "slices each Redis or HTTP measurement is split into, interleaved with the others'")
+	fs.DurationVar(&cfg.multiDuration, "multi-duration", 2*time.Second, "measured time of each multi-rule run")
+	fs.IntVar(&cfg.raceInst, "race-instances", 4, "instances (each with its own client) in the race")
+	fs.IntVar(&cfg.raceG, "race-goroutines", 8, "goroutines per instance in the race")
+	fs.Int64Var(&cfg.raceAttempts, "race-attempts", 1000, "checks in each race (limit is 100)")
+	fs.StringVar(&cfg.benchtime, "benchtime", "500ms", "testing.B time (or Nx count) per in-process benchmark and round")
+	e2eRates := fs.String("e2e-rate", "2000,10000", "open-loop HTTP request rates, per second")
+	fs.DurationVar(&cfg.e2eDuration, "e2e-duration", 3*time.Second, "measured time of each HTTP run")
+	fs.IntVar(&cfg.e2eConc, "e2e-conc", 32, "clients in the closed-loop HTTP run")
+	fs.IntVar(&cfg.e2eWorkers, "e2e-workers", 128, "senders available to the open-loop HTTP run")
+	fs.StringVar(&cfg.out, "out", "results", "directory for results.json and tables.md")
+	fs.BoolVar(&cfg.publish, "publish", false, "also write charts and results.json to -report and the tables into -benchmarks")
+	fs.StringVar(&cfg.reportDir, "report", "report", "directory of the published charts and results.json (committed)")
+	fs.StringVar(&cfg.benchmarks, "benchmarks", "../BENCHMARKS.md", "file whose generated section -publish rewrites")
+	fs.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "stop everything after this long")
+	fs.BoolVar(&cfg.quiet, "q", false, "no progress on stderr")
+	fs.StringVar(&cfg.sluiceRev, "sluice-rev", "", "the sluice revision measured, for the report (default: the short commit of .., -dirty when files outside bench/ differ)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	for _, p := range splitList(*phases) {
+		if !slices.Contains(allPhases, p) {
+			return cfg, fmt.Errorf("unknown phase %q (known: %s)", p, strings.Join(allPhases, ","))
+		}
+		cfg.phases = append(cfg.phases, p)
+	}
+	var err error
+	if cfg.conc, err = intList("-conc", *conc); err != nil {
+		return cfg, err
+	}
+	if cfg.e2eRates, err = intList("-e2e-rate", *e2eRates); err != nil {
+		return cfg, err
+	}
+	cfg.peers = splitList(*peers)
+	switch {
+	case cfg.keys < 1 || cfg.pool < 1 || cfg.rules < 1 || cfg.rounds < 1 || cfg.raceInst < 1 || cfg.raceG < 1:
+		return cfg, fmt.Errorf("-keys, -pool, -rules, -rounds, -race-instances and -race-goroutines must be positive")
+	case cfg.e2eConc < 1 || cfg.e2eWorkers < 1:
+		return cfg, fmt.Errorf("-e2e-conc and -e2e-workers must be positive")
+	case cfg.duration <= 0 || cfg.multiDuration <= 0 || cfg.e2eDuration <= 0:
+		return cfg, fmt.Errorf("durations must be positive")
+	}
+	return cfg, nil
+}
+
+func intList(name, s string) ([]int, error) {
+	var out []int
+	for _, f := range splitList(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s: bad value %q", name, f)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no value", name)
+	}
+	return out, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+var quiet bool
+
+func logf(format string, args ...any) {
+	if !quiet {
+		fmt.Fprintf(os.Stderr, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+}
+
+func (c config) has(phase string) bool { return slices.Contains(c.phases, phase) }
+
+func (c config) wants(peer string) bool { return len(c.peers) == 0 || slices.Contains(c.peers, peer) }
+
+func run(ctx context.Context, cfg config) error {
+	quiet = cfg.quiet
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	t0 := time.Now()
+	res := &Results{
+		Machine: machineInfo(),
+		Command: commandLine(os.Args[1:]),
+		Settings: Settings{
+			Phases: cfg.phases, Concurrency: cfg.conc, Duration: cfg.duration, Warmup: cfg.warmup,
+			Keys: cfg.keys, PoolSize: cfg.pool, Rules: cfg.rules, Rounds: cfg.rounds, MultiDuration: cfg.multiDuration,
+			BenchTime: cfg.benchtime, E2ERates: cfg.e2eRates, E2EDuration: cfg.e2eDuration,
+			E2EConc: cfg.e2eConc, E2EWorkers: cfg.e2eWorkers, Limit: bench.HighLimit(nil),
+		},
+		Peers:    map[string]string{},
+		Versions: moduleVersions(),
+	}
+	res.Versions["github.com/sluicehq/sluice"] = cfg.sluiceRev
+	if cfg.sluiceRev == "" {
+		res.Versions["github.com/sluicehq/sluice"] = gitRev("..")
+	}
+	problem := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		logf("PROBLEM: %s", msg)
+		res.Problems = append(res.Problems, msg)
+	}
+
+	if cfg.has("inprocess") {
+		res.InProcess = runInProcess(ctx, cfg, res, problem)
+	}
+
+	needRedis := cfg.has("redis") || cfg.has("multi") || cfg.has("race") || cfg.has("e2e")
+	if needRedis && ctx.Err() == nil {
+		srv, err := redisproc.Start()
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		logf("redis-server pid %d on %s", srv.Pid(), srv.Addr)
+		if err := runRedisPhases(ctx, cfg, srv.Addr, res, problem); err != nil {
+			problem("%v", err)
+		}
+	}
+
+	res.Machine.LoadAfter = loadavg()
+	res.Elapsed = time.Since(t0)
+	logf("done in %v", res.Elapsed.Round(time.Second))
+	if ctx.Err() != nil {
+		problem("stopped early: %v", ctx.Err())
+	}
+	return writeOutputs(cfg, res)
+}
+
+// runInProcess runs every in-process benchmark cfg.rounds times, peers
+// interleaved (round after round over all of them), and keeps each one's
+// median ns/op: a burst of background load then spoils one sample of every
+// peer rather than every sample of one.
+func runInProcess(ctx context.Context, cfg config, res *Results, problem func(string, ...any)) []InProcessResult {
+	testing.Init() // registers -test.benchtime, which testing.Benchmark reads; after our flags, so -h stays short
+	if err := flag.Set("test.benchtime", cfg.benchtime); err != nil {
+		problem("-benchtime: %v", err)
+	}
+	type key struct{ peer, mode string }
+	samples := map[key][]InProcessResult{}
+	var order []key
+	for round := range cfg.rounds {
+		for _, p := range bench.InProcessPeers() {
+			if !cfg.wants(p.Name) {
+				continue
+			}
+			res.Peers["inprocess/"+p.Name] = p.Algorithm
+			for _, m := range bench.InProcessModes {
+				if ctx.Err() != nil {
+					break
+				}
+				r := testing.Benchmark(m.Bench(p))
+				if r.N == 0 {
+					problem("in-process %s/%s: benchmark failed", p.Name, m.Name)
+					continue
+				}
+				ir := InProcessResult{Peer: p.Name, Mode: m.Name, N: r.N,
+					NsPerOp: float64(r.T.Nanoseconds()) / float64(r.N), AllocsPerOp: r.AllocsPerOp(),
+					BytesPerOp: r.AllocedBytesPerOp(), DeniedPerOp: r.Extra["denied/op"], ErrorsPerOp: r.Extra["errors/op"]}
+				logf("in-process round %d %-12s %-18s %8.1f ns/op %d allocs/op", round+1, p.Name, m.Name, ir.NsPerOp, ir.AllocsPerOp)
+				k := key{p.Name, m.Name}
+				if _, ok := samples[k]; !ok {
+					order = append(order, k)
+				}
+				samples[k] = append(samples[k], ir)
+			}
+		}
+	}
+	var out []InProcessResult
+	for _, k := range order {
+		ss := samples[k]
+		slices.SortFunc(ss, func(a, b InProcessResult) int { return cmp.Compare(a.NsPerOp, b.NsPerOp) })
+		med := ss[len(ss)/2]
+		for _, s := range ss {
+			med.Samples = append(med.Samples, s.NsPerOp)
+		}
+		out = append(out, med)
+	}
+	return out
+}
+
+func runRedisPhases(ctx context.Context, cfg config, addr string, res *Results, problem func(string, ...any)) error {
+	admin := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 2})
+	defer admin.Close()
+	info, err := admin.Info(ctx, "server").Result()
+	if err != nil {
+		return fmt.Errorf("redis INFO: %w", err)
+	}
+	res.Machine.RedisVersion = redisproc.ParseInfo(info)["redis_version"]
+	env := &bench.Env{Addr: addr, PoolSize: cfg.pool}
+	defer env.Close()
+	keys := bench.Keys(cfg.keys)
+	var peers []bench.RedisPeer
+	for _, p := range bench.RedisPeers() {
+		if cfg.wants(p.Name) {
+			peers = append(peers, p)
+			res.Peers[p.Name] = p.Algorithm
+		}
+	}
+
+	if cfg.has("redis") {
+		// Concurrency outermost; within a level every peer runs a slice in
+		// turn, cfg.rounds times, so background load drifts over all alike.
+		for _, c := range cfg.conc {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			specs := make([]bench.Spec, len(peers))
+			for i := range specs {
+				specs[i] = bench.HighLimit(keys)
+			}
+			logf("redis: %d peers at %d goroutines, %d rounds", len(peers), c, cfg.rounds)
+			for _, r := range measureInterleaved(ctx, peers, specs, c, cfg.rounds, cfg.warmup, cfg.duration, admin, env, problem) {
+				logRun("redis", r)
+				if r.Errors > 0 || r.Denied > 0 {
+					problem("redis %s at %d: %d denied, %d errors (first: %s)", r.Peer, c, r.Denied, r.Errors, r.FirstError)
+				}
+				res.Redis = append(res.Redis, r)
+			}
+		}
+	}
+
+	if cfg.has("multi") {
+		// Per peer, one rule and several rules interleaved.
+		for _, p := range peers {
+			if p.Baseline || ctx.Err() != nil {
+				continue
+			}
+			one, many := bench.HighLimit(keys), bench.HighLimit(keys)
+			many.Rules = cfg.rules
+			for _, r := range measureInterleaved(ctx, []bench.RedisPeer{p, p}, []bench.Spec{one, many}, 1, cfg.rounds,
+				cfg.warmup, cfg.multiDuration, admin, env, problem) {
+				logRun("multi", r)
+				res.MultiRule = append(res.MultiRule, r)
+			}
+		}
+	}
+
+	if cfg.has("race") {
+		for _, p := range peers {
+			if p.Baseline || ctx.Err() != nil {
+				continue
+			}
+			key := "race:" + p.Name + ":" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			r, err := bench.Race(ctx, p, env, key, cfg.raceInst, cfg.raceG, cfg.raceAttempts, 30*time.Second)
+			if err != nil {
+				problem("race %s: %v", p.Name, err)
+				continue
+			}
+			logf("race %-15s admitted %d of limit %d (%d attempts, %d errors)", p.Name, r.Admitted, r.Limit, r.Attempts, r.Errors)
+			res.Race = append(res.Race, RaceRow{Peer: p.Name, RaceResult: r})
+		}
+	}
+
+	if cfg.has("e2e") && ctx.Err() == nil {
+		runs, err := runE2E(ctx, cfg, addr)
+		res.E2E = runs
+		for _, r := range runs {
+			logf("e2e %-8s %-6s %8.0f req/s p50 %v p99 %v (%d errors, %d non-200)", r.Server, r.Mode, r.PerSec,
+				r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.Errors, r.Non200)
+			if r.Errors > 0 || r.Non200 > 0 || r.StoreFailures > 0 {
+				problem("e2e %s %s %d/s: %d errors, %d non-200 (first: %s), %d requests the store failed to decide in budget",
+					r.Server, r.Mode, r.Rate, r.Errors, r.Non200, r.FirstError, r.StoreFailures)
+			}
+		}
+		if err != nil {
+			problem("e2e: %v", err)
+		}
+	}
+	return nil
+}
+
+func logRun(phase string, r RedisRun) {
+	logf("%s %-15s rules %d conc %3d: %8.0f checks/s p50 %v p99 %v p99.9 %v trips %.2f cmds %.2f redis %.1f µs client %.1f µs",
+		phase, r.Peer, r.Rules, r.Concurrency, r.PerSec, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond),
+		r.P999.Round(time.Microsecond), r.RoundTrips, r.RedisCmds, r.RedisCPU, r.ClientCPU)
+}
+
+func machineInfo() Machine {
+	m := Machine{
+		Date:       time.Now().UTC().Format(time.RFC3339),
+		NumCPU:     runtime.NumCPU(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		GoVersion:  runtime.Version(),
+		LoadBefore: loadavg(),
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				m.MemGiB = float64(int(kb/1024/1024*10+0.5)) / 10
+			}
+		}
+	}
+	return m
+}
+
+// commandLine renders the tool's invocation for the report, quoting the
+// arguments a shell would split.
+func commandLine(args []string) string {
+	parts := []string{"go run ./cmd/load"}
+	for _, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\"'$()*?[]{}|&;<>`\\") {
+			a = strconv.Quote(a)
+		}
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " ")
+}
+
+// relPath returns target relative to base, both taken from the working
+// directory when relative.
+func relPath(base, target string) (string, error) {
+	b, err := filepath.Abs(base)
+	if err != nil {
+		return "", err
+	}
+	t, err := filepath.Abs(target)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Rel(b, t)
+}
+
+// gitRev describes the checkout at dir: the commit, "-dirty" when files
+// outside bench/ differ from it.
+func gitRev(dir string) string {
+	out, err := exec.Command("git", "-C", dir, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	rev := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", dir, "status", "--porcelain", "--", ".", ":!bench").Output(); err == nil && len(st) > 0 {
+		rev += "-dirty"
+	}
+	return rev
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// writeOutputs writes results.json and tables.md to -out, and with -publish
+// the charts, results.json and the tables to -report and -benchmarks.
+func writeOutputs(cfg config, res *Results) error {
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(cfg.out, "results.json"), res); err != nil {
+		return err
+	}
+	charts := writeCharts(res)
+	for name, svg := range charts {
+		if err := os.WriteFile(filepath.Join(cfg.out, name), svg, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(cfg.out, "tables.md"), []byte(renderMarkdown(res, ".", charts)), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s", filepath.Join(cfg.out, "{results.json,tables.md,*.svg}"))
+	if !cfg.publish {
+		return nil
+	}
+	if err := os.MkdirAll(cfg.reportDir, 0o755); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(cfg.reportDir, "results.json"), res); err != nil {
+		return err
+	}
+	for name, svg := range charts {
+		if err := os.WriteFile(filepath.Join(cfg.reportDir, name), svg, 0o644); err != nil {
+			return err
+		}
+	}
+	rel, err := relPath(filepath.Dir(cfg.benchmarks), cfg.reportDir)
+	if err != nil {
+		return err
+	}
+	if err := spliceGenerated(cfg.benchmarks, renderMarkdown(res, filepath.ToSlash(rel), charts)); err != nil {
+		return err
+	}
+	logf("published %s and %s", cfg.reportDir, cfg.benchmarks)
+	return nil
+}

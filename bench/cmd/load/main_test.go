@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMain lets the end-to-end phase re-execute the test binary as its
+// HTTP server, as it re-executes the load binary in normal use.
+func TestMain(m *testing.M) {
+	if os.Getenv(roleEnv) == "server" {
+		serverMain()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func needRedis(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("REQUIRE_REDIS") == "1" {
+			t.Fatal("REQUIRE_REDIS=1 but redis-server is not on PATH")
+		}
+		t.Skip("redis-server not on PATH")
+	}
+}
+
+// TestRunEveryPhase runs the whole tool with tiny durations and checks what
+// it writes: results.json, tables.md, the charts, and with -publish the
+// generated section of a BENCHMARKS.md, leaving the rest of that file alone.
+func TestRunEveryPhase(t *testing.T) {
+	needRedis(t)
+	dir := t.TempDir()
+	bm := filepath.Join(dir, "BENCHMARKS.md")
+	if err := os.WriteFile(bm, []byte("# Title\n\nhand-written\n\n"+beginMarker+"\nold\n"+endMarker+"\n\ntail\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseFlags(flag.NewFlagSet("load", flag.ContinueOnError), []string{
+		"-q", "-rounds", "2", "-conc", "1,2", "-duration", "150ms", "-warmup", "50ms", "-multi-duration", "100ms",
+		"-benchtime", "200x", "-race-instances", "2", "-race-goroutines", "2", "-race-attempts", "150",
+		"-e2e-rate", "300", "-e2e-duration", "200ms", "-e2e-conc", "2", "-e2e-workers", "4", "-keys", "100",
+		"-out", filepath.Join(dir, "results"), "-publish", "-report", filepath.Join(dir, "report"), "-benchmarks", bm,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Short() {
+		cfg.phases = []string{"redis", "race"}
+	}
+	if err := run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+
+	var res Results
+	b, err := os.ReadFile(filepath.Join(dir, "results", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Machine.RedisVersion == "" || len(res.Redis) == 0 || len(res.Race) == 0 {
+		t.Fatalf("missing figures: %+v", res)
+	}
+	for _, r := range res.Redis {
+		if r.Checks == 0 || r.PerSec <= 0 || r.P99 <= 0 || r.RoundTrips < 1 || r.RedisCmds < 1 {
+			t.Errorf("implausible run %+v", r)
+		}
+	}
+	for _, r := range res.Race {
+		if r.Peer == "sluice" && (r.Admitted != r.Limit || r.Errors != 0) {
+			t.Errorf("sluice race: %+v", r)
+		}
+	}
+	if !testing.Short() {
+		if len(res.InProcess) == 0 || len(res.MultiRule) == 0 || len(res.E2E) != 2*len(E2EServers) {
+			t.Errorf("phases missing: %d in-process, %d multi, %d e2e", len(res.InProcess), len(res.MultiRule), len(res.E2E))
+		}
+		for _, r := range res.E2E {
+			if r.Requests == 0 || r.Errors != 0 || r.Non200 != 0 {
+				t.Errorf("e2e run %+v", r)
+			}
+		}
+	}
+
+	tables, err := os.ReadFile(filepath.Join(dir, "results", "tables.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"### The run", "### Redis-backed limiters", "### Correctness", "| **sluice** |"} {
+		if !strings.Contains(string(tables), want) {
+			t.Errorf("tables.md lacks %q", want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report", "redis.svg")); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report", "results.json")); err != nil {
+		t.Error(err)
+	}
+	got, _ := os.ReadFile(bm)
+	s := string(got)
+	if !strings.HasPrefix(s, "# Title\n\nhand-written\n\n"+beginMarker) || !strings.HasSuffix(s, endMarker+"\n\ntail\n") ||
+		strings.Contains(s, "\nold\n") || !strings.Contains(s, "(report/redis.svg)") {
+		t.Errorf("BENCHMARKS.md not spliced as expected:\n%s", s)
+	}
+}
+
+func TestParseFlagsRejects(t *testing.T) {
+	for _, args := range [][]string{
+		{"-phases", "redis,nope"},
+		{"-conc", "0"},
+		{"-conc", "x"},
+		{"-e2e-rate", ""},
+		{"-duration", "0s"},
+	} {
+		if _, err := parseFlags(flag.NewFlagSet("load", flag.ContinueOnError), args); err == nil {
+			t.Errorf("%v: accepted", args)
+		}
+	}
+	cfg, err := parseFlags(flag.NewFlagSet("load", flag.ContinueOnError), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.phases) != len(allPhases) || len(cfg.conc) != 3 || cfg.publish {
+		t.Errorf("defaults: %+v", cfg)
+	}
+}
+
+func TestSpliceGeneratedNeedsMarkers(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "B.md")
+	if err := spliceGenerated(p, "x\n"); err != nil { // creates the file
+		t.Fatal(err)
+	}
+	if err := spliceGenerated(p, "y\n"); err != nil { // replaces its section
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if string(b) != beginMarker+"\n\ny\n\n"+endMarker+"\n" {
+		t.Errorf("got %q", b)
+	}
+	if err := os.WriteFile(p, []byte("no markers"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := spliceGenerated(p, "z"); err == nil {
+		t.Error("a file without markers must not be overwritten")
+	}
+}

@@ -1,0 +1,35 @@
+package redisproc
+
+import (
+	"net"
+	"testing"
+)
+
+func TestStartStop(t *testing.T) {
+	s := ForTest(t)
+	if s.Addr == "127.0.0.1:6379" {
+		t.Fatal("must never use the default port")
+	}
+	if err := Ping(s.Addr); err != nil {
+		t.Fatal(err)
+	}
+	s.Stop()
+	if c, err := net.Dial("tcp", s.Addr); err == nil {
+		c.Close()
+		t.Fatal("server still listening after Stop")
+	}
+	s.Stop() // idempotent
+}
+
+func TestParseInfo(t *testing.T) {
+	info := ParseInfo("# CPU\r\nused_cpu_sys:1.5\r\nused_cpu_user:2.25\r\n\r\n# Commandstats\r\n" +
+		"cmdstat_evalsha:calls=10,usec=100,usec_per_call=10.00,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_get:calls=7,usec=7,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n")
+	if got := CPUSeconds(info); got != 3.75 {
+		t.Errorf("cpu %v", got)
+	}
+	calls := CommandCalls(info)
+	if calls["evalsha"] != 10 || calls["get"] != 7 || len(calls) != 2 {
+		t.Errorf("calls %v", calls)
+	}
+}
