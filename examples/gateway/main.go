@@ -145,8 +145,9 @@ func openStore(addr, secret string, budget time.Duration, log *slog.Logger, even
 		ReadTimeout:           budget,
 		WriteTimeout:          budget,
 		PoolTimeout:           budget,
+		MinIdleConns:          8,
 	})
-	s, err := redisstore.New(client, redisstore.Config{Secret: []byte(secret), Logger: log, Events: events})
+	s, err := redisstore.New(client, redisstore.Config{Secret: []byte(secret), Logger: log, Events: events, Coalesce: 64})
 	if err != nil {
 		client.Close()
 		return nil, nil, err

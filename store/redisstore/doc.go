@@ -48,6 +48,7 @@
 //		WriteTimeout:          100 * time.Millisecond,
 //		PoolTimeout:           50 * time.Millisecond,
 //		DialerRetries:         1,
+//		MinIdleConns:          8, // a timeout closes a connection: keep warm ones
 //	})
 //
 // A single node and a Sentinel-managed primary ([redis.NewFailoverClient])
