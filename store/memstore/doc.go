@@ -1,6 +1,7 @@
 // Package memstore is the in-process [sluice.Store]: every algorithm, in
-// memory, sharded so parallel callers rarely share a lock, with expired
-// buckets swept in the background.
+// memory, one lock per bucket and lock-free lookups, so parallel callers on
+// different keys never wait for each other, with expired buckets swept in
+// the background.
 //
 // It is the embedded default: right for tests, development, single-instance
 // services, and as the local fallback when Redis fails. Limits are per
@@ -8,7 +9,7 @@
 //
 // # Atomicity
 //
-// [Store.Take] is atomic within the process: it locks every shard a call
+// [Store.Take] is atomic within the process: it locks every bucket a call
 // touches (in a fixed order, so calls cannot deadlock), decides every hit,
 // and writes only if the request is admitted. Concurrent calls behave as if
 // they ran one after another.

@@ -3,6 +3,7 @@ package memstore
 import (
 	"crypto/sha256"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/algo"
@@ -39,8 +40,8 @@ func makeKey(h *sluice.Hit) bucketKey {
 	return k
 }
 
-// shortKey and longKey are the map keys of buckets whose keys are short
-// enough to keep, and of those stored as a digest.
+// shortKey and longKey are the map keys of window buckets whose keys are
+// short enough to keep, and of buckets stored as a digest.
 type shortKey struct {
 	s      string
 	period int64
@@ -56,138 +57,101 @@ type longKey struct {
 // the algorithm (token bucket: a is the arrival time; windows: a is the
 // window index, b and c counts); expires is when the state becomes
 // indistinguishable from a bucket never used, in Unix microseconds. A
-// sliding log keeps its entries in log, and a decision that adds one carries
-// it in pend until it is written.
+// sliding log keeps its entries in log; the other algorithms leave it nil,
+// so their state is four integers, cheap to copy.
 type state struct {
 	a, b, c int64
 	expires int64
-	log     []algo.Entry
-	period  int64 // sliding log: the window, for pruning
+	log     *logState
+}
+
+// logState is a sliding log's entries. A decision that adds one carries it
+// in pend until it is written.
+type logState struct {
+	entries []algo.Entry
+	period  int64 // the window, for pruning
 	pend    algo.Entry
 	hasPend bool
 }
 
-// shard is one independently locked part of the store. Short keys live in
-// one map per algorithm, keyed by the plain string (the fastest map key);
-// digests of long keys live apart, so they cannot collide with short keys.
-type shard struct {
+// settle prunes a sliding log and adds its pending entry.
+func (st *state) settle(now int64) {
+	l := st.log
+	if l == nil {
+		return
+	}
+	l.entries = algo.Prune(l.entries, now, l.period)
+	if l.hasPend {
+		l.entries = algo.Insert(l.entries, l.pend)
+		l.hasPend = false
+	}
+}
+
+// bucket is one bucket, locked on its own: callers on different buckets
+// never wait for each other, and finding a bucket takes no lock at all.
+// A bucket the sweeper removed is dead; a caller that finds it dead looks
+// the key up again.
+type bucket struct {
 	mu   sync.Mutex
-	tb   map[string]*state                  // token buckets, by key
-	win  [numAlgorithms]map[shortKey]*state // window algorithms, by key and period
-	long map[longKey]*state
-	_    [64]byte // keep neighbouring shards' locks off one cache line
+	dead bool
+	st   state
+	id   uint64 // creation order: calls that lock several lock in id order
+}
+
+// table holds the buckets, with lock-free lookups: token buckets by plain
+// key (the common case), window buckets by key and period, digests of long
+// keys apart.
+type table struct {
+	tb   sync.Map                // string -> *bucket
+	win  [numAlgorithms]sync.Map // shortKey -> *bucket
+	long sync.Map                // longKey -> *bucket
+	ids  atomic.Uint64
 }
 
 // numAlgorithms bounds sluice.Algorithm values; Hit.Check refuses others.
 const numAlgorithms = 4
 
-func (sh *shard) init() {
-	sh.tb = make(map[string]*state)
-	for i := range sh.win {
-		sh.win[i] = make(map[shortKey]*state)
-	}
-	sh.long = make(map[longKey]*state)
-}
-
-// get returns k's state, or nil for a bucket not held. Callers update the
-// state in place, so a bucket already held costs no map write.
-func (sh *shard) get(k bucketKey) *state {
+// bucket returns k's bucket, creating it if create is set, else nil when
+// there is none. The key is passed to the map as its own type in each
+// branch, so looking up allocates nothing.
+func (t *table) bucket(k bucketKey, create bool) *bucket {
+	var v any
+	var ok bool
 	switch {
 	case k.long != nil:
-		return sh.long[longKey{*k.long, k.alg, k.period}]
+		key := longKey{*k.long, k.alg, k.period}
+		if v, ok = t.long.Load(key); !ok && create {
+			v, ok = t.long.LoadOrStore(key, t.newBucket())
+		}
 	case k.alg == sluice.TokenBucket:
-		return sh.tb[k.short]
-	}
-	return sh.win[k.alg][shortKey{k.short, k.period}]
-}
-
-// put writes st for k, whose held state is p (nil when none), or forgets k
-// when st is already a full bucket at now.
-func (sh *shard) put(k bucketKey, p *state, st state, now int64) {
-	switch {
-	case st.expires <= now && p == nil:
-	case st.expires <= now:
-		sh.remove(k)
-	case p != nil:
-		*p = st
-		p.settle(now)
-	case k.long != nil:
-		sh.long[longKey{*k.long, k.alg, k.period}] = newState(st, now)
-	case k.alg == sluice.TokenBucket:
-		sh.tb[k.short] = newState(st, now)
+		if v, ok = t.tb.Load(k.short); !ok && create {
+			v, ok = t.tb.LoadOrStore(k.short, t.newBucket())
+		}
 	default:
-		sh.win[k.alg][shortKey{k.short, k.period}] = newState(st, now)
-	}
-}
-
-func (sh *shard) remove(k bucketKey) {
-	switch {
-	case k.long != nil:
-		delete(sh.long, longKey{*k.long, k.alg, k.period})
-	case k.alg == sluice.TokenBucket:
-		delete(sh.tb, k.short)
-	default:
-		delete(sh.win[k.alg], shortKey{k.short, k.period})
-	}
-}
-
-// settle prunes a sliding log and adds its pending entry.
-func (st *state) settle(now int64) {
-	if st.period > 0 {
-		st.log = algo.Prune(st.log, now, st.period)
-	}
-	if st.hasPend {
-		st.log = algo.Insert(st.log, st.pend)
-		st.hasPend = false
-	}
-}
-
-// newState copies st to the heap. (Taking &st in put would move every
-// call's st to the heap, not just the inserting ones.)
-func newState(st state, now int64) *state {
-	p := new(state)
-	*p = st
-	p.settle(now)
-	return p
-}
-
-// value returns *p, or the zero state (a bucket never used) for nil.
-func value(p *state) state {
-	if p == nil {
-		return state{}
-	}
-	return *p
-}
-
-func (sh *shard) len() int {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	n := len(sh.long) + len(sh.tb)
-	for _, m := range sh.win {
-		n += len(m)
-	}
-	return n
-}
-
-// sweep forgets every bucket that is full again at now and returns how many
-// it forgot.
-func (sh *shard) sweep(now int64) int {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	n := sweepMap(sh.tb, now) + sweepMap(sh.long, now)
-	for _, m := range sh.win {
-		n += sweepMap(m, now)
-	}
-	return n
-}
-
-func sweepMap[K comparable](m map[K]*state, now int64) int {
-	n := 0
-	for k, st := range m {
-		if st.expires <= now {
-			delete(m, k)
-			n++
+		key := shortKey{k.short, k.period}
+		if v, ok = t.win[k.alg].Load(key); !ok && create {
+			v, ok = t.win[k.alg].LoadOrStore(key, t.newBucket())
 		}
 	}
-	return n
+	if v == nil {
+		return nil
+	}
+	return v.(*bucket)
+}
+
+func (t *table) newBucket() *bucket { return &bucket{id: t.ids.Add(1)} }
+
+// each calls f for every bucket with its map and key.
+func (t *table) each(f func(m *sync.Map, key any, b *bucket)) {
+	visit := func(m *sync.Map) {
+		m.Range(func(key, v any) bool {
+			f(m, key, v.(*bucket))
+			return true
+		})
+	}
+	visit(&t.tb)
+	for i := range t.win {
+		visit(&t.win[i])
+	}
+	visit(&t.long)
 }

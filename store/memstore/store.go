@@ -1,9 +1,9 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"hash/maphash"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -19,9 +19,7 @@ type Store struct {
 	clock  sluice.Clock // nil: monotonic time since epoch
 	epoch  time.Time    // carries a monotonic reading
 	epochU int64        // epoch in Unix microseconds
-	seed   maphash.Seed
-	mask   uint64
-	shards []shard
+	table  table
 	closed atomic.Bool
 	stop   chan struct{}
 	done   sync.WaitGroup
@@ -34,17 +32,11 @@ var _ sluice.Store = (*Store)(nil)
 func New(cfg Config) *Store {
 	cfg = cfg.withDefaults()
 	s := &Store{
-		clock:  cfg.Clock,
-		epoch:  time.Now(),
-		seed:   maphash.MakeSeed(),
-		mask:   uint64(cfg.Shards - 1),
-		shards: make([]shard, cfg.Shards),
-		stop:   make(chan struct{}),
+		clock: cfg.Clock,
+		epoch: time.Now(),
+		stop:  make(chan struct{}),
 	}
 	s.epochU = s.epoch.UnixMicro()
-	for i := range s.shards {
-		s.shards[i].init()
-	}
 	if cfg.SweepInterval > 0 {
 		s.done.Add(1)
 		go s.sweepLoop(cfg.SweepInterval)
@@ -79,52 +71,69 @@ func (s *Store) now() int64 {
 	return s.clock.Now().UnixMicro()
 }
 
-func (s *Store) shardOf(key string) uint64 {
-	return maphash.String(s.seed, key) & s.mask
-}
-
-// takeOne is the single-hit fast path: one lock, no bookkeeping.
+// takeOne is the single-hit fast path: a lock-free lookup, one bucket lock.
 func (s *Store) takeOne(now int64, h *sluice.Hit, out *sluice.Result) {
 	k := makeKey(h)
-	sh := &s.shards[s.shardOf(h.Key)]
-	sh.mu.Lock()
-	p := sh.get(k)
-	o, next := decide(now, h, value(p))
-	taken := o.Allowed || h.Force
-	if taken {
-		sh.put(k, p, next, now)
+	peek := h.Cost == 0 && !h.Force
+	for {
+		b := s.table.bucket(k, !peek)
+		if b == nil { // a peek at a bucket never used: nothing to store
+			o, _ := decide(now, h, state{})
+			*out = o.Result(h.Limit, false)
+			return
+		}
+		b.mu.Lock()
+		if b.dead { // swept after we found it: look again
+			b.mu.Unlock()
+			continue
+		}
+		o, next := decide(now, h, b.st)
+		taken := o.Allowed || h.Force
+		if taken {
+			b.st = next
+			b.st.settle(now)
+		}
+		b.mu.Unlock()
+		*out = o.Result(h.Limit, taken)
+		return
 	}
-	sh.mu.Unlock()
-	*out = o.Result(h.Limit, taken)
 }
 
-// takeMany locks every shard the hits touch, in ascending order, decides
-// every hit against the state earlier hits of the same call would leave,
-// and writes only when the request is admitted.
+// takeMany locks every bucket the hits touch, in creation order (so calls
+// cannot deadlock), decides every hit against the state earlier hits of the
+// same call would leave, and writes only when the request is admitted.
 func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
-	var idxBuf [8]uint64
-	var keyBuf [8]bucketKey
+	var bucketBuf, lockBuf [8]*bucket
 	var outBuf [8]algo.Outcome
 	var nextBuf [8]state
-	var lockBuf [8]uint64
-	idx, keys, outs, next := idxBuf[:0], keyBuf[:0], outBuf[:0], nextBuf[:0]
-	for i := range hits {
-		idx = append(idx, s.shardOf(hits[i].Key))
-		keys = append(keys, makeKey(&hits[i]))
-	}
-	locked := append(lockBuf[:0], idx...)
-	slices.Sort(locked)
-	locked = slices.Compact(locked)
-	for _, j := range locked {
-		s.shards[j].mu.Lock()
+	buckets, locked, outs, next := bucketBuf[:0], lockBuf[:0], outBuf[:0], nextBuf[:0]
+	for {
+		buckets = buckets[:0]
+		for i := range hits {
+			buckets = append(buckets, s.table.bucket(makeKey(&hits[i]), true))
+		}
+		locked = append(locked[:0], buckets...)
+		slices.SortFunc(locked, func(a, b *bucket) int { return cmp.Compare(a.id, b.id) })
+		locked = slices.Compact(locked)
+		dead := false
+		for _, b := range locked {
+			b.mu.Lock()
+			dead = dead || b.dead
+		}
+		if !dead {
+			break
+		}
+		for _, b := range locked { // one was swept after we found it: look again
+			b.mu.Unlock()
+		}
 	}
 	admitted := true
 	for i := range hits {
-		st := value(s.shards[idx[i]].get(keys[i]))
+		st := buckets[i].st
 		// A later hit on the same bucket sees what the earlier ones that
 		// passed would leave.
 		for j := i - 1; j >= 0; j-- {
-			if (outs[j].Allowed || hits[j].Force) && sameBucket(keys[j], keys[i]) {
+			if (outs[j].Allowed || hits[j].Force) && buckets[j] == buckets[i] {
 				st = next[j]
 				break
 			}
@@ -138,37 +147,27 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 	}
 	for i := range hits {
 		taken := hits[i].Force || admitted && outs[i].Allowed
-		if taken && !supersededLater(hits, outs, keys, i) {
+		if taken && !supersededLater(hits, outs, buckets, i) {
 			// Only the last taken hit on a bucket writes: its state already
 			// includes the earlier ones' (and may share their memory).
-			sh := &s.shards[idx[i]]
-			sh.put(keys[i], sh.get(keys[i]), next[i], now)
+			buckets[i].st = next[i]
+			buckets[i].st.settle(now)
 		}
 		out[i] = outs[i].Result(hits[i].Limit, taken)
 	}
-	for _, j := range locked {
-		s.shards[j].mu.Unlock()
+	for _, b := range locked {
+		b.mu.Unlock()
 	}
 }
 
 // supersededLater reports whether a hit after i consumes on i's bucket.
-func supersededLater(hits []sluice.Hit, outs []algo.Outcome, keys []bucketKey, i int) bool {
+func supersededLater(hits []sluice.Hit, outs []algo.Outcome, buckets []*bucket, i int) bool {
 	for j := i + 1; j < len(hits); j++ {
-		if (outs[j].Allowed || hits[j].Force) && sameBucket(keys[i], keys[j]) {
+		if (outs[j].Allowed || hits[j].Force) && buckets[j] == buckets[i] {
 			return true
 		}
 	}
 	return false
-}
-
-func sameBucket(a, b bucketKey) bool {
-	if a.alg != b.alg || a.period != b.period || (a.long == nil) != (b.long == nil) {
-		return false
-	}
-	if a.long != nil {
-		return *a.long == *b.long
-	}
-	return a.short == b.short
 }
 
 // decide computes h's outcome on state st and the state to keep if it
@@ -183,13 +182,16 @@ func decide(now int64, h *sluice.Hit, st state) (algo.Outcome, state) {
 		o, n := algo.SlidingWindow(now, st.a, st.b, st.c, l.PeriodMicros(), l.Capacity(), h.Cost, h.Force)
 		return o, state{a: n[0], b: n[1], c: n[2], expires: now + o.ResetAfterIf}
 	case sluice.SlidingLog:
-		if st.hasPend { // an earlier hit of the same call on this log consumed
-			st.log = algo.Insert(append([]algo.Entry(nil), st.log...), st.pend)
-			st.hasPend = false
+		var entries []algo.Entry
+		if st.log != nil {
+			entries = st.log.entries
+			if st.log.hasPend { // an earlier hit of the same call on this log consumed
+				entries = algo.Insert(append([]algo.Entry(nil), entries...), st.log.pend)
+			}
 		}
 		p := l.PeriodMicros()
-		o, e, add := algo.SlidingLog(now, st.log, p, l.Capacity(), h.Cost, h.Force)
-		return o, state{log: st.log, period: p, pend: e, hasPend: add, expires: now + o.ResetAfterIf}
+		o, e, add := algo.SlidingLog(now, entries, p, l.Capacity(), h.Cost, h.Force)
+		return o, state{log: &logState{entries: entries, period: p, pend: e, hasPend: add}, expires: now + o.ResetAfterIf}
 	default: // sluice.TokenBucket; Hit.Check refused unknown algorithms
 		o, tat := algo.TokenBucket(now, st.a, l.IntervalMicros(), l.Capacity(), h.Cost, h.Force)
 		return o, state{a: tat, expires: tat}
@@ -199,9 +201,7 @@ func decide(now int64, h *sluice.Hit, st state) (algo.Outcome, state) {
 // Len returns the number of buckets held, including any not yet swept.
 func (s *Store) Len() int {
 	n := 0
-	for i := range s.shards {
-		n += s.shards[i].len()
-	}
+	s.table.each(func(*sync.Map, any, *bucket) { n++ })
 	return n
 }
 
@@ -210,9 +210,15 @@ func (s *Store) Len() int {
 func (s *Store) Sweep() int {
 	now := s.now()
 	n := 0
-	for i := range s.shards {
-		n += s.shards[i].sweep(now)
-	}
+	s.table.each(func(m *sync.Map, key any, b *bucket) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.st.expires <= now {
+			b.dead = true
+			m.CompareAndDelete(key, b)
+			n++
+		}
+	})
 	return n
 }
 
