@@ -33,7 +33,7 @@ type Peer struct {
 // InProcessPeers returns the in-process comparison, sluice first.
 func InProcessPeers() []Peer {
 	return []Peer{
-		{Name: "sluice", Algorithm: "token bucket (GCRA), memstore, 64 shards", New: newSluiceMem},
+		{Name: "sluice", Algorithm: "token bucket (GCRA), memstore, a lock per bucket", New: newSluiceMem},
 		{Name: "x-time-rate", Algorithm: "token bucket, sync.Map of *rate.Limiter", New: newXTimeRate},
 		{Name: "go-limiter", Algorithm: "bucket reset per interval, sethvargo memorystore (interval stretched to 1 h, see newGoLimiter)", New: newGoLimiter},
 		{Name: "ulule", Algorithm: "fixed window, ulule memory store", New: newUluleMem},

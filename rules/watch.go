@@ -71,7 +71,9 @@ type WatchConfig struct {
 //   - fixed_window, sliding_window and sliding_log: the counts of the
 //     current (and previous) window, or the log of admitted requests, carry
 //     over and are compared with the new rate, so a lower rate can refuse
-//     requests at once for the rest of the window.
+//     requests at once for the rest of the window. Their state means
+//     something only for one window length, so a changed period (per)
+//     starts fresh buckets, as a changed algorithm does.
 type Watcher struct {
 	path string
 	load LoadConfig
