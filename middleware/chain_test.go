@@ -58,3 +58,17 @@ func TestWithClockDrivesXRateLimitReset(t *testing.T) {
 		t.Fatal("nil clock accepted")
 	}
 }
+
+// A limiter whose store failed open in the middle of a chain does not hide
+// the outer limiter's rules from the inner one.
+func TestChainThroughAFailedLimiter(t *testing.T) {
+	store, _ := newMemstore(t)
+	outer := middleware.Limit(store, rules.MustNew(rules.Rule{Name: "outer", Key: keyfunc.Global(), Limit: sluice.PerMinute(100)}))
+	middle := middleware.Limit(failingStore{&sluice.StoreError{Op: "x", Kind: sluice.ErrUnavailable}},
+		rules.MustNew(rules.Rule{Name: "middle", Key: keyfunc.Global(), Limit: sluice.PerMinute(5)}), middleware.WithLogger(quietLogger()))
+	inner := middleware.Limit(store, rules.MustNew(rules.Rule{Name: "inner", Key: keyfunc.Global(), Limit: sluice.PerMinute(50)}))
+	rec := serveDirect(outer(middle(inner(&okHandler{}))))
+	if got := rec.Header().Get("RateLimit-Policy"); rec.Code != 200 || got != `"outer";q=100;w=60, "inner";q=50;w=60` {
+		t.Fatalf("status %d, RateLimit-Policy %q", rec.Code, got)
+	}
+}

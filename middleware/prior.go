@@ -19,9 +19,15 @@ type requestInfo struct {
 
 type requestInfoKey struct{}
 
-// newRequestInfo copies policies: the caller's slice is pooled.
+// newRequestInfo copies policies: the caller's slice is pooled. A limiter
+// that described nothing (its store failed and on_fail let the request
+// through) passes on what the limiters before it described.
 func newRequestInfo(r *http.Request, policies []headers.Policy) *requestInfo {
-	return &requestInfo{outer: infoFrom(r), policies: append([]headers.Policy(nil), policies...)}
+	outer := infoFrom(r)
+	if len(policies) == 0 && outer != nil {
+		return &requestInfo{outer: outer, policies: outer.policies}
+	}
+	return &requestInfo{outer: outer, policies: append([]headers.Policy(nil), policies...)}
 }
 
 func (i *requestInfo) attach(r *http.Request) *http.Request {
