@@ -118,23 +118,11 @@ func (d *decoder) identities(n *yaml.Node, f map[string]*yaml.Node, fb *fileBypa
 // checkPrefix accepts a CIDR prefix or an address, normalised as
 // keyfunc normalises client addresses (IPv4-mapped IPv6 becomes IPv4).
 func checkPrefix(s string) (string, error) {
-	var p netip.Prefix
-	var err error
-	if strings.Contains(s, "/") {
-		p, err = netip.ParsePrefix(s)
-	} else {
-		var a netip.Addr
-		if a, err = netip.ParseAddr(s); err == nil {
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-	}
-	if err != nil || p.Addr().Zone() != "" {
+	ps, err := keyfunc.ParsePrefixes(s)
+	if err != nil || strings.TrimSpace(s) != s {
 		return "", fmt.Errorf("%s is not a CIDR prefix or IP address", quote(s))
 	}
-	if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
-		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
-	}
-	return p.Masked().String(), nil
+	return keyfunc.NormalizePrefix(ps[0]).String(), nil
 }
 
 // checkKeyHash accepts "sha256:" and 64 hex digits, returned without the
