@@ -139,6 +139,19 @@ func (t *table) bucket(k bucketKey, create bool) *bucket {
 	return v.(*bucket)
 }
 
+// tokenBucket is bucket for a token bucket whose key is short enough to
+// keep: the common case, without building a bucketKey.
+func (t *table) tokenBucket(key string, create bool) *bucket {
+	v, ok := t.tb.Load(key)
+	if !ok && create {
+		v, _ = t.tb.LoadOrStore(key, t.newBucket())
+	}
+	if v == nil {
+		return nil
+	}
+	return v.(*bucket)
+}
+
 func (t *table) newBucket() *bucket { return &bucket{id: t.ids.Add(1)} }
 
 // each calls f for every bucket with its map and key.

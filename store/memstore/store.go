@@ -73,6 +73,10 @@ func (s *Store) now() int64 {
 
 // takeOne is the single-hit fast path: a lock-free lookup, one bucket lock.
 func (s *Store) takeOne(now int64, h *sluice.Hit, out *sluice.Result) {
+	if h.Algorithm == sluice.TokenBucket && len(h.Key) <= maxKeyLen {
+		s.takeToken(now, h, out)
+		return
+	}
 	k := makeKey(h)
 	peek := h.Cost == 0 && !h.Force
 	for {
@@ -95,6 +99,36 @@ func (s *Store) takeOne(now int64, h *sluice.Hit, out *sluice.Result) {
 		}
 		b.mu.Unlock()
 		*out = o.Result(h.Limit, taken)
+		return
+	}
+}
+
+// takeToken is takeOne for the most common hit, a token bucket under a key
+// short enough to keep: no bucket key to build, the limit's numbers
+// computed before the lock, and only the arrival time written under it.
+func (s *Store) takeToken(now int64, h *sluice.Hit, out *sluice.Result) {
+	interval, capacity := h.Limit.IntervalMicros(), h.Limit.Capacity()
+	create := h.Cost != 0 || h.Force // a peek at a bucket never used stores nothing
+	for {
+		b := s.table.tokenBucket(h.Key, create)
+		var tat int64
+		if b != nil {
+			b.mu.Lock()
+			if b.dead { // swept after we found it: look again
+				b.mu.Unlock()
+				continue
+			}
+			tat = b.st.a
+		}
+		o, next := algo.TokenBucket(now, tat, interval, capacity, h.Cost, h.Force)
+		taken := o.Allowed || h.Force
+		if b != nil {
+			if taken {
+				b.st.a, b.st.expires = next, next
+			}
+			b.mu.Unlock()
+		}
+		*out = o.Result(h.Limit, taken && b != nil)
 		return
 	}
 }
