@@ -98,6 +98,11 @@ func (l Limit) withinSpan() bool {
 	if p > MaxSpan {
 		return false
 	}
+	// The interval is at most the period, so capacity × period within the
+	// span settles it without dividing; otherwise divide and check exactly.
+	if hi, lo := bits.Mul64(uint64(l.Capacity()), uint64(p)); hi == 0 && lo <= uint64(MaxSpan) {
+		return true
+	}
 	hi, lo := bits.Mul64(uint64(l.Capacity()), uint64(l.IntervalMicros()))
 	return hi == 0 && lo <= uint64(MaxSpan)
 }
