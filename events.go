@@ -75,12 +75,14 @@ func Observers(obs ...Observer) Observer {
 
 type multiObserver []Observer
 
+// Observe forwards d to every observer.
 func (m multiObserver) Observe(ctx context.Context, d Decision) {
 	for _, o := range m {
 		o.Observe(ctx, d)
 	}
 }
 
+// ObserveStoreCall forwards c to every observer that wants store calls.
 func (m multiObserver) ObserveStoreCall(ctx context.Context, c StoreCall) {
 	for _, o := range m {
 		if sc, ok := o.(StoreCallObserver); ok {
