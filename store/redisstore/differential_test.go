@@ -92,14 +92,18 @@ func randomStep(rng *rand.Rand) time.Duration {
 	}
 }
 
-// randomHits returns one request: 1–3 hits on a few shared keys, or, one
-// time in ten, a forced charge.
+// randomHits returns one request: 1–3 hits on a few shared keys (one time
+// in four token buckets only), or, one time in ten, a forced charge.
 func randomHits(rng *rand.Rand, prefix string) []sluice.Hit {
 	n := 1 + rng.IntN(3)
 	force := rng.IntN(10) == 0
+	mix := ruleMix
+	if rng.IntN(4) == 0 { // token buckets only: the script's multi-rule fast path
+		mix = ruleMix[:2]
+	}
 	hits := make([]sluice.Hit, n)
 	for i := range hits {
-		m := ruleMix[rng.IntN(len(ruleMix))]
+		m := mix[rng.IntN(len(mix))]
 		capacity := m.limit.Capacity()
 		hits[i] = sluice.Hit{
 			Key:       fmt.Sprintf("%s%d", prefix, rng.IntN(3)),

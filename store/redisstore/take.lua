@@ -76,6 +76,85 @@ if ARGV[2] == '1' and ARGV[3] == '1' and ARGV[4] == '0' then
   return {allowed, unsat, rem, reset, retry}
 end
 
+-- Fast path: one request whose hits are all token buckets (several rules
+-- of one request, the other common call). The general path below,
+-- specialised: read every key, decide in order against tentative states,
+-- write only if admitted (or forced).
+if ARGV[2] == '1' then
+  local n = tonumber(ARGV[3])
+  local alltb = true
+  for i = 1, n do
+    if ARGV[4 + (i - 1) * 6] ~= '0' then alltb = false break end
+  end
+  if alltb then
+    local tats, orig = {}, {}
+    for i = 1, n do
+      local k = KEYS[i]
+      if orig[k] == nil then
+        local tat = 0
+        local v = redis.call('GET', k) -- raises WRONGTYPE before anything is written
+        if v then
+          tat = tonumber(v)
+          if tat == nil or tat < 0 or tat ~= math.floor(tat) then
+            return redis.error_reply('SLUICECORRUPT key ' .. i .. ' does not hold a sluice state')
+          end
+        end
+        orig[k], tats[k] = tat, tat
+      end
+    end
+    local admitted = true
+    local res = {}
+    for i = 1, n do
+      local a = 4 + (i - 1) * 6
+      local capacity, interval = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+      local cost, flags = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+      local shadow, force = flags % 2 == 1, flags >= 2
+      local k = KEYS[i]
+      local tat = tats[k]
+      local base = tat
+      if base < now then base = now end
+      local tau = capacity * interval
+      local allowed, unsat, retry, nxt = 0, 0, 0, 0
+      if cost > capacity then
+        unsat = 1
+        nxt = base + math.min(cost, 2 * capacity) * interval
+      else
+        nxt = base + cost * interval
+        if nxt - now > tau then retry = nxt - tau - now else allowed = 1 end
+      end
+      local r = {allowed, unsat, now + tau - base, base - now, retry, 0, 0, interval, force}
+      if allowed == 1 or force then
+        nxt = math.max(math.min(nxt, now + 2 * tau), tat)
+        r[6], r[7] = now + tau - nxt, nxt - now
+        tats[k] = nxt
+      end
+      if allowed == 0 and not shadow and not force then admitted = false end
+      res[i] = r
+    end
+    if admitted then
+      for i = 1, n do
+        local k = KEYS[i]
+        local tat = tats[k]
+        if tat ~= orig[k] and tat > now then
+          redis.call('SET', k, string.format('%d', tat), 'PX', pexpire(tat - now))
+          orig[k] = tat
+        end
+      end
+    end
+    local reply = {}
+    for i = 1, n do
+      local r = res[i]
+      local slack, reset = r[3], r[4]
+      if r[9] or (admitted and r[1] == 1) then slack, reset = r[6], r[7] end
+      local rem = 0
+      if slack > 0 then rem = math.floor(slack / r[8]) end
+      local j = (i - 1) * 5
+      reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5] = r[1], r[2], rem, reset, r[5]
+    end
+    return reply
+  end
+end
+
 local TB, SW, FW, SL = 0, 1, 2, 3
 local WINDOWMOD = 1000000 -- a sliding window's stored index is kept mod this
 
