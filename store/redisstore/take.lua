@@ -87,20 +87,26 @@ if ARGV[2] == '1' then
     if ARGV[4 + (i - 1) * 6] ~= '0' then alltb = false break end
   end
   if alltb then
+    -- One MGET for every bucket. MGET answers false for a key of another
+    -- type too, so the missing ones are checked with one EXISTS.
     local tats, orig = {}, {}
+    local vals = redis.call('MGET', unpack(KEYS, 1, n))
+    local missing = {}
     for i = 1, n do
-      local k = KEYS[i]
-      if orig[k] == nil then
-        local tat = 0
-        local v = redis.call('GET', k) -- raises WRONGTYPE before anything is written
-        if v then
-          tat = tonumber(v)
-          if tat == nil or tat < 0 or tat ~= math.floor(tat) then
-            return redis.error_reply('SLUICECORRUPT key ' .. i .. ' does not hold a sluice state')
-          end
+      local k, v = KEYS[i], vals[i]
+      local tat = 0
+      if v then
+        tat = tonumber(v)
+        if tat == nil or tat < 0 or tat ~= math.floor(tat) then
+          return redis.error_reply('SLUICECORRUPT key ' .. i .. ' does not hold a sluice state')
         end
-        orig[k], tats[k] = tat, tat
+      elseif orig[k] == nil then
+        missing[#missing + 1] = k
       end
+      orig[k], tats[k] = tat, tat
+    end
+    if #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then
+      return redis.error_reply('WRONGTYPE a bucket key holds another type')
     end
     local admitted = true
     local res = {}
@@ -385,8 +391,8 @@ local first = 3 + nreq -- ARGV index of the first hit's arguments
 local cur, alg, period = {}, {}, {}
 
 -- Read every key first. String buckets come in one MGET; MGET answers
--- false for a key of another type too, so those are checked with TYPE
--- (only new buckets pay for it).
+-- false for a key of another type too, so the missing ones are checked
+-- with one EXISTS.
 local strkeys, stridx = {}, {}
 for i = 1, #KEYS do
   local k = KEYS[i]
@@ -413,14 +419,17 @@ end
 for from = 1, #strkeys, 500 do
   local to = math.min(from + 499, #strkeys)
   local vals = redis.call('MGET', unpack(strkeys, from, to))
+  local missing = {}
   for j = from, to do
     local k, v = strkeys[j], vals[j - from + 1]
-    if not v and redis.call('TYPE', k)['ok'] ~= 'none' then
-      return redis.error_reply('WRONGTYPE key ' .. stridx[j] .. ' holds another type')
-    end
+    if not v then missing[#missing + 1] = k end
     local st, err = parse(stridx[j], v, alg[k], period[k])
     if st == nil then return err end
     cur[k] = st
+  end
+  -- MGET answers false for a key of another type too: one EXISTS tells.
+  if #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then
+    return redis.error_reply('WRONGTYPE a bucket key holds another type')
   end
 end
 
