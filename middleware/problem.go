@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,7 +63,9 @@ func (l *Limiter) denial(s *scratch, retry time.Duration, unsatisfiable bool) De
 			s.violated = append(s.violated, headers.SanitizeName(rule.Name))
 		}
 	}
-	d := Denial{Policies: s.violated, Unsatisfiable: unsatisfiable}
+	// A copy: the deny handler or a log handler may keep it, and the
+	// scratch it was built in serves the next request.
+	d := Denial{Policies: slices.Clone(s.violated), Unsatisfiable: unsatisfiable}
 	if !unsatisfiable {
 		d.RetryAfter = retry
 	}

@@ -42,7 +42,8 @@ func FixedWindow(now, index, count, period, limit, cost int64, force bool) (o Ou
 		o.Allowed = true
 	}
 	if o.Allowed || force {
-		nextCount = min(count+cost, ForceCap(limit, period))
+		capped := ForceCap(limit, period)
+		nextCount = min(count+min(cost, capped), capped) // min first: a huge forced cost cannot overflow
 		o.SlackIf = limit - nextCount
 		o.ResetAfterIf = 0
 		if nextCount > 0 {
@@ -99,7 +100,7 @@ func SlidingWindow(now, index, cur, prev, period, limit, cost int64, force bool)
 		o.Allowed = true
 	}
 	if o.Allowed || force {
-		next[1] = min(cur+cost, 2*limit)
+		next[1] = min(cur+min(cost, 2*limit), 2*limit) // min first: a huge forced cost cannot overflow
 		o.SlackIf = limit - next[1] - weighted
 		o.ResetAfterIf = slidingReset(next[1], prev, left, period)
 	}

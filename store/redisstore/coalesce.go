@@ -26,9 +26,14 @@ const (
 )
 
 type waiter struct {
-	ctx   context.Context
-	hits  []sluice.Hit
-	out   []sluice.Result
+	ctx  context.Context
+	hits []sluice.Hit // read only to decode, while the caller still waits
+	out  []sluice.Result
+	// keys and args are the request's script keys and arguments, built on
+	// the caller's goroutine: a batch may be assembled after the caller gave
+	// up and reused its hits for another request.
+	keys  []string
+	args  []any
 	err   error
 	state atomic.Int32
 	done  chan struct{}
@@ -44,6 +49,7 @@ type coalescer struct {
 
 func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
 	w := &waiter{ctx: ctx, hits: hits, out: out, done: make(chan struct{}, 1)}
+	w.keys, w.args = c.s.appendRequest(nil, nil, hits)
 	c.mu.Lock()
 	if !c.busy {
 		// Idle: send this call now, on the caller's goroutine.
@@ -101,7 +107,9 @@ func (c *coalescer) drain() {
 				break
 			}
 		}
-		c.queue = append(c.queue[:0], c.queue[n:]...)
+		rest := copy(c.queue, c.queue[n:])
+		clear(c.queue[rest:]) // no stale waiters kept alive by the spare capacity
+		c.queue = c.queue[:rest]
 		if len(batch) == 0 && len(c.queue) == 0 {
 			c.busy = false
 			c.mu.Unlock()
@@ -121,7 +129,9 @@ func (c *coalescer) run(batch []*waiter) {
 		// One member's key holds something else; the script wrote
 		// nothing. Decide the members one by one, so only it fails.
 		for _, w := range batch {
-			c.deliver(w, c.send([]*waiter{w}))
+			if w.state.Load() == sent { // its caller still waits
+				c.deliver(w, c.send([]*waiter{w}))
+			}
 		}
 		return
 	}
@@ -150,11 +160,12 @@ func (c *coalescer) send(batch []*waiter) error {
 	}
 	args := []any{s.clockArg(), len(batch)}
 	for _, w := range batch {
-		args = append(args, len(w.hits))
+		args = append(args, len(w.keys))
 	}
 	var keys []string
 	for _, w := range batch {
-		keys, args = s.appendRequest(keys, args, w.hits)
+		keys = append(keys, w.keys...)
+		args = append(args, w.args...)
 	}
 	reply, err := s.call(ctx, keys, args)
 	if err != nil {
@@ -165,7 +176,7 @@ func (c *coalescer) send(batch []*waiter) error {
 		return badReply(reply)
 	}
 	for _, w := range batch {
-		n := 5 * len(w.hits)
+		n := 5 * len(w.keys)
 		if w.state.CompareAndSwap(sent, delivered) {
 			w.err = decode(vals[:n], w.hits, w.out)
 		}

@@ -192,3 +192,52 @@ func TestCoalescedBatchAfterScriptFlush(t *testing.T) {
 		t.Fatalf("script reloads %d, want 1", s.ScriptReloads())
 	}
 }
+
+// slowClient delays every EVALSHA, so batches stay in flight long enough to
+// be abandoned.
+type slowClient struct {
+	*redis.Client
+	delay time.Duration
+}
+
+func (c *slowClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	time.Sleep(c.delay)
+	return c.Client.EvalSha(ctx, sha, keys, args...)
+}
+
+// A caller that gives up while its batch is in flight may reuse its hits
+// for another request at once (the middleware pools them). The coalescer
+// must not read them again: not to build the batch, not to retry it one
+// request at a time after a corrupt key. (Run with -race.)
+func TestCoalescedAbandonedCallerIsNotReread(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := newClient(t, srv.Addr)
+	s := newStoreWith(t, &slowClient{Client: rc, delay: 200 * time.Millisecond}, nil,
+		redisstore.Config{Coalesce: 8, StartupCheckTimeout: -1})
+	bad := sluice.Hit{Key: "bad", Limit: sluice.PerHour(5), Cost: 1}
+	rc.HSet(context.Background(), redisstore.KeyOf(s, bad), "x", "y")
+	var wg sync.WaitGroup
+	take := func(ctx context.Context, hits []sluice.Hit, after func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = s.Take(ctx, hits, make([]sluice.Result, len(hits)))
+			if after != nil {
+				after()
+			}
+		}()
+	}
+	take(context.Background(), []sluice.Hit{{Key: "leader", Limit: sluice.PerHour(5), Cost: 1}}, nil)
+	time.Sleep(20 * time.Millisecond)
+	take(context.Background(), []sluice.Hit{bad}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	hits := []sluice.Hit{{Key: "victim", Limit: sluice.PerHour(5), Cost: 1}}
+	take(ctx, hits, func() { hits[0].Key, hits[0].Cost = "reused-by-next-request", 3 })
+	time.Sleep(250 * time.Millisecond) // the leader is done; [bad, victim] is in flight
+	cancel()
+	wg.Wait()
+	reused := redisstore.KeyOf(s, sluice.Hit{Key: "reused-by-next-request", Limit: sluice.PerHour(5)})
+	if n := rc.Exists(context.Background(), reused).Val(); n != 0 {
+		t.Fatalf("the batch charged the hits its abandoned caller reused")
+	}
+}

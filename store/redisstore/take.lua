@@ -80,7 +80,7 @@ end
 -- of one request, the other common call). The general path below,
 -- specialised: read every key, decide in order against tentative states,
 -- write only if admitted (or forced).
-if ARGV[2] == '1' then
+if ARGV[2] == '1' and tonumber(ARGV[3]) <= 500 then -- (unpack below takes at most 500 keys)
   local n = tonumber(ARGV[3])
   local alltb = true
   for i = 1, n do

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -141,4 +142,23 @@ func peekAlg(t *testing.T, s sluice.Store, h sluice.Hit) int64 {
 	t.Helper()
 	h.Cost, h.Shadow, h.Force = 0, false, false
 	return take1(t, s, h).Remaining
+}
+
+// testHugeForcedCharge: a forced charge of the largest cost owes at most
+// twice the limit, in every algorithm; nothing overflows.
+func testHugeForcedCharge(t *testing.T, newHarness Factory) {
+	for _, a := range algorithms {
+		t.Run(a.alg.String(), func(t *testing.T) {
+			h := newHarness(t)
+			h.SetTime(windowStart(time.Second))
+			hit := sluice.Hit{Key: uniqueKey(t, "huge"), Limit: a.limit, Algorithm: a.alg, Cost: 1}
+			take1(t, h.Store, hit)
+			charge := hit
+			charge.Force, charge.Cost = true, math.MaxInt64
+			take1(t, h.Store, charge)
+			if res := take1(t, h.Store, hit); res.Allowed || res.RetryAfter <= 0 {
+				t.Fatalf("after a charge of MaxInt64: %+v, want denied", res)
+			}
+		})
+	}
 }

@@ -41,5 +41,6 @@ func Run(t *testing.T, newHarness Factory) {
 	t.Run("MixedAlgorithmsAllOrNothing", func(t *testing.T) { testMixedAlgorithms(t, newHarness) })
 	t.Run("ShadowEveryAlgorithm", func(t *testing.T) { testShadowEveryAlgorithm(t, newHarness) })
 	t.Run("ForcedCharges", func(t *testing.T) { testForcedCharges(t, newHarness) })
+	t.Run("HugeForcedCharge", func(t *testing.T) { testHugeForcedCharge(t, newHarness) })
 	t.Run("BoundaryBurst", func(t *testing.T) { testBoundaryBurst(t, newHarness) })
 }
