@@ -36,22 +36,13 @@ local function pexpire(us)
   return string.format('%d', math.ceil((us + pad) / 1000))
 end
 
--- Fast path: one request of one token-bucket hit, the most common call.
--- It is the general path below, specialised (tokenbucket and the write
--- phase), and returns before the general path's functions and tables are
--- created: a script call's cost is mostly Lua work, not Redis commands.
-if ARGV[2] == '1' and ARGV[3] == '1' and ARGV[4] == '0' then
-  local k = KEYS[1]
-  local capacity, interval = tonumber(ARGV[6]), tonumber(ARGV[7])
-  local cost, force = tonumber(ARGV[8]), tonumber(ARGV[9]) >= 2
-  local tat = 0
-  local v = redis.call('GET', k) -- raises WRONGTYPE before anything is written
-  if v then
-    tat = tonumber(v)
-    if tat == nil or tat < 0 or tat ~= math.floor(tat) then
-      return redis.error_reply('SLUICECORRUPT key 1 does not hold a sluice state')
-    end
-  end
+-- gcra decides a cost on a token bucket whose theoretical arrival time is
+-- tat (0 when never used), as internal/algo.TokenBucket does. It returns
+-- allowed and unsat (0/1), slack and reset (if nothing is consumed),
+-- retry, and, when the hit consumes (allowed or forced), the arrival time
+-- to keep and the slack and reset after it (nil otherwise). One function
+-- for the fast path and the general path alike.
+local function gcra(tat, interval, capacity, cost, force)
   local base = tat
   if base < now then base = now end
   local tau = capacity * interval
@@ -64,22 +55,30 @@ if ARGV[2] == '1' and ARGV[3] == '1' and ARGV[4] == '0' then
     if nxt - now > tau then retry = nxt - tau - now else allowed = 1 end
   end
   local slack, reset = now + tau - base, base - now
-  if allowed == 1 or force then
-    nxt = math.max(math.min(nxt, now + 2 * tau), tat)
-    slack, reset = now + tau - nxt, nxt - now
-    if nxt > now and nxt ~= tat then
-      redis.call('SET', k, string.format('%d', nxt), 'PX', pexpire(nxt - now))
-    end
+  if allowed == 0 and not force then
+    return allowed, unsat, slack, reset, retry
   end
-  local rem = 0
-  if slack > 0 then rem = math.floor(slack / interval) end
-  return {allowed, unsat, rem, reset, retry}
+  nxt = math.max(math.min(nxt, now + 2 * tau), tat)
+  return allowed, unsat, slack, reset, retry, nxt, now + tau - nxt, nxt - now
 end
 
--- Fast path: one request whose hits are all token buckets (several rules
--- of one request, the other common call). The general path below,
+-- readtat parses a token bucket's stored value v (false when missing) for
+-- key i, or returns nil and an error reply.
+local function readtat(i, v)
+  if not v then return 0 end
+  local tat = tonumber(v)
+  if tat == nil or tat < 0 or tat ~= math.floor(tat) then
+    return nil, redis.error_reply('SLUICECORRUPT key ' .. i .. ' does not hold a sluice state')
+  end
+  return tat
+end
+
+-- Fast path: one request whose hits are all token buckets (one rule, or
+-- several of one request: the common calls). It is the general path below,
 -- specialised: read every key, decide in order against tentative states,
--- write only if admitted (or forced).
+-- write only if admitted (or forced); and it returns before the general
+-- path's functions and tables are created, as a script call's cost is
+-- mostly Lua work, not Redis commands.
 if ARGV[2] == '1' and tonumber(ARGV[3]) <= 500 then -- (unpack below takes at most 500 keys)
   local n = tonumber(ARGV[3])
   local alltb = true
@@ -87,53 +86,40 @@ if ARGV[2] == '1' and tonumber(ARGV[3]) <= 500 then -- (unpack below takes at mo
     if ARGV[4 + (i - 1) * 6] ~= '0' then alltb = false break end
   end
   if alltb then
-    -- One MGET for every bucket. MGET answers false for a key of another
-    -- type too, so the missing ones are checked with one EXISTS.
     local tats, orig = {}, {}
-    local vals = redis.call('MGET', unpack(KEYS, 1, n))
-    local missing = {}
-    for i = 1, n do
-      local k, v = KEYS[i], vals[i]
-      local tat = 0
-      if v then
-        tat = tonumber(v)
-        if tat == nil or tat < 0 or tat ~= math.floor(tat) then
-          return redis.error_reply('SLUICECORRUPT key ' .. i .. ' does not hold a sluice state')
-        end
-      elseif orig[k] == nil then
-        missing[#missing + 1] = k
+    if n == 1 then
+      -- GET raises WRONGTYPE itself, before anything is written.
+      local tat, err = readtat(1, redis.call('GET', KEYS[1]))
+      if tat == nil then return err end
+      orig[KEYS[1]], tats[KEYS[1]] = tat, tat
+    else
+      -- One MGET for every bucket. MGET answers false for a key of
+      -- another type too, so the missing ones are checked with one EXISTS.
+      local vals = redis.call('MGET', unpack(KEYS, 1, n))
+      local missing = {}
+      for i = 1, n do
+        local k = KEYS[i]
+        local tat, err = readtat(i, vals[i])
+        if tat == nil then return err end
+        if not vals[i] and orig[k] == nil then missing[#missing + 1] = k end
+        orig[k], tats[k] = tat, tat
       end
-      orig[k], tats[k] = tat, tat
-    end
-    if #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then
-      return redis.error_reply('WRONGTYPE a bucket key holds another type')
+      if #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then
+        return redis.error_reply('WRONGTYPE a bucket key holds another type')
+      end
     end
     local admitted = true
     local res = {}
     for i = 1, n do
       local a = 4 + (i - 1) * 6
-      local capacity, interval = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-      local cost, flags = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+      local flags = tonumber(ARGV[a + 5])
       local shadow, force = flags % 2 == 1, flags >= 2
       local k = KEYS[i]
-      local tat = tats[k]
-      local base = tat
-      if base < now then base = now end
-      local tau = capacity * interval
-      local allowed, unsat, retry, nxt = 0, 0, 0, 0
-      if cost > capacity then
-        unsat = 1
-        nxt = base + math.min(cost, 2 * capacity) * interval
-      else
-        nxt = base + cost * interval
-        if nxt - now > tau then retry = nxt - tau - now else allowed = 1 end
-      end
-      local r = {allowed, unsat, now + tau - base, base - now, retry, 0, 0, interval, force}
-      if allowed == 1 or force then
-        nxt = math.max(math.min(nxt, now + 2 * tau), tat)
-        r[6], r[7] = now + tau - nxt, nxt - now
-        tats[k] = nxt
-      end
+      local interval = tonumber(ARGV[a + 3])
+      local allowed, unsat, slack, reset, retry, nxt, slackif, resetif =
+        gcra(tats[k], interval, tonumber(ARGV[a + 2]), tonumber(ARGV[a + 4]), force)
+      local r = {allowed, unsat, slack, reset, retry, slackif, resetif, interval, force}
+      if nxt then tats[k] = nxt end
       if allowed == 0 and not shadow and not force then admitted = false end
       res[i] = r
     end
@@ -236,23 +222,10 @@ end
 -- r.interval) and the state to keep if the hit consumes.
 
 local function tokenbucket(st, interval, capacity, cost, force)
-  local tat = st.a
-  local base = tat
-  if base < now then base = now end
-  local tau = capacity * interval
-  local r = {allowed = 0, unsat = 0, slack = now + tau - base, reset = base - now, retry = 0, interval = interval}
-  local nxt
-  if cost > capacity then
-    r.unsat = 1
-    nxt = base + math.min(cost, 2 * capacity) * interval
-  else
-    nxt = base + cost * interval
-    if nxt - now > tau then r.retry = nxt - tau - now else r.allowed = 1 end
-  end
-  if r.allowed == 0 and not force then return r, st end
-  nxt = math.max(math.min(nxt, now + 2 * tau), tat)
-  r.slackIf = now + tau - nxt
-  r.resetIf = nxt - now
+  local allowed, unsat, slack, reset, retry, nxt, slackif, resetif = gcra(st.a, interval, capacity, cost, force)
+  local r = {allowed = allowed, unsat = unsat, slack = slack, reset = reset, retry = retry, interval = interval}
+  if not nxt then return r, st end
+  r.slackIf, r.resetIf = slackif, resetif
   return r, {a = nxt, b = 0, c = 0}
 end
 
