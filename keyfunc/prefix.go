@@ -3,6 +3,7 @@ package keyfunc
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"strings"
 )
@@ -78,4 +79,18 @@ func (t trustSet) contains(a netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// fromTrustedPeer returns a resolver that answers with the TCP peer's
+// address, unless the peer is in t: only then does it believe the headers,
+// through fromHeaders. A client that reaches the server directly cannot
+// choose its address by sending a header.
+func (t trustSet) fromTrustedPeer(fromHeaders IPResolver) IPResolver {
+	return func(r *http.Request) (netip.Addr, error) {
+		peer, err := RemoteAddr(r)
+		if err != nil || !t.contains(peer) {
+			return peer, err
+		}
+		return fromHeaders(r)
+	}
 }

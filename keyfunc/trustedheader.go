@@ -38,11 +38,7 @@ func TrustedHeader(name string, trusted []netip.Prefix) (IPResolver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return func(r *http.Request) (netip.Addr, error) {
-		peer, err := RemoteAddr(r)
-		if err != nil || !set.contains(peer) {
-			return peer, err
-		}
+	return set.fromTrustedPeer(func(r *http.Request) (netip.Addr, error) {
 		values := r.Header.Values(canonical)
 		if len(values) == 0 {
 			return netip.Addr{}, noKey("trusted proxy sent no %s header", canonical)
@@ -53,5 +49,5 @@ func TrustedHeader(name string, trusted []netip.Prefix) (IPResolver, error) {
 			return netip.Addr{}, noKey("malformed %s header %s", canonical, clip(v))
 		}
 		return a, nil
-	}, nil
+	}), nil
 }

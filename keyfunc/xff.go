@@ -51,13 +51,9 @@ func XFF(trusted []netip.Prefix) (IPResolver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return func(r *http.Request) (netip.Addr, error) {
-		peer, err := RemoteAddr(r)
-		if err != nil || !set.contains(peer) {
-			return peer, err
-		}
+	return set.fromTrustedPeer(func(r *http.Request) (netip.Addr, error) {
 		return set.walkXFF(r.Header.Values(xffHeader))
-	}, nil
+	}), nil
 }
 
 // walkXFF finds the rightmost untrusted entry of the merged field lines.
