@@ -6,15 +6,14 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
-// Result turns o into the public result for a hit with limit l; taken
-// reports whether the hit consumed (it passed and the request was admitted).
-func (o *Outcome) Result(l sluice.Limit, taken bool) sluice.Result {
-	r := sluice.Result{
-		Allowed:       o.Allowed,
-		Limit:         l,
-		RetryAfter:    Micros(o.RetryAfter),
-		Unsatisfiable: o.Unsatisfiable,
-	}
+// Result writes into r the public result for a hit with limit l; taken
+// reports whether the hit consumed (it passed and the request was
+// admitted). It writes every field, so r's old contents do not matter.
+func (o *Outcome) Result(r *sluice.Result, l sluice.Limit, taken bool) {
+	r.Allowed = o.Allowed
+	r.Limit = l
+	r.RetryAfter = Micros(o.RetryAfter)
+	r.Unsatisfiable = o.Unsatisfiable
 	if taken {
 		r.Remaining = o.RemainingIf()
 		r.ResetAfter = Micros(o.ResetAfterIf)
@@ -22,7 +21,6 @@ func (o *Outcome) Result(l sluice.Limit, taken bool) sluice.Result {
 		r.Remaining = o.Remaining()
 		r.ResetAfter = Micros(o.ResetAfter)
 	}
-	return r
 }
 
 // Micros converts microseconds to a Duration.

@@ -1,6 +1,12 @@
 package algo
 
-import "testing"
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
 
 func TestTokenBucket(t *testing.T) {
 	const sec = 1_000_000
@@ -37,5 +43,48 @@ func TestTokenBucket(t *testing.T) {
 					o, next, tc.wantAllowed, tc.wantRemaining, tc.wantRetry, tc.wantNext, tc.wantUnsat)
 			}
 		})
+	}
+}
+
+// TestTokenBucketAdmitsAgrees checks the inlined fast path against
+// TokenBucket and Outcome.Result on random buckets around the boundary:
+// wherever it admits, TokenBucket admits with the same arrival time and
+// result; wherever it declines, TokenBucket refuses (or the hit is forced,
+// which it never sees).
+func TestTokenBucketAdmitsAgrees(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const now = int64(1_700_000_000_000_000)
+	admitted, declined := 0, 0
+	for range 200_000 {
+		l := sluice.Limit{Rate: 1 + rng.Int64N(1000), Period: time.Duration(1+rng.Int64N(3600_000)) * time.Millisecond, Burst: rng.Int64N(2000)}
+		if l.Validate() != nil {
+			continue
+		}
+		iv, capy := l.IntervalMicros(), l.Capacity()
+		tau := iv * capy
+		tat := now - tau + rng.Int64N(3*tau+2) // from a full bucket to one in debt
+		if rng.IntN(10) == 0 {
+			tat = 0 // a bucket never used
+		}
+		cost := rng.Int64N(capy + 3)
+		next, ok := TokenBucketAdmits(now, tat, iv, capy, tau, cost)
+		o, want := TokenBucket(now, tat, iv, capy, cost, false)
+		if ok != o.Allowed {
+			t.Fatalf("%v tat %d cost %d: fast path ok=%v, TokenBucket allowed=%v", l, tat, cost, ok, o.Allowed)
+		}
+		if !ok {
+			declined++
+			continue
+		}
+		admitted++
+		var got, ref sluice.Result
+		AdmittedResult(&got, l, now, next, iv, tau)
+		o.Result(&ref, l, true)
+		if next != want || got != ref {
+			t.Fatalf("%v tat %d cost %d: fast path next %d %+v, TokenBucket next %d %+v", l, tat, cost, next, got, want, ref)
+		}
+	}
+	if admitted < 1000 || declined < 1000 {
+		t.Fatalf("admitted %d, declined %d: the draw misses one side of the boundary", admitted, declined)
 	}
 }

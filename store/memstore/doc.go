@@ -1,7 +1,9 @@
 // Package memstore is the in-process [sluice.Store]: every algorithm, in
-// memory, one lock per bucket and lock-free lookups, so parallel callers on
-// different keys never wait for each other, with expired buckets swept in
-// the background.
+// memory, with lock-free lookups and one lock per bucket, so parallel
+// callers on different keys never wait for each other, and expired buckets
+// swept in the background. A call with one token-bucket hit, the most
+// common, takes no lock at all: it decides with a compare-and-swap of the
+// bucket's one number.
 //
 // It is the embedded default: right for tests, development, single-instance
 // services, and as the local fallback when Redis fails. Limits are per
@@ -9,10 +11,13 @@
 //
 // # Atomicity
 //
-// [Store.Take] is atomic within the process: it locks every bucket a call
-// touches (in a fixed order, so calls cannot deadlock), decides every hit,
-// and writes only if the request is admitted. Concurrent calls behave as if
-// they ran one after another.
+// [Store.Take] is atomic within the process: a call with several hits
+// locks every bucket it touches (in a fixed order, so calls cannot
+// deadlock), decides every hit, and writes only if the request is
+// admitted; a call with one token-bucket hit commits its decision with a
+// compare-and-swap, and waits for the lock only while a call with several
+// hits holds that bucket. Concurrent calls behave as if they ran one after
+// another.
 //
 // # Keys
 //

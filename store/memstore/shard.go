@@ -60,8 +60,9 @@ type longKey struct {
 // sliding log keeps its entries in log; the other algorithms leave it nil,
 // so their state is four integers, cheap to copy.
 type state struct {
-	a, b, c int64
-	expires int64
+	a       int64
+	expires int64 // beside a: a token bucket writes only these two
+	b, c    int64
 	log     *logState
 }
 
@@ -87,13 +88,16 @@ func (st *state) settle(now int64) {
 	}
 }
 
-// bucket is one bucket, locked on its own: callers on different buckets
-// never wait for each other, and finding a bucket takes no lock at all.
+// bucket is one bucket, locked on its own (a token bucket's single-hit
+// decisions take no lock, see token.go): callers on different buckets never
+// wait for each other, and finding a bucket takes no lock at all.
 // A bucket the sweeper removed is dead; a caller that finds it dead looks
 // the key up again.
 type bucket struct {
+	tat  atomic.Int64 // a token bucket's arrival time, µs
 	mu   sync.Mutex
 	dead bool
+	tb   bool // a token bucket: its state is tat, not st (see token.go)
 	st   state
 	id   uint64 // creation order: calls that lock several lock in id order
 }
@@ -102,7 +106,7 @@ type bucket struct {
 // key (the common case), window buckets by key and period, digests of long
 // keys apart.
 type table struct {
-	tb   sync.Map                // string -> *bucket
+	tb   strTable
 	win  [numAlgorithms]sync.Map // shortKey -> *bucket
 	long sync.Map                // longKey -> *bucket
 	ids  atomic.Uint64
@@ -113,24 +117,23 @@ const numAlgorithms = 4
 
 // bucket returns k's bucket, creating it if create is set, else nil when
 // there is none. The key is passed to the map as its own type in each
-// branch, so looking up allocates nothing.
-func (t *table) bucket(k bucketKey, create bool) *bucket {
+// branch, so looking up allocates nothing. A caller that found the bucket
+// dead asks again with again set.
+func (t *table) bucket(k bucketKey, create, again bool) *bucket {
 	var v any
 	var ok bool
 	switch {
 	case k.long != nil:
 		key := longKey{*k.long, k.alg, k.period}
 		if v, ok = t.long.Load(key); !ok && create {
-			v, ok = t.long.LoadOrStore(key, t.newBucket())
+			v, ok = t.long.LoadOrStore(key, t.newBucket(k.alg))
 		}
 	case k.alg == sluice.TokenBucket:
-		if v, ok = t.tb.Load(k.short); !ok && create {
-			v, ok = t.tb.LoadOrStore(k.short, t.newBucket())
-		}
+		return t.tb.bucket(k.short, create, again, &t.ids)
 	default:
 		key := shortKey{k.short, k.period}
 		if v, ok = t.win[k.alg].Load(key); !ok && create {
-			v, ok = t.win[k.alg].LoadOrStore(key, t.newBucket())
+			v, ok = t.win[k.alg].LoadOrStore(key, t.newBucket(k.alg))
 		}
 	}
 	if v == nil {
@@ -139,30 +142,41 @@ func (t *table) bucket(k bucketKey, create bool) *bucket {
 	return v.(*bucket)
 }
 
-// tokenBucket is bucket for a token bucket whose key is short enough to
-// keep: the common case, without building a bucketKey.
-func (t *table) tokenBucket(key string, create bool) *bucket {
-	v, ok := t.tb.Load(key)
-	if !ok && create {
-		v, _ = t.tb.LoadOrStore(key, t.newBucket())
+// tokenBucket is bucket for a token-bucket hit: a key short enough to keep
+// is looked up without building a bucketKey.
+func (t *table) tokenBucket(h *sluice.Hit, create, again bool) *bucket {
+	if len(h.Key) <= maxKeyLen {
+		return t.tb.bucket(h.Key, create, again, &t.ids)
 	}
-	if v == nil {
-		return nil
-	}
-	return v.(*bucket)
+	return t.bucket(makeKey(h), create, again)
 }
 
-func (t *table) newBucket() *bucket { return &bucket{id: t.ids.Add(1)} }
+func (t *table) newBucket(alg sluice.Algorithm) *bucket {
+	return &bucket{id: t.ids.Add(1), tb: alg == sluice.TokenBucket}
+}
 
-// each calls f for every bucket with its map and key.
-func (t *table) each(f func(m *sync.Map, key any, b *bucket)) {
+// each calls f for every bucket, with the bucket's lock held. When f
+// returns true the bucket is marked dead and forgotten: callers that still
+// hold it look its key up again.
+func (t *table) each(f func(b *bucket) (forget bool)) {
+	locked := func(b *bucket) bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if f(b) {
+			b.dead = true
+			return true
+		}
+		return false
+	}
+	t.tb.each(locked)
 	visit := func(m *sync.Map) {
 		m.Range(func(key, v any) bool {
-			f(m, key, v.(*bucket))
+			if locked(v.(*bucket)) {
+				m.CompareAndDelete(key, v)
+			}
 			return true
 		})
 	}
-	visit(&t.tb)
 	for i := range t.win {
 		visit(&t.win[i])
 	}

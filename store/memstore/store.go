@@ -20,6 +20,7 @@ type Store struct {
 	epoch  time.Time    // carries a monotonic reading
 	epochU int64        // epoch in Unix microseconds
 	table  table
+	limits limitMemo
 	closed atomic.Bool
 	stop   chan struct{}
 	done   sync.WaitGroup
@@ -37,6 +38,7 @@ func New(cfg Config) *Store {
 		stop:  make(chan struct{}),
 	}
 	s.epochU = s.epoch.UnixMicro()
+	s.table.tb.init()
 	if cfg.SweepInterval > 0 {
 		s.done.Add(1)
 		go s.sweepLoop(cfg.SweepInterval)
@@ -47,19 +49,42 @@ func New(cfg Config) *Store {
 // Take decides hits atomically (see [sluice.Store]). It does no I/O and
 // ignores ctx. After Close it returns an error wrapping [sluice.ErrClosed].
 func (s *Store) Take(_ context.Context, hits []sluice.Hit, out []sluice.Result) error {
+	if len(hits) == 1 && len(out) > 0 {
+		// The most common call, one token-bucket hit, checked against
+		// limits already validated.
+		if v := s.tokenHit(&hits[0]); v != nil {
+			if s.closed.Load() {
+				return errClosed()
+			}
+			s.takeToken(s.now(), &hits[0], v, &out[0])
+			return nil
+		}
+	}
 	if err := sluice.CheckHits(hits, out); err != nil {
 		return fmt.Errorf("memstore: %w", err)
 	}
 	if s.closed.Load() {
-		return &sluice.StoreError{Op: "memstore: take", Kind: sluice.ErrClosed}
+		return errClosed()
 	}
 	now := s.now()
-	if len(hits) == 1 {
+	if len(hits) == 1 { // not a token bucket: tokenHit took those
 		s.takeOne(now, &hits[0], &out[0])
 		return nil
 	}
 	s.takeMany(now, hits, out)
 	return nil
+}
+
+func errClosed() error { return &sluice.StoreError{Op: "memstore: take", Kind: sluice.ErrClosed} }
+
+// tokenHit returns the numbers of h's limit when h is a valid token-bucket
+// hit, else nil (the general path then decides it, or reports why it
+// cannot).
+func (s *Store) tokenHit(h *sluice.Hit) *validLimit {
+	if h.Algorithm != sluice.TokenBucket || h.Cost < 0 || h.Key == "" {
+		return nil
+	}
+	return s.limits.tokenBucket(h.Limit)
 }
 
 // now returns the time in Unix microseconds. The default clock reads only
@@ -71,19 +96,16 @@ func (s *Store) now() int64 {
 	return s.clock.Now().UnixMicro()
 }
 
-// takeOne is the single-hit fast path: a lock-free lookup, one bucket lock.
+// takeOne decides one hit that is not a token bucket's: a lock-free lookup,
+// one bucket lock.
 func (s *Store) takeOne(now int64, h *sluice.Hit, out *sluice.Result) {
-	if h.Algorithm == sluice.TokenBucket && len(h.Key) <= maxKeyLen {
-		s.takeToken(now, h, out)
-		return
-	}
 	k := makeKey(h)
 	peek := h.Cost == 0 && !h.Force
-	for {
-		b := s.table.bucket(k, !peek)
+	for again := false; ; again = true {
+		b := s.table.bucket(k, !peek, again)
 		if b == nil { // a peek at a bucket never used: nothing to store
 			o, _ := decide(now, h, state{})
-			*out = o.Result(h.Limit, false)
+			o.Result(out, h.Limit, false)
 			return
 		}
 		b.mu.Lock()
@@ -98,37 +120,7 @@ func (s *Store) takeOne(now int64, h *sluice.Hit, out *sluice.Result) {
 			b.st.settle(now)
 		}
 		b.mu.Unlock()
-		*out = o.Result(h.Limit, taken)
-		return
-	}
-}
-
-// takeToken is takeOne for the most common hit, a token bucket under a key
-// short enough to keep: no bucket key to build, the limit's numbers
-// computed before the lock, and only the arrival time written under it.
-func (s *Store) takeToken(now int64, h *sluice.Hit, out *sluice.Result) {
-	interval, capacity := h.Limit.IntervalMicros(), h.Limit.Capacity()
-	create := h.Cost != 0 || h.Force // a peek at a bucket never used stores nothing
-	for {
-		b := s.table.tokenBucket(h.Key, create)
-		var tat int64
-		if b != nil {
-			b.mu.Lock()
-			if b.dead { // swept after we found it: look again
-				b.mu.Unlock()
-				continue
-			}
-			tat = b.st.a
-		}
-		o, next := algo.TokenBucket(now, tat, interval, capacity, h.Cost, h.Force)
-		taken := o.Allowed || h.Force
-		if b != nil {
-			if taken {
-				b.st.a, b.st.expires = next, next
-			}
-			b.mu.Unlock()
-		}
-		*out = o.Result(h.Limit, taken && b != nil)
+		o.Result(out, h.Limit, taken)
 		return
 	}
 }
@@ -141,10 +133,10 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 	var outBuf [8]algo.Outcome
 	var nextBuf [8]state
 	buckets, locked, outs, next := bucketBuf[:0], lockBuf[:0], outBuf[:0], nextBuf[:0]
-	for {
+	for again := false; ; again = true {
 		buckets = buckets[:0]
 		for i := range hits {
-			buckets = append(buckets, s.table.bucket(makeKey(&hits[i]), true))
+			buckets = append(buckets, s.table.bucket(makeKey(&hits[i]), true, again))
 		}
 		locked = append(locked[:0], buckets...)
 		slices.SortFunc(locked, func(a, b *bucket) int { return cmp.Compare(a.id, b.id) })
@@ -155,6 +147,9 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 			dead = dead || b.dead
 		}
 		if !dead {
+			for _, b := range locked {
+				b.freeze()
+			}
 			break
 		}
 		for _, b := range locked { // one was swept after we found it: look again
@@ -187,9 +182,10 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 			buckets[i].st = next[i]
 			buckets[i].st.settle(now)
 		}
-		out[i] = outs[i].Result(hits[i].Limit, taken)
+		outs[i].Result(&out[i], hits[i].Limit, taken)
 	}
 	for _, b := range locked {
+		b.thaw()
 		b.mu.Unlock()
 	}
 }
@@ -235,7 +231,7 @@ func decide(now int64, h *sluice.Hit, st state) (algo.Outcome, state) {
 // Len returns the number of buckets held, including any not yet swept.
 func (s *Store) Len() int {
 	n := 0
-	s.table.each(func(*sync.Map, any, *bucket) { n++ })
+	s.table.each(func(*bucket) bool { n++; return false })
 	return n
 }
 
@@ -244,14 +240,12 @@ func (s *Store) Len() int {
 func (s *Store) Sweep() int {
 	now := s.now()
 	n := 0
-	s.table.each(func(m *sync.Map, key any, b *bucket) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if b.st.expires <= now {
-			b.dead = true
-			m.CompareAndDelete(key, b)
+	s.table.each(func(b *bucket) bool {
+		if b.full(now) {
 			n++
+			return true
 		}
+		return false
 	})
 	return n
 }

@@ -40,7 +40,7 @@ func (s nonAtomicStore) Take(ctx context.Context, hits []sluice.Hit, out []sluic
 			return err
 		}
 	}
-	out[0] = o.Result(h.Limit, o.Allowed)
+	o.Result(&out[0], h.Limit, o.Allowed)
 	return nil
 }
 

@@ -38,6 +38,7 @@ func Run(t *testing.T, newHarness Factory) {
 	t.Run("InvalidHits", func(t *testing.T) { testInvalid(t, newHarness) })
 	t.Run("ClockGoingBackwards", func(t *testing.T) { testClockBackwards(t, newHarness) })
 	t.Run("Contention", func(t *testing.T) { testContention(t, newHarness) })
+	t.Run("MixedCallsContention", func(t *testing.T) { testMixedContention(t, newHarness) })
 	t.Run("MixedAlgorithmsAllOrNothing", func(t *testing.T) { testMixedAlgorithms(t, newHarness) })
 	t.Run("ShadowEveryAlgorithm", func(t *testing.T) { testShadowEveryAlgorithm(t, newHarness) })
 	t.Run("ForcedCharges", func(t *testing.T) { testForcedCharges(t, newHarness) })

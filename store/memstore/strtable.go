@@ -1,0 +1,184 @@
+package memstore
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+)
+
+// strTable maps string keys to buckets, for the token buckets that are by
+// far the most common: finding a bucket takes no lock and writes no shared
+// memory, and costs one hash of the key and, usually, one probe.
+//
+// The keys are spread over shards by the top bits of their hash. A shard's
+// slots are an open-addressing table (linear probing, at most 3/4 full, so
+// a probe always ends at an empty slot) published through an atomic pointer:
+// readers load it and probe without locking; writers hold the shard's mutex,
+// fill an empty slot, and publish a new table to grow it or to drop swept
+// buckets. A bucket is shared by every table it appears in, so a reader
+// still probing an old table finds the same bucket as everyone else. A
+// published table holds no dead bucket except while its shard's mutex is
+// held, which is why a caller that finds a dead bucket takes the mutex to
+// look again.
+//
+// A slot keeps its key's hash beside the entry pointer, so probing past
+// other keys reads no entry.
+type strTable struct {
+	seed   maphash.Seed
+	shards [strShards]strShard
+}
+
+const (
+	strShardBits = 8
+	strShards    = 1 << strShardBits
+	minSlots     = 8
+)
+
+type strShard struct {
+	mu    sync.Mutex
+	slots atomic.Pointer[strSlots]
+	n     int // live buckets, under mu
+	_     [40]byte
+}
+
+// strSlots is one published table: len(s) is a power of two.
+type strSlots struct {
+	s []strSlot
+}
+
+// strSlot is filled once, hash first, then the entry pointer, and never
+// changed: a reader that loads a non-nil entry then reads the hash written
+// before it.
+type strSlot struct {
+	e    atomic.Pointer[strEntry]
+	hash uint64
+}
+
+// strEntry is one key's bucket. The key comes after the bucket so that it
+// does not share a cache line with the arrival time, which every decision
+// writes: callers on a hot key comparing keys do not pull that line away
+// from each other.
+type strEntry struct {
+	b   bucket
+	key string
+}
+
+func (t *strTable) init() { t.seed = maphash.MakeSeed() }
+
+// bucket returns key's bucket, creating it if create is set, else nil when
+// there is none. It takes no lock unless it creates the bucket or again is
+// set: a caller that found the bucket dead asks again, and waits for the
+// sweeper to publish the shard's new table.
+func (t *strTable) bucket(key string, create, again bool, ids *atomic.Uint64) *bucket {
+	h := maphash.String(t.seed, key)
+	sh := &t.shards[h>>(64-strShardBits)]
+	if !again {
+		if b := sh.find(h, key); b != nil || !create {
+			return b
+		}
+	}
+	return sh.lockedBucket(h, key, create, ids)
+}
+
+// lockedBucket is bucket under the shard's mutex.
+func (sh *strShard) lockedBucket(h uint64, key string, create bool, ids *atomic.Uint64) *bucket {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if b := sh.find(h, key); b != nil || !create {
+		return b
+	}
+	e := &strEntry{key: key}
+	e.b.id, e.b.tb = ids.Add(1), true
+	sh.insert(h, e)
+	return &e.b
+}
+
+func (sh *strShard) find(h uint64, key string) *bucket {
+	tab := sh.slots.Load()
+	if tab == nil {
+		return nil
+	}
+	mask := uint64(len(tab.s) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		sl := &tab.s[i]
+		e := sl.e.Load()
+		if e == nil {
+			return nil
+		}
+		if sl.hash == h && e.key == key {
+			return &e.b
+		}
+	}
+}
+
+// insert adds key's bucket b, which is not there yet, growing the table to
+// keep it at most 3/4 full. The caller holds sh.mu.
+func (sh *strShard) insert(h uint64, e *strEntry) {
+	tab := sh.slots.Load()
+	if tab == nil || 4*(sh.n+1) > 3*len(tab.s) {
+		tab = sh.rebuild(tab, slotsFor(2*(sh.n+1)))
+	}
+	place(tab, h, e)
+	sh.n++
+}
+
+// slotsFor returns how many slots n buckets need: at most 3/4 full.
+func slotsFor(n int) int { return n + n/3 + 1 }
+
+// rebuild publishes, and returns, a table of at least want slots holding
+// old's buckets that are not dead. The caller holds sh.mu.
+func (sh *strShard) rebuild(old *strSlots, want int) *strSlots {
+	size := minSlots
+	for size < want {
+		size *= 2
+	}
+	tab := &strSlots{s: make([]strSlot, size)}
+	n := 0
+	if old != nil {
+		for i := range old.s {
+			sl := &old.s[i]
+			if e := sl.e.Load(); e != nil && !e.b.dead {
+				place(tab, sl.hash, e)
+				n++
+			}
+		}
+	}
+	sh.n = n
+	sh.slots.Store(tab)
+	return tab
+}
+
+// place puts b in the first empty slot of its key's probe sequence.
+func place(tab *strSlots, h uint64, e *strEntry) {
+	mask := uint64(len(tab.s) - 1)
+	i := h & mask
+	for tab.s[i].e.Load() != nil {
+		i = (i + 1) & mask
+	}
+	sl := &tab.s[i]
+	sl.hash = h
+	sl.e.Store(e)
+}
+
+// each calls f for every bucket, one shard at a time, under the shard's
+// mutex. When f returns true the bucket is dropped: f must have marked it
+// dead first. Shards from which something was dropped get a new table,
+// sized for what is left.
+func (t *strTable) each(f func(*bucket) (drop bool)) {
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		if tab := sh.slots.Load(); tab != nil {
+			dropped := 0
+			for j := range tab.s {
+				if e := tab.s[j].e.Load(); e != nil && f(&e.b) {
+					dropped++
+				}
+			}
+			if dropped > 0 {
+				sh.rebuild(tab, slotsFor(sh.n-dropped))
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
