@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,12 +17,26 @@ import (
 // call, in queue order). Nothing waits on a timer: an idle store sends a
 // lone call at once, so coalescing adds no latency when there is nothing to
 // coalesce.
+//
+// A batch runs until its earliest member's deadline. So a member with less
+// time left than a batch takes would very likely time the whole batch out:
+// every member would get an ambiguous timeout, and the breaker would count a
+// failure that says nothing about Redis. When a batch is assembled, a member
+// whose context is done, or whose time left is no more than the estimate of
+// a round trip, is left out: it fails at once, unambiguously (the script
+// never ran for it). The estimate is a moving average of recent successful
+// calls' round trips; it starts at zero, so until a call has been timed only
+// expired members are left out. It is compared with the time left as it is,
+// without a safety factor: a member with less time left than an average
+// round trip would more likely than not set off the deadline, and a larger
+// factor would turn away members that would have made it, each a failed
+// request for its caller.
 
 // waiter states
 const (
 	queued    int32 = iota // waiting for a batch
 	sent                   // in a batch in flight
-	delivered              // the batch is writing its result
+	delivered              // its result is being written: by its batch, or by drain leaving it out
 	abandoned              // its caller gave up; nobody reads its result
 )
 
@@ -40,8 +55,14 @@ type waiter struct {
 }
 
 type coalescer struct {
-	s     *Store
-	max   int
+	s   *Store
+	max int
+	// now tells the time for budgets and round trips; nil means time.Now.
+	// Only tests set it, through export_test.go.
+	now func() time.Time
+	// rtt estimates a successful call's round trip, in nanoseconds: see
+	// observe. Only the call in flight writes it; there is one at a time.
+	rtt   atomic.Int64
 	mu    sync.Mutex
 	queue []*waiter
 	busy  bool // a batch is in flight, or being assembled
@@ -98,13 +119,16 @@ func (c *coalescer) drain() {
 		c.mu.Lock()
 		var batch []*waiter
 		n := 0
+		now, rtt := c.clock(), c.estimate()
 		for _, w := range c.queue {
-			if len(batch) < c.max && w.state.CompareAndSwap(queued, sent) {
-				batch = append(batch, w)
-			}
 			n++
-			if len(batch) == c.max {
-				break
+			if err := unfit(w.ctx, now, rtt); err != nil {
+				leaveOut(w, err)
+			} else if w.state.CompareAndSwap(queued, sent) {
+				batch = append(batch, w)
+				if len(batch) == c.max {
+					break
+				}
 			}
 		}
 		rest := copy(c.queue, c.queue[n:])
@@ -119,6 +143,35 @@ func (c *coalescer) drain() {
 		if len(batch) > 0 {
 			c.run(batch)
 		}
+	}
+}
+
+// unfit reports why a request with ctx should not join a batch assembled
+// at now, when a round trip takes about rtt, or returns nil.
+func unfit(ctx context.Context, now time.Time, rtt time.Duration) error {
+	if ctx.Err() != nil {
+		return ctxError(ctx, false)
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return nil
+	}
+	left := deadline.Sub(now)
+	switch {
+	case left <= 0:
+		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrTimeout, Err: context.DeadlineExceeded}
+	case left <= rtt:
+		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrTimeout,
+			Err: fmt.Errorf("budget too short to join a batch: %v left, a round trip takes about %v", left, rtt)}
+	}
+	return nil
+}
+
+// leaveOut completes a queued w with err, unless its caller left.
+func leaveOut(w *waiter, err error) {
+	if w.state.CompareAndSwap(queued, delivered) {
+		w.err = err
+		w.done <- struct{}{}
 	}
 }
 
@@ -167,10 +220,12 @@ func (c *coalescer) send(batch []*waiter) error {
 		keys = append(keys, w.keys...)
 		args = append(args, w.args...)
 	}
+	start := c.clock()
 	reply, err := s.call(ctx, keys, args)
 	if err != nil {
 		return err
 	}
+	c.observe(c.clock().Sub(start))
 	vals, ok := reply.([]any)
 	if !ok || len(vals) != 5*len(keys) {
 		return badReply(reply)
@@ -197,6 +252,30 @@ func (c *coalescer) deliver(w *waiter, err error) {
 		return // abandoned before its result came
 	}
 	w.done <- struct{}{}
+}
+
+// clock returns the time.
+func (c *coalescer) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+// estimate returns the estimate of a round trip (0 until one was timed).
+func (c *coalescer) estimate() time.Duration { return time.Duration(c.rtt.Load()) }
+
+// observe folds a successful call's round trip d into the estimate: an
+// exponentially weighted moving average giving d a weight of 1/8, as TCP's
+// smoothed round-trip time does (RFC 6298). From zero it climbs over some
+// calls, erring towards sending; one slow call moves it by an eighth, and
+// later calls bring it back: a lone call on an idle store is sent whatever
+// its budget, so the estimate keeps being renewed. Failed calls are not
+// folded in: a Redis that times out must reach the breaker, not turn
+// callers away here.
+func (c *coalescer) observe(d time.Duration) {
+	old := c.rtt.Load()
+	c.rtt.Store(old + (int64(max(d, 0))-old)/8)
 }
 
 func ctxError(ctx context.Context, ambiguous bool) error {

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -239,5 +240,201 @@ func TestCoalescedAbandonedCallerIsNotReread(t *testing.T) {
 	reused := redisstore.KeyOf(s, sluice.Hit{Key: "reused-by-next-request", Limit: sluice.PerHour(5)})
 	if n := rc.Exists(context.Background(), reused).Val(); n != 0 {
 		t.Fatalf("the batch charged the hits its abandoned caller reused")
+	}
+}
+
+// gatedClient holds each EVALSHA until the test lets it through or the
+// call's context ends, then moves the coalescer's clock by rtt, as if the
+// round trip had taken that long.
+type gatedClient struct {
+	*redis.Client
+	clock   *storetest.Clock
+	rtt     time.Duration
+	entered chan struct{} // a value per EVALSHA that reached the gate
+	release chan struct{} // a value lets one EVALSHA through
+}
+
+func (c *gatedClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	c.entered <- struct{}{}
+	select {
+	case <-c.release:
+	case <-ctx.Done():
+	}
+	c.clock.Advance(c.rtt)
+	return c.Client.EvalSha(ctx, sha, keys, args...)
+}
+
+// ceiling bounds every wait of these tests: only a hang reaches it.
+const ceiling = 5 * time.Second
+
+func recv[T any](t *testing.T, c <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(ceiling):
+		t.Fatalf("%s: nothing after %v", what, ceiling)
+		panic("unreachable")
+	}
+}
+
+// waitQueued waits until n calls wait in s's coalescing queue.
+func waitQueued(t *testing.T, s *redisstore.Store, n int) {
+	t.Helper()
+	for start := time.Now(); redisstore.Queued(s) < n; time.Sleep(time.Millisecond) {
+		if time.Since(start) > ceiling {
+			t.Fatalf("%d calls queued after %v, want %d", redisstore.Queued(s), ceiling, n)
+		}
+	}
+}
+
+// lateOutcome is what became of the calls of lateMember.
+type lateOutcome struct {
+	late    error   // the late member's
+	others  []error // the members with hours to spare
+	charged bool    // the late member's bucket was written
+	breaker sluice.BreakerState
+}
+
+// lateMember queues a "late" member and three with hours to spare behind a
+// leader call held in flight. The late member's context expires a second
+// from now; the coalescer's clock is set so that when the next batch is
+// assembled, after the leader's round trip of an hour, the late member has
+// left to go by that clock. One round trip of an hour puts the estimate
+// between 0 and an hour, whatever its averaging weight. The breaker opens
+// on the first failure it records.
+func lateMember(t *testing.T, left time.Duration) lateOutcome {
+	const rtt = time.Hour
+	srv := redistest.Start(t)
+	rc := newClient(t, srv.Addr)
+	deadline := time.Now().Add(time.Second)
+	clock := storetest.NewClock(deadline.Add(-rtt - left))
+	gc := &gatedClient{Client: rc, clock: clock, rtt: rtt,
+		entered: make(chan struct{}, 8), release: make(chan struct{}, 8)}
+	s := newStoreWith(t, gc, nil, redisstore.Config{Coalesce: 8, StartupCheckTimeout: -1,
+		Breaker: redisstore.BreakerConfig{Failures: 1}})
+	redisstore.SetCoalesceClock(s, clock.Now)
+	t.Cleanup(func() { close(gc.release) }) // frees whatever a failed test left at the gate
+	hit := func(key string) []sluice.Hit { return []sluice.Hit{{Key: key, Limit: sluice.PerHour(10), Cost: 1}} }
+	take := func(ctx context.Context, key string) <-chan error {
+		errc := make(chan error, 1)
+		go func() { errc <- s.Take(ctx, hit(key), make([]sluice.Result, 1)) }()
+		return errc
+	}
+
+	leader := take(context.Background(), "leader")
+	recv(t, gc.entered, "the leader's call")
+	lateCtx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	late := take(lateCtx, "late")
+	spareCtx, cancel := context.WithDeadline(context.Background(), deadline.Add(3*rtt))
+	defer cancel()
+	others := []<-chan error{take(spareCtx, "a"), take(spareCtx, "b"), take(spareCtx, "c")}
+	waitQueued(t, s, 4)
+
+	gc.release <- struct{}{} // the leader's call returns; the next batch is assembled
+	if err := recv(t, leader, "the leader"); err != nil {
+		t.Fatalf("leader: %v", err)
+	}
+	var o lateOutcome
+	o.late = recv(t, late, "the late member") // before its batch is let through
+	gc.release <- struct{}{}
+	for _, c := range others {
+		o.others = append(o.others, recv(t, c, "a member with time to spare"))
+	}
+	o.charged = rc.Exists(context.Background(), redisstore.KeyOf(s, hit("late")[0])).Val() != 0
+	o.breaker = s.BreakerState()
+	return o
+}
+
+// checkLeftOut checks that the late member was left out of its batch with
+// an unambiguous timeout, and that it cost the others nothing.
+func checkLeftOut(t *testing.T, o lateOutcome) {
+	t.Helper()
+	if !errors.Is(o.late, sluice.ErrTimeout) || sluice.IsAmbiguous(o.late) {
+		t.Errorf("late member: %v, want an unambiguous timeout", o.late)
+	}
+	var se *sluice.StoreError
+	if !errors.As(o.late, &se) || se.Op != "redisstore: take" || se.Kind != sluice.ErrTimeout || se.Ambiguous {
+		t.Errorf("late member: %#v, want a *sluice.StoreError of kind ErrTimeout, not ambiguous", se)
+	}
+	if o.charged {
+		t.Errorf("the late member's bucket was charged: it was sent")
+	}
+	for i, err := range o.others {
+		if err != nil {
+			t.Errorf("member %d with time to spare: %v", i, err)
+		}
+	}
+	if o.breaker != sluice.BreakerClosed {
+		t.Errorf("breaker %v: it recorded a failure", o.breaker)
+	}
+}
+
+// A member whose deadline has passed by the time its batch is assembled,
+// though its goroutine has not yet given up, is left out: it would time the
+// whole batch out at once.
+func TestCoalescedExpiredMemberIsLeftOut(t *testing.T) {
+	o := lateMember(t, -time.Second)
+	checkLeftOut(t, o)
+	if !errors.Is(o.late, context.DeadlineExceeded) {
+		t.Errorf("late member: %v, want it to wrap context.DeadlineExceeded", o.late)
+	}
+}
+
+// A member with less time left than a round trip takes is left out.
+func TestCoalescedMemberWithShortBudgetIsLeftOut(t *testing.T) {
+	checkLeftOut(t, lateMember(t, time.Millisecond))
+}
+
+// The control of the two tests above: a member with time enough by the
+// coalescer's clock is sent, and its deadline, the batch's earliest, times
+// the whole batch out. So the harness does see a batch sunk by a member.
+func TestCoalescedBatchRunsUntilEarliestDeadline(t *testing.T) {
+	o := lateMember(t, 2*time.Hour)
+	if !errors.Is(o.late, sluice.ErrTimeout) || !sluice.IsAmbiguous(o.late) {
+		t.Errorf("late member: %v, want an ambiguous timeout", o.late)
+	}
+	for i, err := range o.others {
+		if !errors.Is(err, sluice.ErrTimeout) || !sluice.IsAmbiguous(err) {
+			t.Errorf("member %d: %v, want an ambiguous timeout", i, err)
+		}
+	}
+	if o.breaker != sluice.BreakerOpen {
+		t.Errorf("breaker %v, want open", o.breaker)
+	}
+}
+
+// A call whose context is already done is not sent, even on an idle
+// store: it fails at once, unambiguously, and the breaker counts nothing.
+func TestTakeWithDoneContext(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := newClient(t, srv.Addr)
+	for _, coalesce := range []int{0, 8} {
+		s := newStoreWith(t, rc, nil, redisstore.Config{Coalesce: coalesce, StartupCheckTimeout: -1,
+			Breaker: redisstore.BreakerConfig{Failures: 1}})
+		hit := sluice.Hit{Key: fmt.Sprint("k", coalesce), Limit: sluice.PerHour(10), Cost: 1}
+		expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		defer cancel()
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		for _, tc := range []struct {
+			ctx         context.Context
+			kind, cause error
+		}{
+			{expired, sluice.ErrTimeout, context.DeadlineExceeded},
+			{cancelled, sluice.ErrUnavailable, context.Canceled},
+		} {
+			err := s.Take(tc.ctx, []sluice.Hit{hit}, make([]sluice.Result, 1))
+			if !errors.Is(err, tc.kind) || !errors.Is(err, tc.cause) || sluice.IsAmbiguous(err) {
+				t.Errorf("Coalesce %d: Take with a done context: %v, want an unambiguous %v wrapping %v", coalesce, err, tc.kind, tc.cause)
+			}
+		}
+		if s.BreakerState() != sluice.BreakerClosed {
+			t.Errorf("Coalesce %d: breaker %v: it recorded a failure", coalesce, s.BreakerState())
+		}
+		if rc.Exists(context.Background(), redisstore.KeyOf(s, hit)).Val() != 0 {
+			t.Errorf("Coalesce %d: a call with a done context was sent", coalesce)
+		}
 	}
 }

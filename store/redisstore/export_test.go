@@ -17,3 +17,14 @@ func KeyOf(s *Store, h sluice.Hit) string { return s.keys.key(&h) }
 
 // WaitStartupCheck waits until the background start-up check has finished.
 func WaitStartupCheck(s *Store) { s.wg.Wait() }
+
+// SetCoalesceClock makes s's coalescer read clock to judge its members'
+// budgets and to time its calls. s must coalesce; call it before any Take.
+func SetCoalesceClock(s *Store, clock func() time.Time) { s.coalesce.now = clock }
+
+// Queued returns how many calls wait in s's coalescing queue.
+func Queued(s *Store) int {
+	s.coalesce.mu.Lock()
+	defer s.coalesce.mu.Unlock()
+	return len(s.coalesce.queue)
+}

@@ -108,6 +108,11 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if len(hits) == 0 {
 		return nil
 	}
+	if ctx.Err() != nil {
+		// Sent, it would fail without reaching Redis, yet read as an
+		// ambiguous timeout that the breaker counts.
+		return ctxError(ctx, false)
+	}
 	if s.coalesce != nil {
 		return s.coalesce.take(ctx, hits, out)
 	}
