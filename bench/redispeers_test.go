@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/bench/internal/redisproc"
+	"github.com/sluicehq/sluice/internal/redistest"
 )
 
 // TestRedisPeers runs every Redis peer against a redis-server of its own:
 // all admit under the high limit, alone and with four rules (native or
 // stacked), and the race on one key behaves. It skips without redis-server.
 func TestRedisPeers(t *testing.T) {
-	srv := redisproc.ForTest(t)
+	srv := redistest.Start(t)
 	e := &Env{Addr: srv.Addr, PoolSize: 8}
 	defer e.Close()
 	ctx := context.Background()

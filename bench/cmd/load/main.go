@@ -41,7 +41,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice/bench"
-	"github.com/sluicehq/sluice/bench/internal/redisproc"
+	"github.com/sluicehq/sluice/bench/internal/redisinfo"
+	"github.com/sluicehq/sluice/internal/redistest"
 )
 
 var allPhases = []string{"inprocess", "redis", "multi", "race", "e2e"}
@@ -217,7 +218,7 @@ func run(ctx context.Context, cfg config) error {
 
 	needRedis := cfg.has("redis") || cfg.has("multi") || cfg.has("race") || cfg.has("e2e")
 	if needRedis && ctx.Err() == nil {
-		srv, err := redisproc.Start()
+		srv, err := redistest.Launch(redistest.Options{Log: true})
 		if err != nil {
 			return err
 		}
@@ -296,7 +297,7 @@ func runRedisPhases(ctx context.Context, cfg config, addr string, res *Results, 
 	if err != nil {
 		return fmt.Errorf("redis INFO: %w", err)
 	}
-	res.Machine.RedisVersion = redisproc.ParseInfo(info)["redis_version"]
+	res.Machine.RedisVersion = redisinfo.ParseInfo(info)["redis_version"]
 	env := &bench.Env{Addr: addr, PoolSize: cfg.pool}
 	defer env.Close()
 	keys := bench.Keys(cfg.keys)
