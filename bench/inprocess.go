@@ -33,7 +33,7 @@ type Peer struct {
 // InProcessPeers returns the in-process comparison, sluice first.
 func InProcessPeers() []Peer {
 	return []Peer{
-		{Name: "sluice", Algorithm: "token bucket (GCRA), memstore, a lock per bucket", New: newSluiceMem},
+		{Name: "sluice", Algorithm: "token bucket (GCRA), memstore: lock-free lookup, compare-and-swap", New: newSluiceMem},
 		{Name: "x-time-rate", Algorithm: "token bucket, sync.Map of *rate.Limiter", New: newXTimeRate},
 		{Name: "go-limiter", Algorithm: "bucket reset per interval, sethvargo memorystore (interval stretched to 1 h, see newGoLimiter)", New: newGoLimiter},
 		{Name: "ulule", Algorithm: "fixed window, ulule memory store", New: newUluleMem},
@@ -48,7 +48,7 @@ func (s Spec) limit() sluice.Limit {
 
 // sluiceWorker decides s's rules for one key in one Store.Take.
 func sluiceWorker(st sluice.Store, s Spec) func() Worker {
-	keys := s.ruleKeys()
+	keys, n := s.ruleKeys(), s.rules()
 	lim := s.limit()
 	return func() Worker {
 		hits := make([]sluice.Hit, s.rules())
@@ -57,7 +57,7 @@ func sluiceWorker(st sluice.Store, s Spec) func() Worker {
 		}
 		out := make([]sluice.Result, len(hits))
 		return func(ctx context.Context, key int) (bool, error) {
-			for r, k := range keys[key] {
+			for r, k := range keys[key*n : (key+1)*n] {
 				hits[r].Key = k
 			}
 			if err := st.Take(ctx, hits, out); err != nil {

@@ -48,16 +48,19 @@ func RuleKey(r int, k string) string { return "r" + strconv.Itoa(r) + ":" + k }
 
 func (s Spec) rules() int { return max(s.Rules, 1) }
 
-// ruleKeys returns, per key index, the keys of every rule.
-func (s Spec) ruleKeys() [][]string {
-	out := make([][]string, len(s.Keys))
-	for i, k := range s.Keys {
-		out[i] = make([]string, s.rules())
-		for r := range out[i] {
-			if s.rules() == 1 {
-				out[i][r] = k
+// ruleKeys returns the keys of every rule for every key index, in one flat
+// slice: key index i's rules are out[i*rules : (i+1)*rules]. One slice, so
+// finding a check's keys costs sluice no more memory reads than a peer's
+// single key costs it.
+func (s Spec) ruleKeys() []string {
+	n := s.rules()
+	out := make([]string, 0, len(s.Keys)*n)
+	for _, k := range s.Keys {
+		for r := range n {
+			if n == 1 {
+				out = append(out, k)
 			} else {
-				out[i][r] = RuleKey(r, k)
+				out = append(out, RuleKey(r, k))
 			}
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice/bench"
 	"github.com/sluicehq/sluice/bench/internal/hist"
-	"github.com/sluicehq/sluice/bench/internal/redisproc"
+	"github.com/sluicehq/sluice/bench/internal/redisinfo"
 )
 
 // snapshot is what is read before and after each measured slice.
@@ -31,10 +31,10 @@ func takeSnapshot(ctx context.Context, admin *redis.Client, env *bench.Env) (sna
 	if err != nil {
 		return snapshot{}, err
 	}
-	info := redisproc.ParseInfo(text)
+	info := redisinfo.ParseInfo(text)
 	return snapshot{
-		cmds:      redisproc.CommandCalls(info),
-		redisCPU:  redisproc.CPUSeconds(info),
+		cmds:      redisinfo.CommandCalls(info),
+		redisCPU:  redisinfo.CPUSeconds(info),
 		trips:     env.RoundTrips(),
 		clientCPU: processCPU(),
 		at:        time.Now(),
