@@ -1,9 +1,11 @@
 // Package memstore is the in-process [sluice.Store]: every algorithm, in
 // memory, with lock-free lookups and one lock per bucket, so parallel
-// callers on different keys never wait for each other, and expired buckets
-// swept in the background. A call with one token-bucket hit, the most
-// common, takes no lock at all: it decides with a compare-and-swap of the
-// bucket's one number.
+// callers on different keys do not wait for each other, and expired buckets
+// swept in the background (the sweeper passes over buckets in use rather
+// than wait for them). A call with one token-bucket hit on a known key, the
+// most common, takes no lock at all: it decides with a compare-and-swap of
+// the bucket's one number. Creating a key takes a lock on a shard of the
+// key space, briefly.
 //
 // It is the embedded default: right for tests, development, single-instance
 // services, and as the local fallback when Redis fails. Limits are per

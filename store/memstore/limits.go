@@ -14,10 +14,20 @@ import (
 // only written on a miss, so callers that share limits share read-only
 // memory.
 type limitMemo struct {
-	slots [limitSlots]atomic.Pointer[validLimit]
+	slots [limitSlots]memoSlot
 }
 
-const limitSlots = 16
+const limitSlots = 64
+
+// memoSlot holds one limit. A miss overwrites it only when it is empty or
+// after memoPatience misses in a row, so limits that share a slot do not
+// allocate a new entry on every call.
+type memoSlot struct {
+	v      atomic.Pointer[validLimit]
+	misses atomic.Uint32
+}
+
+const memoPatience = 64
 
 // validLimit is a token-bucket limit that passed [sluice.Limit.Validate].
 type validLimit struct {
@@ -27,17 +37,20 @@ type validLimit struct {
 	tau      int64 // capacity × interval, µs
 }
 
-// tokenBucket returns l's numbers, or nil when l is not a valid limit.
-func (m *limitMemo) tokenBucket(l sluice.Limit) *validLimit {
+// tokenBucket returns l's numbers, and false when l is not a valid limit.
+func (m *limitMemo) tokenBucket(l sluice.Limit) (validLimit, bool) {
 	slot := &m.slots[uint64(l.Rate^int64(l.Period)>>10^l.Burst)%limitSlots]
-	if v := slot.Load(); v != nil && v.limit == l {
-		return v
+	if v := slot.v.Load(); v != nil && v.limit == l {
+		return *v, true
 	}
 	if sluice.TokenBucket.ValidateLimit(l) != nil {
-		return nil
+		return validLimit{}, false
 	}
-	v := &validLimit{limit: l, interval: l.IntervalMicros(), capacity: l.Capacity()}
+	v := validLimit{limit: l, interval: l.IntervalMicros(), capacity: l.Capacity()}
 	v.tau = v.interval * v.capacity
-	slot.Store(v)
-	return v
+	if slot.v.Load() == nil || slot.misses.Add(1)%memoPatience == 0 {
+		keep := v // only a stored copy goes to the heap
+		slot.v.Store(&keep)
+	}
+	return v, true
 }

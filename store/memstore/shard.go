@@ -118,7 +118,9 @@ const numAlgorithms = 4
 // bucket returns k's bucket, creating it if create is set, else nil when
 // there is none. The key is passed to the map as its own type in each
 // branch, so looking up allocates nothing. A caller that found the bucket
-// dead asks again with again set.
+// dead asks again with again set (for a token bucket under a short key it
+// then waits for the sweeper to publish its shard's new table; the other
+// buckets are removed before the sweeper lets go of their lock).
 func (t *table) bucket(k bucketKey, create, again bool) *bucket {
 	var v any
 	var ok bool
@@ -155,27 +157,46 @@ func (t *table) newBucket(alg sluice.Algorithm) *bucket {
 	return &bucket{id: t.ids.Add(1), tb: alg == sluice.TokenBucket}
 }
 
-// each calls f for every bucket, with the bucket's lock held. When f
-// returns true the bucket is marked dead and forgotten: callers that still
-// hold it look its key up again.
-func (t *table) each(f func(b *bucket) (forget bool)) {
-	locked := func(b *bucket) bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if f(b) {
-			b.dead = true
-			return true
+// sweep calls f for every bucket not in use, with the bucket's lock held,
+// and forgets those for which f returns true: it marks them dead (callers
+// that still hold one look its key up again) and removes them while still
+// holding the lock. A bucket whose lock is held right now is in use, so not
+// worth forgetting: sweep passes over it rather than wait, and so never
+// makes a caller wait behind another bucket's caller.
+func (t *table) sweep(f func(b *bucket) (forget bool)) {
+	t.tb.each(func(b *bucket) bool {
+		if !b.mu.TryLock() {
+			return false
 		}
-		return false
-	}
-	t.tb.each(locked)
+		defer b.mu.Unlock()
+		b.dead = f(b)
+		return b.dead
+	})
 	visit := func(m *sync.Map) {
 		m.Range(func(key, v any) bool {
-			if locked(v.(*bucket)) {
+			b := v.(*bucket)
+			if !b.mu.TryLock() {
+				return true
+			}
+			defer b.mu.Unlock()
+			if f(b) {
+				b.dead = true
 				m.CompareAndDelete(key, v)
 			}
 			return true
 		})
+	}
+	for i := range t.win {
+		visit(&t.win[i])
+	}
+	visit(&t.long)
+}
+
+// count calls f once for every bucket, taking no bucket lock.
+func (t *table) count(f func()) {
+	t.tb.each(func(*bucket) bool { f(); return false })
+	visit := func(m *sync.Map) {
+		m.Range(func(any, any) bool { f(); return true })
 	}
 	for i := range t.win {
 		visit(&t.win[i])

@@ -52,11 +52,11 @@ func (s *Store) Take(_ context.Context, hits []sluice.Hit, out []sluice.Result) 
 	if len(hits) == 1 && len(out) > 0 {
 		// The most common call, one token-bucket hit, checked against
 		// limits already validated.
-		if v := s.tokenHit(&hits[0]); v != nil {
+		if v, ok := s.tokenHit(&hits[0]); ok {
 			if s.closed.Load() {
 				return errClosed()
 			}
-			s.takeToken(s.now(), &hits[0], v, &out[0])
+			s.takeToken(s.now(), &hits[0], &v, &out[0])
 			return nil
 		}
 	}
@@ -78,11 +78,11 @@ func (s *Store) Take(_ context.Context, hits []sluice.Hit, out []sluice.Result) 
 func errClosed() error { return &sluice.StoreError{Op: "memstore: take", Kind: sluice.ErrClosed} }
 
 // tokenHit returns the numbers of h's limit when h is a valid token-bucket
-// hit, else nil (the general path then decides it, or reports why it
+// hit, else false (the general path then decides it, or reports why it
 // cannot).
-func (s *Store) tokenHit(h *sluice.Hit) *validLimit {
+func (s *Store) tokenHit(h *sluice.Hit) (validLimit, bool) {
 	if h.Algorithm != sluice.TokenBucket || h.Cost < 0 || h.Key == "" {
-		return nil
+		return validLimit{}, false
 	}
 	return s.limits.tokenBucket(h.Limit)
 }
@@ -231,7 +231,7 @@ func decide(now int64, h *sluice.Hit, st state) (algo.Outcome, state) {
 // Len returns the number of buckets held, including any not yet swept.
 func (s *Store) Len() int {
 	n := 0
-	s.table.each(func(*bucket) bool { n++; return false })
+	s.table.count(func() { n++ })
 	return n
 }
 
@@ -240,7 +240,7 @@ func (s *Store) Len() int {
 func (s *Store) Sweep() int {
 	now := s.now()
 	n := 0
-	s.table.each(func(b *bucket) bool {
+	s.table.sweep(func(b *bucket) bool {
 		if b.full(now) {
 			n++
 			return true

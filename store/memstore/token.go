@@ -34,6 +34,8 @@ func (s *Store) takeToken(now int64, h *sluice.Hit, v *validLimit, out *sluice.R
 		if b.decideToken(now, h, v, out) {
 			return
 		}
+		b.mu.Lock() // dead: wait for the sweeper to finish with it
+		b.mu.Unlock()
 	}
 }
 
@@ -47,9 +49,12 @@ func (b *bucket) decideToken(now int64, h *sluice.Hit, v *validLimit, out *sluic
 		case tatDead:
 			return false
 		case tatFrozen:
-			b.mu.Lock() // wait for the caller that froze it
+			// Wait for the caller that froze it, then decide holding the
+			// lock, so that no other such caller freezes it again first.
+			b.mu.Lock()
+			ok := b.decideToken(now, h, v, out)
 			b.mu.Unlock()
-			continue
+			return ok
 		}
 		if !h.Force {
 			// The common case, a hit that passes, in a few instructions.
