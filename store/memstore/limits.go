@@ -29,28 +29,34 @@ type memoSlot struct {
 
 const memoPatience = 64
 
-// validLimit is a token-bucket limit that passed [sluice.Limit.Validate].
+// validLimit is a token-bucket limit that passed [sluice.Limit.Validate],
+// with its numbers.
 type validLimit struct {
-	limit    sluice.Limit
+	limit sluice.Limit
+	tbNums
+}
+
+// tbNums are the numbers a token-bucket decision needs (three words, passed
+// in registers).
+type tbNums struct {
 	interval int64 // µs, IntervalMicros
 	capacity int64
 	tau      int64 // capacity × interval, µs
 }
 
 // tokenBucket returns l's numbers, and false when l is not a valid limit.
-func (m *limitMemo) tokenBucket(l sluice.Limit) (validLimit, bool) {
+func (m *limitMemo) tokenBucket(l sluice.Limit) (tbNums, bool) {
 	slot := &m.slots[uint64(l.Rate^int64(l.Period)>>10^l.Burst)%limitSlots]
 	if v := slot.v.Load(); v != nil && v.limit == l {
-		return *v, true
+		return v.tbNums, true
 	}
 	if sluice.TokenBucket.ValidateLimit(l) != nil {
-		return validLimit{}, false
+		return tbNums{}, false
 	}
-	v := validLimit{limit: l, interval: l.IntervalMicros(), capacity: l.Capacity()}
-	v.tau = v.interval * v.capacity
+	n := tbNums{interval: l.IntervalMicros(), capacity: l.Capacity()}
+	n.tau = n.interval * n.capacity
 	if slot.v.Load() == nil || slot.misses.Add(1)%memoPatience == 0 {
-		keep := v // only a stored copy goes to the heap
-		slot.v.Store(&keep)
+		slot.v.Store(&validLimit{limit: l, tbNums: n})
 	}
-	return v, true
+	return n, true
 }

@@ -56,7 +56,7 @@ func (s *Store) Take(_ context.Context, hits []sluice.Hit, out []sluice.Result) 
 			if s.closed.Load() {
 				return errClosed()
 			}
-			s.takeToken(s.now(), &hits[0], &v, &out[0])
+			s.takeToken(s.now(), &hits[0], v, &out[0])
 			return nil
 		}
 	}
@@ -80,9 +80,9 @@ func errClosed() error { return &sluice.StoreError{Op: "memstore: take", Kind: s
 // tokenHit returns the numbers of h's limit when h is a valid token-bucket
 // hit, else false (the general path then decides it, or reports why it
 // cannot).
-func (s *Store) tokenHit(h *sluice.Hit) (validLimit, bool) {
+func (s *Store) tokenHit(h *sluice.Hit) (tbNums, bool) {
 	if h.Algorithm != sluice.TokenBucket || h.Cost < 0 || h.Key == "" {
-		return validLimit{}, false
+		return tbNums{}, false
 	}
 	return s.limits.tokenBucket(h.Limit)
 }

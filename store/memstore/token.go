@@ -22,7 +22,7 @@ const (
 )
 
 // takeToken decides a single token-bucket hit with the limit's numbers v.
-func (s *Store) takeToken(now int64, h *sluice.Hit, v *validLimit, out *sluice.Result) {
+func (s *Store) takeToken(now int64, h *sluice.Hit, v tbNums, out *sluice.Result) {
 	create := h.Cost != 0 || h.Force // a peek at a bucket never used stores nothing
 	for again := false; ; again = true {
 		b := s.table.tokenBucket(h, create, again)
@@ -42,7 +42,7 @@ func (s *Store) takeToken(now int64, h *sluice.Hit, v *validLimit, out *sluice.R
 // decideToken decides h on b, writing the result into out, without taking
 // b's lock unless a call deciding several hits holds it. It returns false,
 // having decided nothing, when the sweeper forgot b.
-func (b *bucket) decideToken(now int64, h *sluice.Hit, v *validLimit, out *sluice.Result) bool {
+func (b *bucket) decideToken(now int64, h *sluice.Hit, v tbNums, out *sluice.Result) bool {
 	for {
 		tat := b.tat.Load()
 		switch tat {
