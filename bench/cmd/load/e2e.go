@@ -40,7 +40,7 @@ const (
 
 // E2EServers are the servers compared end to end: the same handler without
 // a limiter, and behind the sluice middleware on each store.
-var E2EServers = []string{"none", "memstore", "redis"}
+var E2EServers = []string{"none", "memstore", "redis", "redis-coalesced"}
 
 // serverMain is the child process: it serves on a free loopback port,
 // prints "LISTEN addr", and exits when its standard input closes (the
@@ -84,14 +84,16 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 		_, _ = w.Write(ok)
 	})
 	var outcomes [8]atomic.Int64
+	var mw mwTimes
 	mux := http.NewServeMux()
-	mux.HandleFunc(statsPath, func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(statsPath, func(w http.ResponseWriter, r *http.Request) {
 		m := map[string]int64{}
 		for i := range outcomes {
 			if n := outcomes[i].Load(); n > 0 {
 				m[sluice.Outcome(i).String()] = n
 			}
 		}
+		mw.report(m, r.URL.Query().Has("reset"))
 		_ = json.NewEncoder(w).Encode(m)
 	})
 	if store == "none" {
@@ -112,12 +114,16 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 	case "memstore":
 		m := memstore.New(memstore.Config{})
 		st, cleanup = m, func() { m.Close() }
-	case "redis":
+	case "redis", "redis-coalesced":
 		pool, _ := strconv.Atoi(os.Getenv(poolEnv))
 		env := &bench.Env{Addr: redisAddr, PoolSize: pool}
 		opt := env.Options()
 		client := redis.NewClient(opt)
-		r, err := redisstore.New(client, redisstore.Config{})
+		var cfg redisstore.Config
+		if store == "redis-coalesced" {
+			cfg.Coalesce = 64
+		}
+		r, err := redisstore.New(client, cfg)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -133,8 +139,53 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	mux.Handle("/", lim.Handler(h))
+	mux.Handle("/", mw.around(lim.Handler, h))
 	return mux, cleanup, nil
+}
+
+// mwTimes measures, inside the server, the time from the request entering
+// the middleware to the middleware calling the handler: the latency the
+// middleware adds, free of the load generator's and the network's noise.
+type mwTimes struct {
+	mu sync.Mutex
+	h  hist.Histogram
+}
+
+type mwStartKey struct{}
+
+// around returns mw(h) with the time spent in mw recorded.
+func (t *mwTimes) around(mw func(http.Handler) http.Handler, h http.Handler) http.Handler {
+	inner := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if t0, ok := r.Context().Value(mwStartKey{}).(*time.Time); ok {
+			d := time.Since(*t0)
+			t.mu.Lock()
+			t.h.Record(d)
+			t.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t0 := new(time.Time)
+		r = r.WithContext(context.WithValue(r.Context(), mwStartKey{}, t0))
+		*t0 = time.Now()
+		inner.ServeHTTP(w, r)
+	})
+}
+
+// report adds the recorded quantiles to m (in ns), and forgets them if
+// reset is set.
+func (t *mwTimes) report(m map[string]int64, reset bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.h.Count() > 0 {
+		m["mw_count"] = int64(t.h.Count())
+		m["mw_p50_ns"] = int64(t.h.Quantile(0.5))
+		m["mw_p99_ns"] = int64(t.h.Quantile(0.99))
+		m["mw_p999_ns"] = int64(t.h.Quantile(0.999))
+	}
+	if reset {
+		t.h = hist.Histogram{}
+	}
 }
 
 // child is a running server process.
@@ -201,9 +252,15 @@ func (c *child) stop() {
 	}
 }
 
-// stats returns the server's decision counts by outcome.
-func (c *child) stats(ctx context.Context, l *httpLoad) (map[string]int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.addr+statsPath, nil)
+// stats returns the server's decision counts by outcome and the quantiles
+// of the time spent in the middleware since the last reset; reset starts
+// the latter afresh.
+func (c *child) stats(ctx context.Context, l *httpLoad, reset bool) (map[string]int64, error) {
+	url := "http://" + c.addr + statsPath
+	if reset {
+		url += "?reset"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -216,42 +273,26 @@ func (c *child) stats(ctx context.Context, l *httpLoad) (map[string]int64, error
 	return m, json.NewDecoder(resp.Body).Decode(&m)
 }
 
-// httpLoad is a load generator over one shared client.
+// httpLoad is the load generator: the requests go over raw keep-alive
+// connections (rawConn), one per sender; client only reads the servers'
+// decision counts, outside the measurement.
 type httpLoad struct {
 	client *http.Client
 	keys   []string
 	next   atomic.Int64
 }
 
-func newHTTPLoad(conns int, keys []string) *httpLoad {
-	tr := &http.Transport{
-		Proxy:               nil, // loopback only, never through a proxy
-		MaxIdleConns:        conns,
-		MaxIdleConnsPerHost: conns,
-		IdleConnTimeout:     time.Minute,
-		DisableCompression:  true,
-		DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
-	}
+func newHTTPLoad(keys []string) *httpLoad {
+	tr := &http.Transport{Proxy: nil} // loopback only, never through a proxy
 	return &httpLoad{client: &http.Client{Transport: tr, Timeout: 5 * time.Second}, keys: keys}
 }
 
 func (l *httpLoad) close() { l.client.CloseIdleConnections() }
 
-// one sends one request and reports its status.
-func (l *httpLoad) one(ctx context.Context, url string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	i := l.next.Add(1)
-	req.Header.Set("X-API-Key", l.keys[int(i)%len(l.keys)])
-	resp, err := l.client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, nil
+// key returns the API key of the next request: the senders walk the key
+// space together.
+func (l *httpLoad) key() string {
+	return l.keys[int(l.next.Add(1))%len(l.keys)]
 }
 
 // tally accumulates one (server, load) measurement over its slices.
@@ -311,53 +352,57 @@ func (w *worker) record(lat time.Duration, status int, err error) {
 	}
 }
 
-// openLoop sends rate requests a second on a fixed schedule for d, whatever
-// the server's latency. Each request's latency counts from when the schedule
-// said to send it, so a stall shows in the figures instead of silently
-// slowing the load (no coordinated omission). With a nil tally nothing is
-// recorded (warm-up).
-func (l *httpLoad) openLoop(ctx context.Context, url string, rate, workers int, d time.Duration, t *tally) {
+// openLoop sends rate requests a second to addr for d on a fixed schedule,
+// whatever the server's latency, over conns connections: connection i sends
+// the requests due at start + (k·conns + i)/rate. No coordinated omission:
+// a request whose connection was still busy with the previous one at its
+// due time counts from that due time, so a slow server shows in the figures
+// instead of silently slowing the load. A request whose connection was idle
+// counts from when it was sent: Go's timers wake up to a millisecond late
+// on an idle machine, and that lateness is the load generator's, not the
+// server's. With a nil tally nothing is recorded (warm-up).
+func (l *httpLoad) openLoop(ctx context.Context, addr string, rate, conns int, d time.Duration, t *tally) {
 	interval := time.Second / time.Duration(rate)
-	total := int(d / interval)
-	jobs := make(chan time.Time, total)
+	start := time.Now()
+	end := start.Add(d)
 	var wg sync.WaitGroup
-	for range workers {
+	for i := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			rc := newRawConn(addr)
+			defer rc.close()
 			var w worker
-			for due := range jobs {
-				status, err := l.one(ctx, url)
-				w.record(time.Since(due), status, err)
+			var prevDone time.Time
+			for k := 0; ctx.Err() == nil; k++ {
+				due := start.Add(time.Duration(k*conns+i) * interval)
+				if !due.Before(end) {
+					break
+				}
+				if wait := time.Until(due); wait > 0 {
+					time.Sleep(wait)
+				}
+				began := due
+				if !prevDone.After(due) { // idle at its due time: count from the send
+					began = time.Now()
+				}
+				status, err := rc.get(l.key())
+				prevDone = time.Now()
+				w.record(prevDone.Sub(began), status, err)
 			}
 			t.add(&w.h, w.n, w.errs, w.non200, w.first)
 		}()
 	}
-	start := time.Now()
-	for i := 0; i < total && ctx.Err() == nil; {
-		now := time.Now()
-		for ; i < total; i++ {
-			due := start.Add(time.Duration(i) * interval)
-			if due.After(now) {
-				break
-			}
-			jobs <- due
-		}
-		if i < total {
-			time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
-		}
-	}
-	close(jobs)
 	wg.Wait()
 	if t != nil {
 		t.elapsed += time.Since(start)
 	}
 }
 
-// closedLoop runs conc clients for d, each sending its next request as soon
-// as the last one is answered: the server's saturation throughput. With a
-// nil tally nothing is recorded (warm-up).
-func (l *httpLoad) closedLoop(ctx context.Context, url string, conc int, d time.Duration, t *tally) {
+// closedLoop runs conc clients against addr for d, each sending its next
+// request as soon as the last one is answered: the server's saturation
+// throughput. With a nil tally nothing is recorded (warm-up).
+func (l *httpLoad) closedLoop(ctx context.Context, addr string, conc int, d time.Duration, t *tally) {
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
@@ -365,13 +410,15 @@ func (l *httpLoad) closedLoop(ctx context.Context, url string, conc int, d time.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			rc := newRawConn(addr)
+			defer rc.close()
 			var w worker
 			for ctx.Err() == nil {
 				t0 := time.Now()
 				if t0.After(deadline) {
 					break
 				}
-				status, err := l.one(ctx, url)
+				status, err := rc.get(l.key())
 				w.record(time.Since(t0), status, err)
 			}
 			t.add(&w.h, w.n, w.errs, w.non200, w.first)
@@ -400,7 +447,7 @@ func runE2E(ctx context.Context, cfg config, redisAddr string) ([]E2ERun, error)
 		}
 		servers = append(servers, c)
 	}
-	gen := newHTTPLoad(cfg.e2eWorkers+cfg.e2eConc, bench.Keys(cfg.keys))
+	gen := newHTTPLoad(bench.Keys(cfg.keys))
 	defer gen.close()
 	// Each load in turn; within a load every server gets a warm-up, then a
 	// slice each in turn, cfg.rounds times, so drifting background load
@@ -408,16 +455,16 @@ func runE2E(ctx context.Context, cfg config, redisAddr string) ([]E2ERun, error)
 	type loadKind struct {
 		mode string
 		rate int
-		run  func(url string, d time.Duration, t *tally)
+		run  func(addr string, d time.Duration, t *tally)
 	}
 	var loads []loadKind
 	for _, rate := range cfg.e2eRates {
-		loads = append(loads, loadKind{"open", rate, func(url string, d time.Duration, t *tally) {
-			gen.openLoop(ctx, url, rate, cfg.e2eWorkers, d, t)
+		loads = append(loads, loadKind{"open", rate, func(addr string, d time.Duration, t *tally) {
+			gen.openLoop(ctx, addr, rate, cfg.e2eWorkers, d, t)
 		}})
 	}
-	loads = append(loads, loadKind{"closed", 0, func(url string, d time.Duration, t *tally) {
-		gen.closedLoop(ctx, url, cfg.e2eConc, d, t)
+	loads = append(loads, loadKind{"closed", 0, func(addr string, d time.Duration, t *tally) {
+		gen.closedLoop(ctx, addr, cfg.e2eConc, d, t)
 	}})
 	var out []E2ERun
 	for _, ld := range loads {
@@ -432,13 +479,16 @@ func runE2E(ctx context.Context, cfg config, redisAddr string) ([]E2ERun, error)
 		tallies := make([]tally, len(servers))
 		before := make([]map[string]int64, len(servers))
 		for i, s := range servers {
-			before[i], _ = s.stats(ctx, gen)
-			ld.run("http://"+s.addr+"/", cfg.warmup, nil)
+			before[i], _ = s.stats(ctx, gen, false)
+			ld.run(s.addr, cfg.warmup, nil)
+		}
+		for _, s := range servers { // the in-server times leave the warm-ups out
+			_, _ = s.stats(ctx, gen, true)
 		}
 		for range cfg.rounds {
 			for i, s := range servers {
 				if ctx.Err() == nil {
-					ld.run("http://"+s.addr+"/", cfg.e2eDuration/time.Duration(cfg.rounds), &tallies[i])
+					ld.run(s.addr, cfg.e2eDuration/time.Duration(cfg.rounds), &tallies[i])
 				}
 			}
 		}
@@ -449,7 +499,13 @@ func runE2E(ctx context.Context, cfg config, redisAddr string) ([]E2ERun, error)
 			if ld.mode == "open" {
 				r.Concurrency = cfg.e2eWorkers
 			}
-			if after, err := s.stats(ctx, gen); err == nil && before[i] != nil {
+			after, err := s.stats(ctx, gen, false)
+			if err == nil {
+				r.MiddlewareP50 = time.Duration(after["mw_p50_ns"])
+				r.MiddlewareP99 = time.Duration(after["mw_p99_ns"])
+				r.MiddlewareP999 = time.Duration(after["mw_p999_ns"])
+			}
+			if err == nil && before[i] != nil {
 				r.StoreFailures = after["failed_open"] + after["failed_closed"] + after["local"] -
 					before[i]["failed_open"] - before[i]["failed_closed"] - before[i]["local"]
 			}

@@ -112,7 +112,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	e2eRates := fs.String("e2e-rate", "2000,10000", "open-loop HTTP request rates, per second")
 	fs.DurationVar(&cfg.e2eDuration, "e2e-duration", 3*time.Second, "measured time of each HTTP run")
 	fs.IntVar(&cfg.e2eConc, "e2e-conc", 32, "clients in the closed-loop HTTP run")
-	fs.IntVar(&cfg.e2eWorkers, "e2e-workers", 128, "senders available to the open-loop HTTP run")
+	fs.IntVar(&cfg.e2eWorkers, "e2e-workers", 64, "connections, each with its own sender, in the open-loop HTTP run")
 	fs.StringVar(&cfg.out, "out", "results", "directory for results.json and tables.md")
 	fs.BoolVar(&cfg.publish, "publish", false, "also write charts and results.json to -report and the tables into -benchmarks")
 	fs.StringVar(&cfg.reportDir, "report", "report", "directory of the published charts and results.json (committed)")

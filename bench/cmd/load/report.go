@@ -528,15 +528,21 @@ func renderE2E(b *strings.Builder, res *Results, chartDir string, charts map[str
 	s := res.Settings
 	b.WriteString("### HTTP end to end\n\n")
 	fmt.Fprintf(b, "A net/http server in a child process on 127.0.0.1, a trivial handler alone (`none`) or behind the sluice "+
-		"middleware with one rule per API key (%d keys) on memstore or on the Redis above. The load generator is Go "+
-		"(keep-alive connections): open loop at %s req/s on a fixed schedule, latency counted from the scheduled send "+
-		"time (%d senders), and closed loop with %d clients back to back. %v measured per server and load, in %d slices "+
+		"middleware with one rule per API key (%d keys) on memstore, on the Redis above (`redis`, one script call per "+
+		"request) or on the same with coalescing (`redis-coalesced`, Config.Coalesce 64). The load generator writes "+
+		"HTTP/1.1 requests on raw keep-alive connections (no net/http client: it would take the server's CPU): open "+
+		"loop at %s req/s on a fixed schedule spread over %d connections, and closed loop with %d clients back to "+
+		"back. In the open loop a request counts from its scheduled time if its connection was still busy then (no "+
+		"coordinated omission), else from when it was sent (Go's timers wake up to 1 ms late; that lateness is the "+
+		"generator's). \"In the middleware\" is measured inside the server, from the request entering the middleware "+
+		"to the handler being called. %v measured per server and load, in %d slices "+
 		"interleaved with the other servers', after a %v warm-up each. "+
 		"The middleware's budget per store call is its default, 50 ms; a request the store does not decide in time "+
 		"is let through (on_fail: open) and counted under \"undecided\". Client, server and Redis share the same 2 cores.\n\n",
 		s.Keys, joinInts(s.E2ERates), s.E2EWorkers, s.E2EConc, s.E2EDuration, s.Rounds, s.Warmup)
 	chartLink(b, chartDir, "e2e.svg", "HTTP p99 and throughput", charts)
-	t.head("server", "load", "req/s", "p50", "p99", "p99.9", "max", "p50 added", "p99 added", "errors / non-200", "undecided")
+	t.head("server", "load", "req/s", "p50", "p99", "p99.9", "max", "p50 added", "p99 added",
+		"in the middleware p50 / p99 / p99.9", "errors / non-200", "undecided")
 	type load struct {
 		mode string
 		rate int
@@ -561,8 +567,12 @@ func renderE2E(b *strings.Builder, res *Results, chartDir string, charts map[str
 			if base != nil && srv != "none" {
 				add50, add99 = signedDur(r.P50-base.P50), signedDur(r.P99-base.P99)
 			}
+			inMW := "–"
+			if r.MiddlewareP99 > 0 {
+				inMW = fmtDur(r.MiddlewareP50) + " / " + fmtDur(r.MiddlewareP99) + " / " + fmtDur(r.MiddlewareP999)
+			}
 			t.row(srv, desc, fmtRate(r.PerSec), fmtDur(r.P50), fmtDur(r.P99), fmtDur(r.P999), fmtDur(r.Max), add50, add99,
-				fmt.Sprintf("%d / %d", r.Errors, r.Non200), fmt.Sprint(r.StoreFailures))
+				inMW, fmt.Sprintf("%d / %d", r.Errors, r.Non200), fmt.Sprint(r.StoreFailures))
 		}
 	}
 	b.WriteString("\n")

@@ -126,4 +126,10 @@ type E2ERun struct {
 	P99           time.Duration `json:"p99_ns"`
 	P999          time.Duration `json:"p999_ns"`
 	Max           time.Duration `json:"max_ns"`
+	// MiddlewareP50, P99 and P999 are measured inside the server: the time
+	// from a request entering the middleware to the middleware calling the
+	// handler (0 for the server without a limiter).
+	MiddlewareP50  time.Duration `json:"middleware_p50_ns,omitempty"`
+	MiddlewareP99  time.Duration `json:"middleware_p99_ns,omitempty"`
+	MiddlewareP999 time.Duration `json:"middleware_p999_ns,omitempty"`
 }
