@@ -68,4 +68,3 @@ func TestRawConnResponses(t *testing.T) {
 }
 
 var errAny = errors.New("any error")
-
