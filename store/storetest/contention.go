@@ -21,13 +21,20 @@ const (
 	Capacity   = 100
 )
 
-func testContention(t *testing.T, newHarness Factory) {
+// contenders returns a harness at the suite's start time and the stores to
+// race: [Clients] independent clients where the backend has them.
+func contenders(t *testing.T, newHarness Factory) (Harness, []sluice.Store) {
 	h := newHarness(t)
 	h.SetTime(start())
 	stores := []sluice.Store{h.Store}
 	if h.Clients != nil {
 		stores = h.Clients(t, Clients)
 	}
+	return h, stores
+}
+
+func testContention(t *testing.T, newHarness Factory) {
+	h, stores := contenders(t, newHarness)
 	limits := map[sluice.Algorithm]sluice.Limit{
 		sluice.TokenBucket:   sluice.PerHour(1).WithBurst(Capacity),
 		sluice.SlidingWindow: sluice.Per(Capacity, 24*time.Hour),
@@ -89,12 +96,7 @@ func CountAdmitted(t *testing.T, stores []sluice.Store, hit sluice.Hit) int64 {
 // consumption. Every two-hit call also hits a bucket of its own with room
 // to spare, so whether it passes depends on the shared bucket alone.
 func testMixedContention(t *testing.T, newHarness Factory) {
-	h := newHarness(t)
-	h.SetTime(start())
-	stores := []sluice.Store{h.Store}
-	if h.Clients != nil {
-		stores = h.Clients(t, Clients)
-	}
+	h, stores := contenders(t, newHarness)
 	hot := sluice.Hit{Key: uniqueKey(t, "hot"), Limit: sluice.PerHour(1).WithBurst(Capacity), Cost: 1}
 	roomy := sluice.PerHour(1).WithBurst(Goroutines * Attempts)
 	var admitted, failed atomic.Int64
