@@ -60,9 +60,8 @@ type longKey struct {
 // sliding log keeps its entries in log; the other algorithms leave it nil,
 // so their state is four integers, cheap to copy.
 type state struct {
-	a       int64
-	expires int64 // beside a: a token bucket writes only these two
-	b, c    int64
+	a, b, c int64
+	expires int64
 	log     *logState
 }
 
@@ -186,20 +185,21 @@ func (t *table) sweep(f func(b *bucket) (forget bool)) {
 			return true
 		})
 	}
-	for i := range t.win {
-		visit(&t.win[i])
-	}
-	visit(&t.long)
+	t.syncMaps(visit)
 }
 
 // count calls f once for every bucket, taking no bucket lock.
 func (t *table) count(f func()) {
 	t.tb.each(func(*bucket) bool { f(); return false })
-	visit := func(m *sync.Map) {
+	t.syncMaps(func(m *sync.Map) {
 		m.Range(func(any, any) bool { f(); return true })
-	}
+	})
+}
+
+// syncMaps calls f with each of the maps of buckets other than strTable's.
+func (t *table) syncMaps(f func(*sync.Map)) {
 	for i := range t.win {
-		visit(&t.win[i])
+		f(&t.win[i])
 	}
-	visit(&t.long)
+	f(&t.long)
 }
