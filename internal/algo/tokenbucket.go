@@ -70,25 +70,45 @@ func floorDivNonNeg(a, b int64) int64 {
 	return a / b
 }
 
-// TokenBucketAdmits is [TokenBucket] for the most common case, an unforced
-// hit that passes, in a few instructions that inline: it returns the
-// arrival time to store and true when a hit of cost passes on a bucket of
-// capacity capacity (tau = capacity × interval), and false when the caller
-// must call TokenBucket to find out why not. [AdmittedResult] writes the
-// result. Both agree with TokenBucket and [Outcome.Result] exactly
-// (TestTokenBucketAdmitsAgrees).
-func TokenBucketAdmits(now, tat, interval, capacity, tau, cost int64) (next int64, ok bool) {
-	next = max(tat, now) + cost*interval // cost ≤ capacity keeps it exact
-	return next, cost <= capacity && next-now <= tau
+// TBNums are the numbers of a valid token-bucket limit that a decision
+// needs: its emission interval in µs, its capacity, and Tau, capacity ×
+// interval. Three words, passed in registers.
+type TBNums struct {
+	Interval, Capacity, Tau int64
 }
 
-// AdmittedResult writes into r the result of a hit that
-// [TokenBucketAdmits] admitted at now, storing next.
-func AdmittedResult(r *sluice.Result, l sluice.Limit, now, next, interval, tau int64) {
+// NewTBNums returns the numbers of a bucket of capacity tokens, one every
+// interval µs.
+func NewTBNums(interval, capacity int64) TBNums {
+	return TBNums{Interval: interval, Capacity: capacity, Tau: interval * capacity}
+}
+
+// TokenBucketAdmits is [TokenBucket] for the most common case, an unforced
+// hit that passes, in a few instructions that inline: it returns the
+// arrival time to store and true when a hit of cost passes on bucket n
+// whose arrival time is tat, and false when the caller must call
+// TokenBucket to find out why not. [AdmittedResult] writes the result. Both
+// agree with TokenBucket and [Outcome.Result] exactly
+// (TestTokenBucketAdmitsAgrees).
+func TokenBucketAdmits(now, tat, cost int64, n TBNums) (next int64, ok bool) {
+	next = max(tat, now) + cost*n.Interval // cost ≤ capacity keeps it exact
+	return next, cost <= n.Capacity && next-now <= n.Tau
+}
+
+// AdmittedResult writes into r the result of a hit of cost that
+// [TokenBucketAdmits] admitted at now on bucket n, whose arrival time was
+// tat, storing next. A bucket not in debt (tat ≤ now, the usual case for
+// any key but a hot one) has capacity − cost tokens left, which spares the
+// division.
+func AdmittedResult(r *sluice.Result, l sluice.Limit, now, tat, next, cost int64, n TBNums) {
+	left := n.Capacity - cost
+	if tat > now {
+		left = floorDivNonNeg(now+n.Tau-next, n.Interval)
+	}
 	*r = sluice.Result{
 		Allowed:    true,
 		Limit:      l,
-		Remaining:  floorDivNonNeg(now+tau-next, interval),
+		Remaining:  left,
 		ResetAfter: Micros(next - now),
 	}
 }

@@ -61,13 +61,14 @@ func TestTokenBucketAdmitsAgrees(t *testing.T) {
 			continue
 		}
 		iv, capy := l.IntervalMicros(), l.Capacity()
-		tau := iv * capy
+		n := NewTBNums(iv, capy)
+		tau := n.Tau
 		tat := now - tau + rng.Int64N(3*tau+2) // from a full bucket to one in debt
 		if rng.IntN(10) == 0 {
 			tat = 0 // a bucket never used
 		}
 		cost := rng.Int64N(capy + 3)
-		next, ok := TokenBucketAdmits(now, tat, iv, capy, tau, cost)
+		next, ok := TokenBucketAdmits(now, tat, cost, n)
 		o, want := TokenBucket(now, tat, iv, capy, cost, false)
 		if ok != o.Allowed {
 			t.Fatalf("%v tat %d cost %d: fast path ok=%v, TokenBucket allowed=%v", l, tat, cost, ok, o.Allowed)
@@ -78,7 +79,7 @@ func TestTokenBucketAdmitsAgrees(t *testing.T) {
 		}
 		admitted++
 		var got, ref sluice.Result
-		AdmittedResult(&got, l, now, next, iv, tau)
+		AdmittedResult(&got, l, now, tat, next, cost, n)
 		o.Result(&ref, l, true)
 		if next != want || got != ref {
 			t.Fatalf("%v tat %d cost %d: fast path next %d %+v, TokenBucket next %d %+v", l, tat, cost, next, got, want, ref)

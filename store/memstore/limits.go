@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/algo"
 )
 
 // limitMemo remembers a few token-bucket limits already validated, with
@@ -33,30 +34,21 @@ const memoPatience = 64
 // with its numbers.
 type validLimit struct {
 	limit sluice.Limit
-	tbNums
-}
-
-// tbNums are the numbers a token-bucket decision needs (three words, passed
-// in registers).
-type tbNums struct {
-	interval int64 // µs, IntervalMicros
-	capacity int64
-	tau      int64 // capacity × interval, µs
+	nums  algo.TBNums
 }
 
 // tokenBucket returns l's numbers, and false when l is not a valid limit.
-func (m *limitMemo) tokenBucket(l sluice.Limit) (tbNums, bool) {
+func (m *limitMemo) tokenBucket(l sluice.Limit) (algo.TBNums, bool) {
 	slot := &m.slots[uint64(l.Rate^int64(l.Period)>>10^l.Burst)%limitSlots]
 	if v := slot.v.Load(); v != nil && v.limit == l {
-		return v.tbNums, true
+		return v.nums, true
 	}
 	if sluice.TokenBucket.ValidateLimit(l) != nil {
-		return tbNums{}, false
+		return algo.TBNums{}, false
 	}
-	n := tbNums{interval: l.IntervalMicros(), capacity: l.Capacity()}
-	n.tau = n.interval * n.capacity
+	n := algo.NewTBNums(l.IntervalMicros(), l.Capacity())
 	if slot.v.Load() == nil || slot.misses.Add(1)%memoPatience == 0 {
-		slot.v.Store(&validLimit{limit: l, tbNums: n})
+		slot.v.Store(&validLimit{limit: l, nums: n})
 	}
 	return n, true
 }

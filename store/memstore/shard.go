@@ -92,13 +92,43 @@ func (st *state) settle(now int64) {
 // wait for each other, and finding a bucket takes no lock at all.
 // A bucket the sweeper removed is dead; a caller that finds it dead looks
 // the key up again.
+//
+// A token bucket is this struct alone, 64 bytes, which the allocator puts on
+// one cache line: a lookup that compares the key and the decision that
+// swaps the arrival time touch one line. A window bucket carries its state
+// right after it (see winBucket) and points at it.
 type bucket struct {
 	tat  atomic.Int64 // a token bucket's arrival time, µs
 	mu   sync.Mutex
-	dead bool
-	tb   bool // a token bucket: its state is tat, not st (see token.go)
-	st   state
 	id   uint64 // creation order: calls that lock several lock in id order
+	held int64  // a frozen token bucket's arrival time, under mu
+	key  string // a token bucket's key, in strTable
+	win  *state // a window bucket's state, under mu; nil for a token bucket
+	dead bool
+}
+
+// winBucket is a window bucket: the bucket and, in the same allocation, the
+// state it points at.
+type winBucket struct {
+	bucket
+	st state
+}
+
+// load returns b's state for a caller that holds b's lock (a token bucket's
+// frozen by the caller); store keeps st as it.
+func (b *bucket) load() state {
+	if b.win != nil {
+		return *b.win
+	}
+	return state{a: b.held, expires: b.held}
+}
+
+func (b *bucket) store(st state) {
+	if b.win != nil {
+		*b.win = st
+	} else {
+		b.held = st.a
+	}
 }
 
 // table holds the buckets, with lock-free lookups: token buckets by plain
@@ -152,8 +182,15 @@ func (t *table) tokenBucket(h *sluice.Hit, create, again bool) *bucket {
 	return t.bucket(makeKey(h), create, again)
 }
 
+// newBucket returns a new bucket for alg, to keep in a sync.Map (strTable
+// makes its own).
 func (t *table) newBucket(alg sluice.Algorithm) *bucket {
-	return &bucket{id: t.ids.Add(1), tb: alg == sluice.TokenBucket}
+	if alg == sluice.TokenBucket {
+		return &bucket{id: t.ids.Add(1)}
+	}
+	w := &winBucket{bucket: bucket{id: t.ids.Add(1)}}
+	w.win = &w.st
+	return &w.bucket
 }
 
 // sweep calls f for every bucket not in use, with the bucket's lock held,

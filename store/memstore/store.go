@@ -80,9 +80,9 @@ func errClosed() error { return &sluice.StoreError{Op: "memstore: take", Kind: s
 // tokenHit returns the numbers of h's limit when h is a valid token-bucket
 // hit, else false (the general path then decides it, or reports why it
 // cannot).
-func (s *Store) tokenHit(h *sluice.Hit) (tbNums, bool) {
+func (s *Store) tokenHit(h *sluice.Hit) (algo.TBNums, bool) {
 	if h.Algorithm != sluice.TokenBucket || h.Cost < 0 || h.Key == "" {
-		return tbNums{}, false
+		return algo.TBNums{}, false
 	}
 	return s.limits.tokenBucket(h.Limit)
 }
@@ -113,11 +113,11 @@ func (s *Store) takeOne(now int64, h *sluice.Hit, out *sluice.Result) {
 			b.mu.Unlock()
 			continue
 		}
-		o, next := decide(now, h, b.st)
+		o, next := decide(now, h, *b.win)
 		taken := o.Allowed || h.Force
 		if taken {
-			b.st = next
-			b.st.settle(now)
+			next.settle(now)
+			*b.win = next
 		}
 		b.mu.Unlock()
 		o.Result(out, h.Limit, taken)
@@ -158,7 +158,7 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 	}
 	admitted := true
 	for i := range hits {
-		st := buckets[i].st
+		st := buckets[i].load()
 		// A later hit on the same bucket sees what the earlier ones that
 		// passed would leave.
 		for j := i - 1; j >= 0; j-- {
@@ -179,8 +179,8 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 		if taken && !supersededLater(hits, outs, buckets, i) {
 			// Only the last taken hit on a bucket writes: its state already
 			// includes the earlier ones' (and may share their memory).
-			buckets[i].st = next[i]
-			buckets[i].st.settle(now)
+			next[i].settle(now)
+			buckets[i].store(next[i])
 		}
 		outs[i].Result(&out[i], hits[i].Limit, taken)
 	}

@@ -21,8 +21,8 @@ import (
 // held, which is why a caller that finds a dead bucket takes the mutex to
 // look again.
 //
-// A slot keeps its key's hash beside the entry pointer, so probing past
-// other keys reads no entry.
+// A slot keeps its key's hash beside the bucket pointer, so probing past
+// other keys reads no bucket.
 type strTable struct {
 	seed   maphash.Seed
 	shards [strShards]strShard
@@ -46,24 +46,25 @@ type strSlots struct {
 	s []strSlot
 }
 
-// strSlot is filled once, hash first, then the entry pointer, and never
-// changed: a reader that loads a non-nil entry then reads the hash written
+// strSlot is filled once, hash first, then the bucket pointer, and never
+// changed: a reader that loads a non-nil bucket then reads the hash written
 // before it.
 type strSlot struct {
-	e    atomic.Pointer[strEntry]
+	e    atomic.Pointer[bucket]
 	hash uint64
 }
 
-// strEntry is one key's bucket. The key comes after the bucket so that it
-// does not share a cache line with the arrival time, which every decision
-// writes: callers on a hot key comparing keys do not pull that line away
-// from each other.
-type strEntry struct {
-	b   bucket
-	key string
+func (t *strTable) init() {
+	t.seed = maphash.MakeSeed()
+	for i := range t.shards {
+		t.shards[i].slots.Store(&noSlots)
+	}
 }
 
-func (t *strTable) init() { t.seed = maphash.MakeSeed() }
+// noSlots is every shard's first table: one empty slot, so that a lookup
+// needs no check for a missing table. insert never fills it (one bucket
+// would make it more than 3/4 full) but replaces it.
+var noSlots = strSlots{s: make([]strSlot, 1)}
 
 // bucket returns key's bucket, creating it if create is set, else nil when
 // there is none. It takes no lock unless it creates the bucket or again is
@@ -80,6 +81,12 @@ func (t *strTable) bucket(key string, create, again bool, ids *atomic.Uint64) *b
 	return sh.lockedBucket(h, key, create, ids)
 }
 
+// find returns key's bucket, or nil if there is none, taking no lock.
+func (t *strTable) find(key string) *bucket {
+	h := maphash.String(t.seed, key)
+	return t.shards[h>>(64-strShardBits)].find(h, key)
+}
+
 // lockedBucket is bucket under the shard's mutex.
 func (sh *strShard) lockedBucket(h uint64, key string, create bool, ids *atomic.Uint64) *bucket {
 	sh.mu.Lock()
@@ -87,17 +94,13 @@ func (sh *strShard) lockedBucket(h uint64, key string, create bool, ids *atomic.
 	if b := sh.find(h, key); b != nil || !create {
 		return b
 	}
-	e := &strEntry{key: key}
-	e.b.id, e.b.tb = ids.Add(1), true
-	sh.insert(h, e)
-	return &e.b
+	b := &bucket{id: ids.Add(1), key: key}
+	sh.insert(h, b)
+	return b
 }
 
 func (sh *strShard) find(h uint64, key string) *bucket {
 	tab := sh.slots.Load()
-	if tab == nil {
-		return nil
-	}
 	mask := uint64(len(tab.s) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		sl := &tab.s[i]
@@ -106,19 +109,19 @@ func (sh *strShard) find(h uint64, key string) *bucket {
 			return nil
 		}
 		if sl.hash == h && e.key == key {
-			return &e.b
+			return e
 		}
 	}
 }
 
 // insert adds key's bucket b, which is not there yet, growing the table to
 // keep it at most 3/4 full. The caller holds sh.mu.
-func (sh *strShard) insert(h uint64, e *strEntry) {
+func (sh *strShard) insert(h uint64, b *bucket) {
 	tab := sh.slots.Load()
-	if tab == nil || 4*(sh.n+1) > 3*len(tab.s) {
+	if 4*(sh.n+1) > 3*len(tab.s) {
 		tab = sh.rebuild(tab, slotsFor(2*(sh.n+1)))
 	}
-	place(tab, h, e)
+	place(tab, h, b)
 	sh.n++
 }
 
@@ -134,13 +137,11 @@ func (sh *strShard) rebuild(old *strSlots, want int) *strSlots {
 	}
 	tab := &strSlots{s: make([]strSlot, size)}
 	n := 0
-	if old != nil {
-		for i := range old.s {
-			sl := &old.s[i]
-			if e := sl.e.Load(); e != nil && !e.b.dead {
-				place(tab, sl.hash, e)
-				n++
-			}
+	for i := range old.s {
+		sl := &old.s[i]
+		if b := sl.e.Load(); b != nil && !b.dead {
+			place(tab, sl.hash, b)
+			n++
 		}
 	}
 	sh.n = n
@@ -149,7 +150,7 @@ func (sh *strShard) rebuild(old *strSlots, want int) *strSlots {
 }
 
 // place puts b in the first empty slot of its key's probe sequence.
-func place(tab *strSlots, h uint64, e *strEntry) {
+func place(tab *strSlots, h uint64, b *bucket) {
 	mask := uint64(len(tab.s) - 1)
 	i := h & mask
 	for tab.s[i].e.Load() != nil {
@@ -157,7 +158,7 @@ func place(tab *strSlots, h uint64, e *strEntry) {
 	}
 	sl := &tab.s[i]
 	sl.hash = h
-	sl.e.Store(e)
+	sl.e.Store(b)
 }
 
 // each calls f for every bucket, one shard at a time, under the shard's
@@ -168,16 +169,15 @@ func (t *strTable) each(f func(*bucket) (drop bool)) {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		if tab := sh.slots.Load(); tab != nil {
-			dropped := 0
-			for j := range tab.s {
-				if e := tab.s[j].e.Load(); e != nil && f(&e.b) {
-					dropped++
-				}
+		tab := sh.slots.Load()
+		dropped := 0
+		for j := range tab.s {
+			if b := tab.s[j].e.Load(); b != nil && f(b) {
+				dropped++
 			}
-			if dropped > 0 {
-				sh.rebuild(tab, slotsFor(sh.n-dropped))
-			}
+		}
+		if dropped > 0 {
+			sh.rebuild(tab, slotsFor(sh.n-dropped))
 		}
 		sh.mu.Unlock()
 	}

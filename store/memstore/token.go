@@ -22,12 +22,27 @@ const (
 )
 
 // takeToken decides a single token-bucket hit with the limit's numbers v.
-func (s *Store) takeToken(now int64, h *sluice.Hit, v tbNums, out *sluice.Result) {
+// The common case, an unforced hit that passes on a bucket that exists
+// under a short key, is decided here in a few instructions with one
+// compare-and-swap; decideToken handles every other.
+func (s *Store) takeToken(now int64, h *sluice.Hit, v algo.TBNums, out *sluice.Result) {
+	if !h.Force && len(h.Key) <= maxKeyLen {
+		if b := s.table.tb.find(h.Key); b != nil {
+			// A frozen or dead bucket's tat is below any time; the hit is
+			// then not admitted here.
+			tat := b.tat.Load()
+			if next, ok := algo.TokenBucketAdmits(now, tat, h.Cost, v); ok && tat > tatDead &&
+				(next == tat || b.tat.CompareAndSwap(tat, next)) {
+				algo.AdmittedResult(out, h.Limit, now, tat, next, h.Cost, v)
+				return
+			}
+		}
+	}
 	create := h.Cost != 0 || h.Force // a peek at a bucket never used stores nothing
 	for again := false; ; again = true {
 		b := s.table.tokenBucket(h, create, again)
 		if b == nil {
-			o, _ := algo.TokenBucket(now, 0, v.interval, v.capacity, h.Cost, h.Force)
+			o, _ := algo.TokenBucket(now, 0, v.Interval, v.Capacity, h.Cost, h.Force)
 			o.Result(out, h.Limit, false)
 			return
 		}
@@ -42,7 +57,7 @@ func (s *Store) takeToken(now int64, h *sluice.Hit, v tbNums, out *sluice.Result
 // decideToken decides h on b, writing the result into out, without taking
 // b's lock unless a call deciding several hits holds it. It returns false,
 // having decided nothing, when the sweeper forgot b.
-func (b *bucket) decideToken(now int64, h *sluice.Hit, v tbNums, out *sluice.Result) bool {
+func (b *bucket) decideToken(now int64, h *sluice.Hit, v algo.TBNums, out *sluice.Result) bool {
 	for {
 		tat := b.tat.Load()
 		switch tat {
@@ -56,17 +71,7 @@ func (b *bucket) decideToken(now int64, h *sluice.Hit, v tbNums, out *sluice.Res
 			b.mu.Unlock()
 			return ok
 		}
-		if !h.Force {
-			// The common case, a hit that passes, in a few instructions.
-			if next, ok := algo.TokenBucketAdmits(now, tat, v.interval, v.capacity, v.tau, h.Cost); ok {
-				if next == tat || b.tat.CompareAndSwap(tat, next) {
-					algo.AdmittedResult(out, h.Limit, now, next, v.interval, v.tau)
-					return true
-				}
-				continue
-			}
-		}
-		o, next := algo.TokenBucket(now, tat, v.interval, v.capacity, h.Cost, h.Force)
+		o, next := algo.TokenBucket(now, tat, v.Interval, v.Capacity, h.Cost, h.Force)
 		taken := o.Allowed || h.Force
 		if !taken || next == tat || b.tat.CompareAndSwap(tat, next) {
 			o.Result(out, h.Limit, taken)
@@ -75,26 +80,25 @@ func (b *bucket) decideToken(now int64, h *sluice.Hit, v tbNums, out *sluice.Res
 	}
 }
 
-// freeze moves a token bucket's arrival time into st, for a caller that
-// holds b's lock and decides several hits; thaw publishes st's again.
+// freeze moves a token bucket's arrival time into held, for a caller that
+// holds b's lock and decides several hits; thaw publishes held again.
 func (b *bucket) freeze() {
-	if b.tb {
-		tat := b.tat.Swap(tatFrozen)
-		b.st.a, b.st.expires = tat, tat
+	if b.win == nil {
+		b.held = b.tat.Swap(tatFrozen)
 	}
 }
 
 func (b *bucket) thaw() {
-	if b.tb {
-		b.tat.Store(b.st.a)
+	if b.win == nil {
+		b.tat.Store(b.held)
 	}
 }
 
 // full reports whether b is indistinguishable from a bucket never used at
 // now, and for a token bucket marks it dead if so. The caller holds b's lock.
 func (b *bucket) full(now int64) bool {
-	if !b.tb {
-		return b.st.expires <= now
+	if b.win != nil {
+		return b.win.expires <= now
 	}
 	tat := b.tat.Load()
 	return tat <= now && b.tat.CompareAndSwap(tat, tatDead)
