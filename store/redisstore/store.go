@@ -116,7 +116,15 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if s.coalesce != nil {
 		return s.coalesce.take(ctx, hits, out)
 	}
-	keys, args := s.appendRequest(nil, []any{s.clockArg(), 1, len(hits)}, hits)
+	var keys []string
+	var args []any
+	if h := &hits[0]; len(hits) == 1 && h.Algorithm == sluice.TokenBucket && !h.Force {
+		// The script's short form (see take.lua): five arguments, not nine.
+		keys = []string{s.keys.key(h)}
+		args = []any{s.clockArg(), "t", h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost}
+	} else {
+		keys, args = s.appendRequest(nil, []any{s.clockArg(), 1, len(hits)}, hits)
+	}
 	reply, err := s.call(ctx, keys, args)
 	if err != nil {
 		return err
