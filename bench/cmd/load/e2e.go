@@ -363,64 +363,60 @@ func (w *worker) record(lat time.Duration, status int, err error) {
 // server's. With a nil tally nothing is recorded (warm-up).
 func (l *httpLoad) openLoop(ctx context.Context, addr string, rate, conns int, d time.Duration, t *tally) {
 	interval := time.Second / time.Duration(rate)
-	start := time.Now()
-	end := start.Add(d)
-	var wg sync.WaitGroup
-	for i := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rc := newRawConn(addr)
-			defer rc.close()
-			var w worker
-			var prevDone time.Time
-			for k := 0; ctx.Err() == nil; k++ {
-				due := start.Add(time.Duration(k*conns+i) * interval)
-				if !due.Before(end) {
-					break
-				}
-				if wait := time.Until(due); wait > 0 {
-					time.Sleep(wait)
-				}
-				began := due
-				if !prevDone.After(due) { // idle at its due time: count from the send
-					began = time.Now()
-				}
-				status, err := rc.get(l.key())
-				prevDone = time.Now()
-				w.record(prevDone.Sub(began), status, err)
+	l.connections(addr, conns, d, t, func(i int, start, end time.Time, rc *rawConn, w *worker) {
+		var prevDone time.Time
+		for k := 0; ctx.Err() == nil; k++ {
+			due := start.Add(time.Duration(k*conns+i) * interval)
+			if !due.Before(end) {
+				return
 			}
-			t.add(&w.h, w.n, w.errs, w.non200, w.first)
-		}()
-	}
-	wg.Wait()
-	if t != nil {
-		t.elapsed += time.Since(start)
-	}
+			if wait := time.Until(due); wait > 0 {
+				time.Sleep(wait)
+			}
+			began := due
+			if !prevDone.After(due) { // idle at its due time: count from the send
+				began = time.Now()
+			}
+			status, err := rc.get(l.key())
+			prevDone = time.Now()
+			w.record(prevDone.Sub(began), status, err)
+		}
+	})
 }
 
 // closedLoop runs conc clients against addr for d, each sending its next
 // request as soon as the last one is answered: the server's saturation
 // throughput. With a nil tally nothing is recorded (warm-up).
 func (l *httpLoad) closedLoop(ctx context.Context, addr string, conc int, d time.Duration, t *tally) {
+	l.connections(addr, conc, d, t, func(_ int, _, end time.Time, rc *rawConn, w *worker) {
+		for ctx.Err() == nil {
+			t0 := time.Now()
+			if t0.After(end) {
+				return
+			}
+			status, err := rc.get(l.key())
+			w.record(time.Since(t0), status, err)
+		}
+	})
+}
+
+// connections runs send on n connections to addr at once, the i-th on its
+// own goroutine with its own connection and worker, for a load of d that
+// starts now, then adds what the workers recorded and the time taken to t
+// (unless t is nil).
+func (l *httpLoad) connections(addr string, n int, d time.Duration, t *tally,
+	send func(i int, start, end time.Time, rc *rawConn, w *worker)) {
 	start := time.Now()
-	deadline := start.Add(d)
+	end := start.Add(d)
 	var wg sync.WaitGroup
-	for range conc {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rc := newRawConn(addr)
 			defer rc.close()
 			var w worker
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				if t0.After(deadline) {
-					break
-				}
-				status, err := rc.get(l.key())
-				w.record(time.Since(t0), status, err)
-			}
+			send(i, start, end, rc, &w)
 			t.add(&w.h, w.n, w.errs, w.non200, w.first)
 		}()
 	}
