@@ -211,17 +211,14 @@ func (c *coalescer) send(batch []*waiter) error {
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	args := []any{s.clockArg(), len(batch)}
-	for _, w := range batch {
-		args = append(args, len(w.keys))
-	}
 	var keys []string
-	for _, w := range batch {
+	requests := make([][]any, len(batch))
+	for i, w := range batch {
 		keys = append(keys, w.keys...)
-		args = append(args, w.args...)
+		requests[i] = w.args
 	}
 	start := c.clock()
-	reply, err := s.call(ctx, keys, args)
+	reply, err := s.call(ctx, keys, s.scriptArgs(requests))
 	if err != nil {
 		return err
 	}

@@ -116,16 +116,8 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if s.coalesce != nil {
 		return s.coalesce.take(ctx, hits, out)
 	}
-	var keys []string
-	var args []any
-	if h := &hits[0]; len(hits) == 1 && h.Algorithm == sluice.TokenBucket && !h.Force {
-		// The script's short form (see take.lua): five arguments, not nine.
-		keys = []string{s.keys.key(h)}
-		args = []any{s.clockArg(), "t", h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost}
-	} else {
-		keys, args = s.appendRequest(nil, []any{s.clockArg(), 1, len(hits)}, hits)
-	}
-	reply, err := s.call(ctx, keys, args)
+	keys, args := s.appendRequest(nil, nil, hits)
+	reply, err := s.call(ctx, keys, s.scriptArgs([][]any{args}))
 	if err != nil {
 		return err
 	}
@@ -162,18 +154,44 @@ func (s *Store) clockArg() string {
 	return ""
 }
 
+// scriptArgs returns the script's arguments for a call deciding requests,
+// each given by its hits' arguments from appendRequest (six per hit). A call
+// of one request with one unforced token-bucket hit, the most common,
+// takes the script's short form (see take.lua): five arguments, not nine.
+func (s *Store) scriptArgs(requests [][]any) []any {
+	if a := requests[0]; len(requests) == 1 && len(a) == hitArgs && a[0] == int(sluice.TokenBucket) && a[5].(int)&flagForce == 0 {
+		return []any{s.clockArg(), "t", a[3], a[2], a[4]}
+	}
+	args := []any{s.clockArg(), len(requests)}
+	for _, a := range requests {
+		args = append(args, len(a)/hitArgs)
+	}
+	for _, a := range requests {
+		args = append(args, a...)
+	}
+	return args
+}
+
+// hitArgs is the number of script arguments per hit; flagShadow and
+// flagForce are the bits of its last, the flags.
+const (
+	hitArgs    = 6
+	flagShadow = 1
+	flagForce  = 2
+)
+
 // appendRequest appends the keys and script arguments of one request's
-// hits (six per hit) to keys and args.
+// hits (hitArgs per hit) to keys and args.
 func (s *Store) appendRequest(keys []string, args []any, hits []sluice.Hit) ([]string, []any) {
 	for i := range hits {
 		h := &hits[i]
 		keys = append(keys, s.keys.key(h))
 		flags := 0
 		if h.Shadow {
-			flags |= 1
+			flags |= flagShadow
 		}
 		if h.Force {
-			flags |= 2
+			flags |= flagForce
 		}
 		args = append(args, int(h.Algorithm), h.Limit.PeriodMicros(), h.Limit.Capacity(), h.Limit.IntervalMicros(), h.Cost, flags)
 	}
