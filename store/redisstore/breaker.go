@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -50,11 +51,13 @@ type breaker struct {
 	clock    sluice.Clock
 	events   sluice.StoreEvents
 
+	// A closed breaker's calls read state and failed without the mutex,
+	// which guards every change.
 	mu        sync.Mutex
-	state     sluice.BreakerState
-	failed    int       // consecutive failures while closed
-	openUntil time.Time // while open
-	probing   bool      // while half-open: the probe is out
+	state     atomic.Int32 // a sluice.BreakerState
+	failed    atomic.Int64 // consecutive failures while closed
+	openUntil time.Time    // while open
+	probing   bool         // while half-open: the probe is out
 }
 
 func newBreaker(endpoint string, cfg BreakerConfig, events sluice.StoreEvents) *breaker {
@@ -79,9 +82,12 @@ func newBreaker(endpoint string, cfg BreakerConfig, events sluice.StoreEvents) *
 // When the call may not go, retry is how long the breaker expects to stay
 // open.
 func (b *breaker) allow() (ok, probe bool, retry time.Duration) {
+	if b.State() == sluice.BreakerClosed {
+		return true, false, 0
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch b.state {
+	switch b.State() {
 	case sluice.BreakerClosed:
 		return true, false, 0
 	case sluice.BreakerOpen:
@@ -106,6 +112,9 @@ func (b *breaker) allow() (ok, probe bool, retry time.Duration) {
 // as a key of the wrong type) resets the count; a call its caller
 // cancelled says nothing about Redis.
 func (b *breaker) record(probe bool, err error) {
+	if err == nil && !probe && b.failed.Load() == 0 {
+		return // the common case: nothing to change
+	}
 	failed := countsAsFailure(err)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -119,41 +128,37 @@ func (b *breaker) record(probe bool, err error) {
 		if failed {
 			b.open()
 		} else {
-			b.failed = 0
+			b.failed.Store(0)
 			b.move(sluice.BreakerClosed)
 		}
-	case b.state != sluice.BreakerClosed:
+	case b.State() != sluice.BreakerClosed:
 		// A call that started before the breaker opened: only the probe
 		// decides when it closes.
 	case failed:
-		if b.failed++; b.failed >= b.failures {
+		if b.failed.Add(1) >= int64(b.failures) {
 			b.open()
 		}
 	default:
-		b.failed = 0
+		b.failed.Store(0)
 	}
 }
 
 func (b *breaker) open() {
 	b.openUntil = b.clock.Now().Add(b.openFor)
-	b.failed = 0
+	b.failed.Store(0)
 	b.move(sluice.BreakerOpen)
 }
 
 func (b *breaker) move(to sluice.BreakerState) {
-	from := b.state
-	b.state = to
+	from := b.State()
+	b.state.Store(int32(to))
 	if from != to && b.events != nil {
 		b.events.BreakerChanged(b.endpoint, from, to)
 	}
 }
 
 // State returns the breaker's state.
-func (b *breaker) State() sluice.BreakerState {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.state
-}
+func (b *breaker) State() sluice.BreakerState { return sluice.BreakerState(b.state.Load()) }
 
 // countsAsFailure reports whether err says Redis is unwell: not a caller
 // that gave up on its own, not a key that holds something else.

@@ -10,9 +10,12 @@ import (
 )
 
 // Client is what the store needs of a go-redis client. A *redis.Client
-// from [redis.NewClient] or [redis.NewFailoverClient] fits.
+// from [redis.NewClient] or [redis.NewFailoverClient] fits. The store sends
+// its script commands with Process, built whole, so they pass through the
+// client's hooks like any other command.
 type Client interface {
 	redis.Scripter
+	Process(ctx context.Context, cmd redis.Cmder) error
 	ConfigGet(ctx context.Context, parameter string) *redis.MapStringStringCmd
 }
 
@@ -48,7 +51,7 @@ func checkClient(c Client, allowUnsafe bool) error {
 // checkServer loads the script and warns when the server can evict the
 // store's keys. It runs once, in the background, at New.
 func (s *Store) checkServer(ctx context.Context) {
-	if err := s.script.Load(ctx, s.client).Err(); err != nil {
+	if err := s.client.ScriptLoad(ctx, takeSource).Err(); err != nil {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "redisstore: could not preload the script; it is loaded on first use",
 			slog.String("error", err.Error()))
 		return

@@ -49,6 +49,7 @@ type waiter struct {
 	// up and reused its hits for another request.
 	keys  []string
 	args  []any
+	short bool // the request takes the script's short form when alone
 	err   error
 	state atomic.Int32
 	done  chan struct{}
@@ -69,7 +70,7 @@ type coalescer struct {
 }
 
 func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
-	w := &waiter{ctx: ctx, hits: hits, out: out, done: make(chan struct{}, 1)}
+	w := &waiter{ctx: ctx, hits: hits, out: out, short: shortForm(hits), done: make(chan struct{}, 1)}
 	w.keys, w.args = c.s.appendRequest(nil, nil, hits)
 	c.mu.Lock()
 	if !c.busy {
@@ -212,17 +213,30 @@ func (c *coalescer) send(batch []*waiter) error {
 		defer cancel()
 	}
 	var keys []string
-	requests := make([][]any, len(batch))
-	for i, w := range batch {
-		keys = append(keys, w.keys...)
-		requests[i] = w.args
+	var cmd []any
+	short := len(batch) == 1 && batch[0].short
+	if short {
+		cmd = s.shortCommandOf(batch[0].keys[0], batch[0].args)
+	} else {
+		requests := make([][]any, len(batch))
+		for i, w := range batch {
+			keys = append(keys, w.keys...)
+			requests[i] = w.args
+		}
+		cmd = s.batchCommand(keys, requests)
 	}
 	start := c.clock()
-	reply, err := s.call(ctx, keys, s.scriptArgs(requests))
+	reply, err := s.call(ctx, cmd)
 	if err != nil {
 		return err
 	}
 	c.observe(c.clock().Sub(start))
+	if short {
+		if w := batch[0]; w.state.CompareAndSwap(sent, delivered) {
+			w.err = decodeShort(reply, &w.hits[0], &w.out[0])
+		}
+		return nil
+	}
 	vals, ok := reply.([]any)
 	if !ok || len(vals) != 5*len(keys) {
 		return badReply(reply)

@@ -201,9 +201,11 @@ type slowClient struct {
 	delay time.Duration
 }
 
-func (c *slowClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	time.Sleep(c.delay)
-	return c.Client.EvalSha(ctx, sha, keys, args...)
+func (c *slowClient) Process(ctx context.Context, cmd redis.Cmder) error {
+	if cmd.Name() == "evalsha" {
+		time.Sleep(c.delay)
+	}
+	return c.Client.Process(ctx, cmd)
 }
 
 // A caller that gives up while its batch is in flight may reuse its hits
@@ -254,14 +256,17 @@ type gatedClient struct {
 	release chan struct{} // a value lets one EVALSHA through
 }
 
-func (c *gatedClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+func (c *gatedClient) Process(ctx context.Context, cmd redis.Cmder) error {
+	if cmd.Name() != "evalsha" {
+		return c.Client.Process(ctx, cmd)
+	}
 	c.entered <- struct{}{}
 	select {
 	case <-c.release:
 	case <-ctx.Done():
 	}
 	c.clock.Advance(c.rtt)
-	return c.Client.EvalSha(ctx, sha, keys, args...)
+	return c.Client.Process(ctx, cmd)
 }
 
 // ceiling bounds every wait of these tests: only a hang reaches it.

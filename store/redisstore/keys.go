@@ -30,11 +30,12 @@ type keyer struct {
 	macs   sync.Pool // *keyMAC
 }
 
-// keyMAC is a pooled HMAC with a buffer for its input, so hashing a key
-// allocates nothing.
+// keyMAC is a pooled HMAC with buffers for its input and its sum, so
+// hashing a key allocates nothing.
 type keyMAC struct {
 	mac hash.Hash
 	buf []byte
+	sum []byte
 }
 
 func newKeyer(prefix string, secret []byte) *keyer {
@@ -58,19 +59,18 @@ func (k *keyer) key(h *sluice.Hit) string {
 		m.buf = binary.BigEndian.AppendUint64(m.buf, uint64(h.Limit.PeriodMicros()))
 	}
 	_, _ = m.mac.Write(m.buf)
-	var sumBuf [sha256.Size]byte
-	sum := m.mac.Sum(sumBuf[:0])
-	if cap(m.buf) <= 4096 { // a huge key's buffer is not kept
-		k.macs.Put(m)
-	}
+	m.sum = m.mac.Sum(m.sum[:0])
 
 	tag := algorithmTags[h.Algorithm]
 	n := len(k.prefix) + 1 + base64.RawURLEncoding.EncodedLen(tagBytes) + 2 + len(tag)
 	b := make([]byte, 0, n)
 	b = append(b, k.prefix...)
 	b = append(b, '{')
-	b = base64.RawURLEncoding.AppendEncode(b, sum[:tagBytes])
+	b = base64.RawURLEncoding.AppendEncode(b, m.sum[:tagBytes])
 	b = append(b, '}', ':')
 	b = append(b, tag...)
+	if cap(m.buf) <= 4096 { // a huge key's buffer is not kept
+		k.macs.Put(m)
+	}
 	return string(b)
 }

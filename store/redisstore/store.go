@@ -5,24 +5,19 @@ import (
 	_ "embed"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/algo"
 )
-
-//go:embed take.lua
-var takeSource string
 
 // Store is the Redis store. Create it with [New]; it is safe for concurrent
 // use. Take is atomic across every client of the same Redis node.
 type Store struct {
 	client Client
-	script *redis.Script
+	sha    any // takeSHA, boxed once, not on every call
 	keys   *keyer
 	log    *slog.Logger
 
@@ -70,7 +65,7 @@ func New(client Client, cfg Config) (*Store, error) {
 	}
 	s := &Store{
 		client:   client,
-		script:   redis.NewScript(takeSource),
+		sha:      takeSHA,
 		keys:     newKeyer(cfg.Prefix, cfg.Secret),
 		log:      cfg.Logger,
 		breaker:  newBreaker(endpoint, cfg.Breaker, cfg.Events),
@@ -116,17 +111,25 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if s.coalesce != nil {
 		return s.coalesce.take(ctx, hits, out)
 	}
+	if shortForm(hits) {
+		h := &hits[0]
+		reply, err := s.call(ctx, s.shortCommand(s.keys.key(h), h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost))
+		if err != nil {
+			return err
+		}
+		return decodeShort(reply, h, &out[0])
+	}
 	keys, args := s.appendRequest(nil, nil, hits)
-	reply, err := s.call(ctx, keys, s.scriptArgs([][]any{args}))
+	reply, err := s.call(ctx, s.batchCommand(keys, [][]any{args}))
 	if err != nil {
 		return err
 	}
 	return decode(reply, hits, out)
 }
 
-// call runs the script through the circuit breaker and classifies its
-// error.
-func (s *Store) call(ctx context.Context, keys []string, args []any) (any, error) {
+// call runs a script command (see shortCommand and batchCommand) through
+// the circuit breaker and classifies its error.
+func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
 	probe := false
 	if s.breaker != nil {
 		ok, p, retry := s.breaker.allow()
@@ -135,7 +138,7 @@ func (s *Store) call(ctx context.Context, keys []string, args []any) (any, error
 		}
 		probe = p
 	}
-	reply, err := s.run(ctx, keys, args)
+	reply, err := s.run(ctx, cmd)
 	if err != nil {
 		err = classify("redisstore: take", err)
 	}
@@ -143,108 +146,6 @@ func (s *Store) call(ctx context.Context, keys []string, args []any) (any, error
 		s.breaker.record(probe, err)
 	}
 	return reply, err
-}
-
-// clockArg is the script's first argument: ” for the server clock, or the
-// test clock.
-func (s *Store) clockArg() string {
-	if s.now != nil {
-		return strconv.FormatInt(s.now(), 10)
-	}
-	return ""
-}
-
-// scriptArgs returns the script's arguments for a call deciding requests,
-// each given by its hits' arguments from appendRequest (six per hit). A call
-// of one request with one unforced token-bucket hit, the most common,
-// takes the script's short form (see take.lua): five arguments, not nine.
-func (s *Store) scriptArgs(requests [][]any) []any {
-	if a := requests[0]; len(requests) == 1 && len(a) == hitArgs && a[0] == int(sluice.TokenBucket) && a[5].(int)&flagForce == 0 {
-		return []any{s.clockArg(), "t", a[3], a[2], a[4]}
-	}
-	args := []any{s.clockArg(), len(requests)}
-	for _, a := range requests {
-		args = append(args, len(a)/hitArgs)
-	}
-	for _, a := range requests {
-		args = append(args, a...)
-	}
-	return args
-}
-
-// hitArgs is the number of script arguments per hit; flagShadow and
-// flagForce are the bits of its last, the flags.
-const (
-	hitArgs    = 6
-	flagShadow = 1
-	flagForce  = 2
-)
-
-// appendRequest appends the keys and script arguments of one request's
-// hits (hitArgs per hit) to keys and args.
-func (s *Store) appendRequest(keys []string, args []any, hits []sluice.Hit) ([]string, []any) {
-	for i := range hits {
-		h := &hits[i]
-		keys = append(keys, s.keys.key(h))
-		flags := 0
-		if h.Shadow {
-			flags |= flagShadow
-		}
-		if h.Force {
-			flags |= flagForce
-		}
-		args = append(args, int(h.Algorithm), h.Limit.PeriodMicros(), h.Limit.Capacity(), h.Limit.IntervalMicros(), h.Cost, flags)
-	}
-	return keys, args
-}
-
-// run evaluates the script by its SHA. If Redis lost it (NOSCRIPT: restart,
-// failover, SCRIPT FLUSH) it sends the source once: Redis did not run the
-// script, so this cannot consume twice.
-func (s *Store) run(ctx context.Context, keys []string, args []any) (any, error) {
-	reply, err := s.script.EvalSha(ctx, s.client, keys, args...).Result()
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		s.reloads.Add(1)
-		if s.events != nil {
-			s.events.ScriptReloaded(s.endpoint)
-		}
-		reply, err = s.script.Eval(ctx, s.client, keys, args...).Result()
-	}
-	return reply, err
-}
-
-// decode fills out from the script's reply: five integers per hit.
-func decode(reply any, hits []sluice.Hit, out []sluice.Result) error {
-	vals, ok := reply.([]any)
-	if !ok || len(vals) != 5*len(hits) {
-		return badReply(reply)
-	}
-	for i := range hits {
-		var n [5]int64
-		for j := range n {
-			v, ok := vals[5*i+j].(int64)
-			if !ok {
-				return badReply(reply)
-			}
-			n[j] = v
-		}
-		out[i] = sluice.Result{
-			Allowed:       n[0] == 1,
-			Unsatisfiable: n[1] == 1,
-			Limit:         hits[i].Limit,
-			Remaining:     n[2],
-			ResetAfter:    algo.Micros(n[3]),
-			RetryAfter:    algo.Micros(n[4]),
-		}
-	}
-	return nil
-}
-
-// badReply reports a script reply of the wrong shape. The script ran, so
-// the outcome is ambiguous.
-func badReply(reply any) error {
-	return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable, Ambiguous: true,
-		Err: fmt.Errorf("unexpected script reply %T", reply)}
 }
 
 // BreakerState returns the state of the store's circuit breaker

@@ -13,16 +13,65 @@
 --          window, 2 fixed window, 3 sliding log), period µs, limit
 --          (capacity), emission interval µs, cost, flags (1 shadow, 2 force)
 --
--- Short form, for the most common call, one unforced token-bucket hit:
--- KEYS[1] its bucket, ARGV[1] the clock as above, ARGV[2] 't', ARGV[3..5]
--- its emission interval µs, limit (capacity) and cost. (A single hit's
--- shadow flag changes nothing: it cannot refuse the request for another.)
+-- Returns five integers per hit: allowed (0/1), unsatisfiable (0/1),
+-- remaining, reset-after µs, retry-after µs.
+--
+-- Short form, for the most common call, one request of one unforced
+-- token-bucket hit (a single hit's shadow flag changes nothing: it cannot
+-- refuse the request for another):
+-- KEYS[1]  its bucket
+-- ARGV[1..3] its emission interval µs, limit (capacity) and cost
+-- ARGV[4]  absent to use the server clock, or a test clock in µs
+-- Returns one integer, the bucket's reset-after µs before the decision
+-- (max(tat - now, 0)) if the hit passed, or -1 minus it if not. Every
+-- other field of the result follows from it and the arguments, as a token
+-- bucket's decision depends on tat - now alone: the caller works them out
+-- with internal/algo.TokenBucket(0, reset-after, ...).
 --
 -- Arithmetic is integer microseconds kept below 2^53, so Lua's doubles are
 -- exact; every function mirrors its twin in internal/algo line for line.
---
--- Returns five integers per hit: allowed (0/1), unsatisfiable (0/1),
--- remaining, reset-after µs, retry-after µs.
+
+-- Every write sets a TTL: the time until the state is an empty bucket's,
+-- and at least MINPX ms. The floor keeps the key of a client that returns
+-- within a second, to be updated in place: under a limit that refills in
+-- milliseconds, keys would otherwise expire between a client's requests and
+-- be created anew each time, and Redis's expiry cycle would delay every
+-- client (measured: p99 2.3 ms against 1.8 ms, redis-benchmark, 64 clients
+-- over 10k keys). Stale state reads as empty anyway.
+local MINPX = 1000
+
+-- The short form comes first and returns before anything else is created:
+-- a script call's cost is mostly Lua work and argument and reply handling,
+-- not Redis commands. The batch form always has at least nine arguments.
+if #ARGV <= 4 then
+  local now, pad
+  if ARGV[4] then
+    now, pad = tonumber(ARGV[4]), 600000000 -- a test clock: see below
+  else
+    local t = redis.call('TIME')
+    now, pad = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
+  end
+  local interval, capacity, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+  local v = redis.call('GET', KEYS[1]) -- raises WRONGTYPE itself
+  local tat = 0
+  if v then
+    tat = tonumber(v)
+    if tat == nil or tat < 0 or tat ~= math.floor(tat) then
+      return redis.error_reply('SLUICECORRUPT key 1 does not hold a sluice state')
+    end
+  end
+  -- gcra below, for an unforced hit. A cost above the capacity fails the
+  -- second test too (the product need not be exact to exceed it).
+  local base = tat
+  if base < now then base = now end
+  local reset = base - now
+  local nxt = base + cost * interval
+  if nxt - now > capacity * interval then return -1 - reset end
+  if nxt ~= tat and nxt > now then
+    redis.call('SET', KEYS[1], string.format('%d', nxt), 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now + pad) / 1000))))
+  end
+  return reset
+end
 
 local now
 local pad = 0 -- extra TTL in µs
@@ -38,7 +87,7 @@ else
 end
 
 local function pexpire(us)
-  return string.format('%d', math.ceil((us + pad) / 1000))
+  return string.format('%d', math.max(MINPX, math.ceil((us + pad) / 1000)))
 end
 
 -- gcra decides a cost on a token bucket whose theoretical arrival time is
@@ -76,26 +125,6 @@ local function readtat(i, v)
     return nil, redis.error_reply('SLUICECORRUPT key ' .. i .. ' does not hold a sluice state')
   end
   return tat
-end
-
--- Short form: one unforced token-bucket hit. Fewer arguments and no tables
--- to build make it the cheapest call, and it returns before the paths below
--- create anything.
-if ARGV[2] == 't' then
-  local tat, err = readtat(1, redis.call('GET', KEYS[1]))
-  if tat == nil then return err end
-  local interval = tonumber(ARGV[3])
-  local allowed, unsat, slack, reset, retry, nxt, slackif, resetif =
-    gcra(tat, interval, tonumber(ARGV[4]), tonumber(ARGV[5]), false)
-  if allowed == 1 then
-    slack, reset = slackif, resetif
-    if nxt ~= tat and nxt > now then
-      redis.call('SET', KEYS[1], string.format('%d', nxt), 'PX', pexpire(nxt - now))
-    end
-  end
-  local rem = 0
-  if slack > 0 then rem = math.floor(slack / interval) end
-  return {allowed, unsat, rem, reset, retry}
 end
 
 -- Fast path: one request whose hits are all token buckets (one rule, or
