@@ -206,6 +206,23 @@ func TestTTLIsTheTimeUntilTheBucketIsFull(t *testing.T) {
 	}
 }
 
+func TestTTLIsAtLeastOneSecond(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Addr)
+	s := newStore(t, c, nil)
+	// Full again after 2 ms, or 4 ms for the windows.
+	for _, alg := range []sluice.Algorithm{sluice.TokenBucket, sluice.SlidingWindow, sluice.FixedWindow, sluice.SlidingLog} {
+		hit := sluice.Hit{Key: "k", Algorithm: alg, Limit: sluice.Per(1000, 2*time.Millisecond), Cost: 1}
+		if err := s.Take(context.Background(), []sluice.Hit{hit}, make([]sluice.Result, 1)); err != nil {
+			t.Fatal(err)
+		}
+		ttl := c.PTTL(context.Background(), redisstore.KeyOf(s, hit)).Val()
+		if ttl > time.Second || ttl < 900*time.Millisecond {
+			t.Errorf("%v: TTL %v, want 1 s", alg, ttl)
+		}
+	}
+}
+
 func TestServerClock(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newStore(t, newClient(t, srv.Addr), nil)
