@@ -33,6 +33,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,6 +74,7 @@ type config struct {
 	timeout       time.Duration
 	quiet         bool
 	sluiceRev     string
+	cpuProfile    string
 }
 
 func main() {
@@ -87,7 +89,20 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(ctx, cfg); err != nil {
+		pprof.StopCPUProfile() // os.Exit skips the deferred one
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(1)
 	}
@@ -119,6 +134,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&cfg.benchmarks, "benchmarks", "../BENCHMARKS.md", "file whose generated section -publish rewrites")
 	fs.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "stop everything after this long")
 	fs.BoolVar(&cfg.quiet, "q", false, "no progress on stderr")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (this process, not Redis or the HTTP server) to `file`")
 	fs.StringVar(&cfg.sluiceRev, "sluice-rev", "", "the sluice revision measured, for the report (default: the short commit of .., -dirty when files outside bench/ differ)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
