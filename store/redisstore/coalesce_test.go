@@ -107,15 +107,17 @@ func TestCoalescedCallerCancellation(t *testing.T) {
 	hit := sluice.Hit{Key: "k", Limit: sluice.PerHour(100), Cost: 1}
 	pauseRedis(t, admin, 300*time.Millisecond)
 
-	// The first call goes out and waits on the paused server; the second
-	// queues behind it and gives up before it is sent.
+	// The first calls go out, one per lane, and wait on the paused server;
+	// the next queues behind them and gives up before it is sent.
 	var wg sync.WaitGroup
-	wg.Add(1)
-	var firstErr error
-	go func() {
-		defer wg.Done()
-		firstErr = s.Take(context.Background(), []sluice.Hit{hit}, make([]sluice.Result, 1))
-	}()
+	firstErrs := make([]error, redisstore.Lanes)
+	for i := range firstErrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			firstErrs[i] = s.Take(context.Background(), []sluice.Hit{hit}, make([]sluice.Result, 1))
+		}()
+	}
 	time.Sleep(50 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -124,11 +126,13 @@ func TestCoalescedCallerCancellation(t *testing.T) {
 		t.Fatalf("a call that gave up while queued: %v, want an unambiguous timeout", err)
 	}
 	wg.Wait()
-	if firstErr != nil {
-		t.Fatalf("the call in flight failed with the other's cancellation: %v", firstErr)
+	for _, err := range firstErrs {
+		if err != nil {
+			t.Fatalf("a call in flight failed with the other's cancellation: %v", err)
+		}
 	}
-	if got := peek(t, s, hit).Remaining; got != 99 {
-		t.Fatalf("remaining %d, want 99: the abandoned call was applied", got)
+	if got, want := peek(t, s, hit).Remaining, int64(100-redisstore.Lanes); got != want {
+		t.Fatalf("remaining %d, want %d: the abandoned call was applied", got, want)
 	}
 }
 
@@ -247,17 +251,29 @@ func TestCoalescedAbandonedCallerIsNotReread(t *testing.T) {
 
 // gatedClient holds each EVALSHA until the test lets it through or the
 // call's context ends, then moves the coalescer's clock by rtt, as if the
-// round trip had taken that long.
+// round trip had taken that long. An EVALSHA on a key of held waits apart,
+// until hold is closed, and moves no clock: it keeps a lane busy.
 type gatedClient struct {
 	*redis.Client
 	clock   *storetest.Clock
 	rtt     time.Duration
 	entered chan struct{} // a value per EVALSHA that reached the gate
 	release chan struct{} // a value lets one EVALSHA through
+	held    map[string]bool
+	heldIn  chan struct{} // a value per held EVALSHA
+	hold    chan struct{}
 }
 
 func (c *gatedClient) Process(ctx context.Context, cmd redis.Cmder) error {
 	if cmd.Name() != "evalsha" {
+		return c.Client.Process(ctx, cmd)
+	}
+	if key, _ := cmd.Args()[3].(string); c.held[key] {
+		c.heldIn <- struct{}{}
+		select {
+		case <-c.hold:
+		case <-ctx.Done():
+		}
 		return c.Client.Process(ctx, cmd)
 	}
 	c.entered <- struct{}{}
@@ -267,6 +283,58 @@ func (c *gatedClient) Process(ctx context.Context, cmd redis.Cmder) error {
 	}
 	c.clock.Advance(c.rtt)
 	return c.Client.Process(ctx, cmd)
+}
+
+// A coalescing store sends a call at once while fewer than Lanes calls
+// are in flight, and queues it otherwise; when a call returns, its lane
+// carries what queued.
+func TestCoalescerKeepsLanesCallsInFlight(t *testing.T) {
+	srv := redistest.Start(t)
+	gc := &gatedClient{Client: newClient(t, srv.Addr), clock: storetest.NewClock(time.Now()),
+		entered: make(chan struct{}, 8), release: make(chan struct{}, 8)}
+	s := newStoreWith(t, gc, nil, redisstore.Config{Coalesce: 8, StartupCheckTimeout: -1})
+	t.Cleanup(func() { close(gc.release) })
+	take := func(key string) <-chan error {
+		errc := make(chan error, 1)
+		go func() {
+			errc <- s.Take(context.Background(), []sluice.Hit{{Key: key, Limit: sluice.PerHour(10), Cost: 1}}, make([]sluice.Result, 1))
+		}()
+		return errc
+	}
+	var calls []<-chan error
+	for i := range redisstore.Lanes {
+		calls = append(calls, take(fmt.Sprint("sent ", i)))
+		recv(t, gc.entered, "a call with a free lane")
+		if q := redisstore.Queued(s); q != 0 {
+			t.Fatalf("%d calls queued with %d in flight", q, i)
+		}
+	}
+	gc.release <- struct{}{} // one call returns, with nothing queued: one lane is free
+	if err := recv(t, calls[0], "a released call"); err != nil {
+		t.Fatal(err)
+	}
+	calls[0] = take("sent again")
+	recv(t, gc.entered, "a call with the lane freed")
+	queued := []<-chan error{take("queued 0"), take("queued 1")}
+	waitQueued(t, s, 2)
+	select {
+	case <-gc.entered:
+		t.Fatalf("a call was sent with %d in flight", redisstore.Lanes)
+	case <-time.After(50 * time.Millisecond):
+	}
+	gc.release <- struct{}{} // one call returns; its lane carries both queued calls
+	recv(t, gc.entered, "the queued calls' batch")
+	if q := redisstore.Queued(s); q != 0 {
+		t.Fatalf("%d calls still queued after a lane freed", q)
+	}
+	for range redisstore.Lanes {
+		gc.release <- struct{}{}
+	}
+	for _, c := range append(calls, queued...) {
+		if err := recv(t, c, "a call"); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // ceiling bounds every wait of these tests: only a hang reaches it.
@@ -302,7 +370,7 @@ type lateOutcome struct {
 }
 
 // lateMember queues a "late" member and three with hours to spare behind a
-// leader call held in flight. The late member's context expires a second
+// leader call held in flight (and calls that keep the other lanes busy). The late member's context expires a second
 // from now; the coalescer's clock is set so that when the next batch is
 // assembled, after the leader's round trip of an hour, the late member has
 // left to go by that clock. One round trip of an hour puts the estimate
@@ -315,11 +383,12 @@ func lateMember(t *testing.T, left time.Duration) lateOutcome {
 	deadline := time.Now().Add(time.Second)
 	clock := storetest.NewClock(deadline.Add(-rtt - left))
 	gc := &gatedClient{Client: rc, clock: clock, rtt: rtt,
-		entered: make(chan struct{}, 8), release: make(chan struct{}, 8)}
+		entered: make(chan struct{}, 8), release: make(chan struct{}, 8),
+		held: map[string]bool{}, heldIn: make(chan struct{}, 8), hold: make(chan struct{})}
 	s := newStoreWith(t, gc, nil, redisstore.Config{Coalesce: 8, StartupCheckTimeout: -1,
 		Breaker: redisstore.BreakerConfig{Failures: 1}})
 	redisstore.SetCoalesceClock(s, clock.Now)
-	t.Cleanup(func() { close(gc.release) }) // frees whatever a failed test left at the gate
+	t.Cleanup(func() { close(gc.release); close(gc.hold) }) // frees whatever a failed test left waiting
 	hit := func(key string) []sluice.Hit { return []sluice.Hit{{Key: key, Limit: sluice.PerHour(10), Cost: 1}} }
 	take := func(ctx context.Context, key string) <-chan error {
 		errc := make(chan error, 1)
@@ -327,6 +396,15 @@ func lateMember(t *testing.T, left time.Duration) lateOutcome {
 		return errc
 	}
 
+	var lanes []string
+	for i := range redisstore.Lanes - 1 {
+		lanes = append(lanes, fmt.Sprint("lane ", i))
+		gc.held[redisstore.KeyOf(s, hit(lanes[i])[0])] = true
+	}
+	for _, key := range lanes {
+		take(context.Background(), key)
+		recv(t, gc.heldIn, "a call keeping a lane busy")
+	}
 	leader := take(context.Background(), "leader")
 	recv(t, gc.entered, "the leader's call")
 	lateCtx, cancel := context.WithDeadline(context.Background(), deadline)

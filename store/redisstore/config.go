@@ -37,20 +37,21 @@ type Config struct {
 	// package implements it). Default: none.
 	Events sluice.StoreEvents
 	// Coalesce, when above 1, lets up to that many concurrent Take calls
-	// share one script call: while one call is in flight, further calls
+	// share one script call: while two calls are in flight, further calls
 	// queue, and the next call carries them, each decided atomically on its
-	// own, in order. There is no timer: a lone call on an idle store goes at
-	// once. A batch runs until its earliest member's deadline; a member that
-	// gives up gets an error (ambiguous once its batch was sent) without
-	// cancelling the others. So that no member's deadline times the others
-	// out, a queued call whose context is done, or whose time left is no
-	// more than a round trip takes (a moving average of recent successful
-	// calls), is left out of its batch: it fails at once with an
-	// unambiguous [sluice.ErrTimeout] ([sluice.ErrUnavailable] if its
-	// context was cancelled), which the breaker does not count. A call
-	// whose context is done is never sent; otherwise a call on an idle store
-	// is sent whatever time it has left. Default: 0, off. 64 is a good value
-	// under load.
+	// own, in order. There is no timer: a lone call on a store with fewer
+	// than two calls in flight goes at once. A batch runs until its
+	// earliest member's deadline; a member that gives up gets an error
+	// (ambiguous once its batch was sent) without cancelling the others.
+	// So that no member's deadline times the others out, a queued call
+	// whose context is done, or whose time left is no more than a round
+	// trip takes (a moving average of recent successful calls), is left out
+	// of its batch: it fails at once with an unambiguous [sluice.ErrTimeout]
+	// ([sluice.ErrUnavailable] if its context was cancelled), which the
+	// breaker does not count. A call whose context is done is never sent;
+	// otherwise a call that finds fewer than two calls in flight is sent
+	// whatever time it has left. Default: 0, off. 64 is a good value under
+	// load.
 	Coalesce int
 	// Endpoint names the Redis endpoint in events and logs. Default: the
 	// client's address (redis.Options.Addr), or "redis".

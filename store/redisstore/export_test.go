@@ -28,3 +28,6 @@ func Queued(s *Store) int {
 	defer s.coalesce.mu.Unlock()
 	return len(s.coalesce.queue)
 }
+
+// Lanes is how many script calls a coalescing store keeps in flight.
+const Lanes = lanes
