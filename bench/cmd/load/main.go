@@ -71,6 +71,7 @@ type config struct {
 	publish       bool
 	reportDir     string
 	benchmarks    string
+	readme        string
 	timeout       time.Duration
 	quiet         bool
 	sluiceRev     string
@@ -131,7 +132,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&cfg.out, "out", "results", "directory for results.json and tables.md")
 	fs.BoolVar(&cfg.publish, "publish", false, "also write charts and results.json to -report and the tables into -benchmarks")
 	fs.StringVar(&cfg.reportDir, "report", "report", "directory of the published charts and results.json (committed)")
-	fs.StringVar(&cfg.benchmarks, "benchmarks", "../BENCHMARKS.md", "file whose generated section -publish rewrites")
+	fs.StringVar(&cfg.benchmarks, "benchmarks", "../BENCHMARKS.md", "file whose generated sections (tables, headline) -publish rewrites")
+	fs.StringVar(&cfg.readme, "readme", "../README.md", "file whose generated headline -publish rewrites")
 	fs.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "stop everything after this long")
 	fs.BoolVar(&cfg.quiet, "q", false, "no progress on stderr")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (this process, not Redis or the HTTP server) to `file`")
@@ -523,9 +525,15 @@ func writeOutputs(cfg config, res *Results) error {
 	if err != nil {
 		return err
 	}
-	if err := spliceGenerated(cfg.benchmarks, renderMarkdown(res, filepath.ToSlash(rel), charts)); err != nil {
+	if err := spliceGenerated(cfg.benchmarks, beginMarker, endMarker, renderMarkdown(res, filepath.ToSlash(rel), charts)); err != nil {
 		return err
 	}
-	logf("published %s and %s", cfg.reportDir, cfg.benchmarks)
+	headline := renderHeadline(res)
+	for _, path := range []string{cfg.benchmarks, cfg.readme} {
+		if err := spliceGenerated(path, headlineBegin, headlineEnd, headline); err != nil {
+			return err
+		}
+	}
+	logf("published %s, and the headline in %s and %s", cfg.reportDir, cfg.benchmarks, cfg.readme)
 	return nil
 }

@@ -137,20 +137,50 @@ func TestParseFlagsRejects(t *testing.T) {
 
 func TestSpliceGeneratedNeedsMarkers(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "B.md")
-	if err := spliceGenerated(p, "x\n"); err != nil { // creates the file
+	if err := spliceGenerated(p, beginMarker, endMarker, "x\n"); err != nil { // creates the file
 		t.Fatal(err)
 	}
-	if err := spliceGenerated(p, "y\n"); err != nil { // replaces its section
+	if err := spliceGenerated(p, beginMarker, endMarker, "y\n"); err != nil { // replaces its section
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(p)
 	if string(b) != beginMarker+"\n\ny\n\n"+endMarker+"\n" {
 		t.Errorf("got %q", b)
 	}
+	if body, ok := generatedSection(string(b), beginMarker, endMarker); !ok || body != "y\n" {
+		t.Errorf("generatedSection: %q, %v; want what was spliced", body, ok)
+	}
 	if err := os.WriteFile(p, []byte("no markers"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := spliceGenerated(p, "z"); err == nil {
+	if err := spliceGenerated(p, beginMarker, endMarker, "z"); err == nil {
 		t.Error("a file without markers must not be overwritten")
+	}
+}
+
+// TestPublishedHeadlineMatchesResults checks that the headline in
+// README.md and BENCHMARKS.md is the one the published results give: no
+// figure there was edited by hand or left behind by a later run.
+func TestPublishedHeadlineMatchesResults(t *testing.T) {
+	b, err := os.ReadFile("../../report/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	want := renderHeadline(&res)
+	for _, path := range []string{"../../../README.md", "../../../BENCHMARKS.md"} {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := generatedSection(string(text), headlineBegin, headlineEnd)
+		if !ok {
+			t.Errorf("%s: no generated headline", path)
+		} else if got != want {
+			t.Errorf("%s: the headline differs from bench/report/results.json's; run `go run ./cmd/load -publish` in bench/\ngot:\n%s\nwant:\n%s", path, got, want)
+		}
 	}
 }

@@ -48,10 +48,10 @@ func moduleVersions() map[string]string {
 	return out
 }
 
-// spliceGenerated replaces the generated section of path with body,
-// creating the file if it does not exist.
-func spliceGenerated(path, body string) error {
-	section := beginMarker + "\n\n" + body + "\n" + endMarker
+// spliceGenerated replaces the section of path between the markers begin
+// and end with body, creating the file if it does not exist.
+func spliceGenerated(path, begin, end, body string) error {
+	section := begin + "\n\n" + body + "\n" + end
 	old, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return os.WriteFile(path, []byte(section+"\n"), 0o644)
@@ -60,12 +60,26 @@ func spliceGenerated(path, body string) error {
 		return err
 	}
 	s := string(old)
-	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if i < 0 || j < i {
-		return fmt.Errorf("%s: no generated section (markers %q … %q)", path, beginMarker, endMarker)
+		return fmt.Errorf("%s: no generated section (markers %q … %q)", path, begin, end)
 	}
-	s = s[:i] + section + s[j+len(endMarker):]
+	s = s[:i] + section + s[j+len(end):]
 	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// generatedSection returns the body between the markers begin and end in
+// text, as spliceGenerated wrote it, and whether there is one.
+func generatedSection(text, begin, end string) (string, bool) {
+	i, j := strings.Index(text, begin), strings.Index(text, end)
+	if i < 0 || j < i {
+		return "", false
+	}
+	body := text[i+len(begin) : j]
+	if !strings.HasPrefix(body, "\n\n") || !strings.HasSuffix(body, "\n") {
+		return "", false
+	}
+	return body[2 : len(body)-1], true
 }
 
 // --- formatting ---

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// The headline is one table of a run's figures against issue 6's targets,
+// each with its verdict. -publish writes it into BENCHMARKS.md and
+// README.md between the headline markers, from the same results as the
+// rest, so neither file carries a figure copied by hand
+// (TestPublishedHeadlineMatchesResults).
+const (
+	headlineBegin = "<!-- BEGIN GENERATED headline by bench/cmd/load -publish: do not edit by hand -->"
+	headlineEnd   = "<!-- END GENERATED headline -->"
+)
+
+// Verdicts.
+const (
+	met         = "met"
+	notMet      = "**not met**"
+	notMeasured = "not measured in this run"
+)
+
+// headlineRow is one line of the headline: what was measured, the run's
+// figure, the target and the verdict ("" for a figure without a target).
+type headlineRow struct {
+	what, figure, target, verdict string
+}
+
+// Peer names the headline looks up.
+const (
+	sluicePeer    = "sluice"
+	coalescedPeer = "sluice (coalesced)"
+	headlineConc  = 64
+	headlineRate  = 10_000
+	lightRate     = 2_000
+)
+
+// renderHeadline returns the headline table of res.
+func renderHeadline(res *Results) string {
+	var b strings.Builder
+	rev := res.Versions["github.com/sluicehq/sluice"]
+	if rev == "" {
+		rev = "unknown"
+	}
+	fmt.Fprintf(&b, "From the run of %s (sluice %s), ratios within that run (noise ±30 %%). ", res.Machine.Date, rev)
+	b.WriteString("Written by `go run ./cmd/load -publish`, like the tables in BENCHMARKS.md.\n\n")
+	t := table{&b}
+	t.head("what", "this run", "target (issue 6)", "verdict")
+	for _, r := range headlineRows(res) {
+		t.row(r.what, r.figure, r.target, r.verdict)
+	}
+	return b.String()
+}
+
+func headlineRows(res *Results) []headlineRow {
+	return []headlineRow{
+		memstoreSpeed(res),
+		memstoreLead(res),
+		coalescedThroughput(res),
+		uncoalescedThroughput(res),
+		redisCPU(res),
+		multiRule(res),
+		raceRow(res),
+		httpAdded(res, headlineRate, "added p99 under 1 ms"),
+		httpAdded(res, lightRate, ""),
+	}
+}
+
+var inprocModes = []string{"sequential", "parallel-10k-keys", "parallel-hot-key"}
+
+func memstoreSpeed(res *Results) headlineRow {
+	r := headlineRow{what: "memstore, ns/op: sequential / parallel, 10k keys / parallel, one hot key",
+		target: "under 100 ns parallel, 0 allocs", verdict: notMeasured}
+	var ns []string
+	allocs := int64(0)
+	verdict := met
+	for _, m := range inprocModes {
+		ir := inproc(res, sluicePeer, m)
+		if ir == nil {
+			return r
+		}
+		ns = append(ns, fmt.Sprintf("%.0f", ir.NsPerOp))
+		allocs += ir.AllocsPerOp
+		if m != "sequential" && ir.NsPerOp >= 100 {
+			verdict = notMet
+		}
+	}
+	if allocs != 0 {
+		verdict = notMet
+	}
+	r.figure = fmt.Sprintf("**%s ns**, %d allocs", strings.Join(ns, " / "), allocs)
+	r.verdict = verdict
+	return r
+}
+
+func memstoreLead(res *Results) headlineRow {
+	r := headlineRow{what: "memstore against in-process peers: peer ns ÷ sluice ns, in the same order",
+		target: "ahead of every in-process peer", verdict: notMeasured}
+	var parts []string
+	verdict := met
+	for _, p := range ordered(res.InProcess, func(ir InProcessResult) string { return ir.Peer }) {
+		if isSluice(p) {
+			continue
+		}
+		var ratios []string
+		for _, m := range inprocModes {
+			own, peer := inproc(res, sluicePeer, m), inproc(res, p, m)
+			if own == nil || peer == nil {
+				ratios = append(ratios, "–")
+				continue
+			}
+			ratio := peer.NsPerOp / own.NsPerOp
+			if ratio <= 1 {
+				verdict = notMet
+			}
+			ratios = append(ratios, fmtRatio(ratio))
+		}
+		parts = append(parts, p+" "+strings.Join(ratios, " / "))
+	}
+	if len(parts) == 0 {
+		return r
+	}
+	r.figure, r.verdict = strings.Join(parts, "; "), verdict
+	return r
+}
+
+func coalescedThroughput(res *Results) headlineRow {
+	r := headlineRow{what: fmt.Sprintf("Redis, 1 rule, %d goroutines, coalesced", headlineConc),
+		target: "≥ 1.5× redis_rate's checks/s and ≥ ulule's, p99 no worse", verdict: notMeasured}
+	own := redisRun(res.Redis, coalescedPeer, 1, headlineConc)
+	rr, ul := redisRun(res.Redis, "redis_rate", 1, headlineConc), redisRun(res.Redis, "ulule", 1, headlineConc)
+	if own == nil || rr == nil || ul == nil {
+		return r
+	}
+	r.figure = fmt.Sprintf("%s checks/s, p99 %s: **%s redis_rate, %s ulule** (their p99 %s, %s)",
+		fmtRate(own.PerSec), fmtDur(own.P99), fmtRatio(own.PerSec/rr.PerSec), fmtRatio(own.PerSec/ul.PerSec),
+		fmtDur(rr.P99), fmtDur(ul.P99))
+	r.verdict = verdictOf(own.PerSec >= 1.5*rr.PerSec && own.PerSec >= ul.PerSec && own.P99 <= rr.P99 && own.P99 <= ul.P99)
+	return r
+}
+
+func uncoalescedThroughput(res *Results) headlineRow {
+	r := headlineRow{what: fmt.Sprintf("Redis, 1 rule, %d goroutines, one script call per check", headlineConc),
+		target: "≥ the plain-Lua baseline's checks/s", verdict: notMeasured}
+	own := redisRun(res.Redis, sluicePeer, 1, headlineConc)
+	pl, rr := redisRun(res.Redis, "plain-lua", 1, headlineConc), redisRun(res.Redis, "redis_rate", 1, headlineConc)
+	if own == nil || pl == nil || rr == nil {
+		return r
+	}
+	r.figure = fmt.Sprintf("%s checks/s: **%s plain Lua**, %s redis_rate; p99 %s (plain Lua %s)",
+		fmtRate(own.PerSec), fmtRatio(own.PerSec/pl.PerSec), fmtRatio(own.PerSec/rr.PerSec), fmtDur(own.P99), fmtDur(pl.P99))
+	r.verdict = verdictOf(own.PerSec >= pl.PerSec)
+	return r
+}
+
+func redisCPU(res *Results) headlineRow {
+	r := headlineRow{what: fmt.Sprintf("Redis CPU per check, %d goroutines", headlineConc), target: "–", verdict: "–"}
+	var parts []string
+	for _, p := range []string{sluicePeer, coalescedPeer, "redis_rate", "plain-lua", "ulule"} {
+		if run := redisRun(res.Redis, p, 1, headlineConc); run != nil {
+			parts = append(parts, fmt.Sprintf("%s %.1f µs", p, run.RedisCPU))
+		}
+	}
+	if len(parts) == 0 {
+		r.verdict = notMeasured
+		return r
+	}
+	r.figure = strings.Join(parts, ", ")
+	return r
+}
+
+func multiRule(res *Results) headlineRow {
+	rules := 1
+	for _, run := range res.MultiRule {
+		rules = max(rules, run.Rules)
+	}
+	r := headlineRow{what: fmt.Sprintf("%d rules in one request against 1, one goroutine", rules),
+		target: "latency at most 1.3× one rule's", verdict: notMeasured}
+	if rules == 1 {
+		return r
+	}
+	var parts []string
+	ok := true
+	for _, p := range []string{sluicePeer, coalescedPeer} {
+		one, many := redisRun(res.MultiRule, p, 1, 1), redisRun(res.MultiRule, p, rules, 1)
+		if one == nil || many == nil {
+			return r
+		}
+		p50 := float64(many.P50) / float64(one.P50)
+		ok = ok && p50 <= 1.3
+		parts = append(parts, fmt.Sprintf("%s: **%s p50**, %s mean", p, fmtRatio(p50), fmtRatio(float64(many.Mean)/float64(one.Mean))))
+	}
+	r.figure, r.verdict = strings.Join(parts, "; "), verdictOf(ok)
+	return r
+}
+
+func raceRow(res *Results) headlineRow {
+	r := headlineRow{what: "instances racing on one key", target: "admit exactly the limit", verdict: notMeasured}
+	var parts []string
+	ok := true
+	for _, row := range res.Race {
+		if isSluice(row.Peer) {
+			parts = append(parts, fmt.Sprintf("%s admitted %d of limit %d", row.Peer, row.Admitted, row.Limit))
+			ok = ok && row.Admitted == row.Limit && row.Errors == 0
+		}
+	}
+	if len(parts) == 0 {
+		return r
+	}
+	r.figure, r.verdict = strings.Join(parts, "; "), verdictOf(ok)
+	return r
+}
+
+// httpAdded is the HTTP row at rate: the p99 each Redis variant adds to
+// the server without a limiter, and its p99 inside the middleware. With a
+// target, the row is met when either Redis variant adds under a millisecond.
+func httpAdded(res *Results, rate int, target string) headlineRow {
+	r := headlineRow{what: fmt.Sprintf("HTTP at %d req/s: p99 added to the server without a limiter (inside the middleware)", rate),
+		target: "–", verdict: "–"}
+	if target != "" {
+		r.target = target + ", against local Redis"
+	}
+	none := e2eRun(res, "none", "open", rate)
+	if none == nil {
+		r.verdict = notMeasured
+		return r
+	}
+	var parts []string
+	best := time.Duration(math.MaxInt64)
+	for _, server := range []string{"redis", "redis-coalesced", "memstore"} {
+		run := e2eRun(res, server, "open", rate)
+		if run == nil {
+			continue
+		}
+		added := run.P99 - none.P99
+		if server != "memstore" {
+			best = min(best, added)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", server, signedDur(added), fmtDur(run.MiddlewareP99)))
+	}
+	if len(parts) == 0 {
+		r.verdict = notMeasured
+		return r
+	}
+	r.figure = strings.Join(parts, ", ") + fmt.Sprintf("; the server alone: p99 %s", fmtDur(none.P99))
+	if target != "" {
+		r.verdict = verdictOf(best < time.Millisecond)
+	}
+	return r
+}
+
+func verdictOf(ok bool) string {
+	if ok {
+		return met
+	}
+	return notMet
+}

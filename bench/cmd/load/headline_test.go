@@ -1,0 +1,74 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHeadlineVerdicts checks each target's verdict on either side of its
+// threshold, and that a phase not run is not called met.
+func TestHeadlineVerdicts(t *testing.T) {
+	redis := func(coalesced, redisRate, ulule, plain float64, p99 time.Duration) []RedisRun {
+		return []RedisRun{
+			{Peer: coalescedPeer, Rules: 1, Concurrency: headlineConc, PerSec: coalesced, P99: p99},
+			{Peer: sluicePeer, Rules: 1, Concurrency: headlineConc, PerSec: coalesced / 2, P99: p99},
+			{Peer: "redis_rate", Rules: 1, Concurrency: headlineConc, PerSec: redisRate, P99: 3 * time.Millisecond},
+			{Peer: "ulule", Rules: 1, Concurrency: headlineConc, PerSec: ulule, P99: 3 * time.Millisecond},
+			{Peer: "plain-lua", Rules: 1, Concurrency: headlineConc, PerSec: plain, P99: 3 * time.Millisecond},
+		}
+	}
+	inproc := func(sluiceNs, peerNs float64, allocs int64) []InProcessResult {
+		var out []InProcessResult
+		for _, m := range inprocModes {
+			out = append(out, InProcessResult{Peer: sluicePeer, Mode: m, NsPerOp: sluiceNs, AllocsPerOp: allocs},
+				InProcessResult{Peer: "x-time-rate", Mode: m, NsPerOp: peerNs})
+		}
+		return out
+	}
+	e2e := func(none, redis time.Duration) []E2ERun {
+		return []E2ERun{{Server: "none", Mode: "open", Rate: headlineRate, P99: none},
+			{Server: "redis", Mode: "open", Rate: headlineRate, P99: redis}}
+	}
+	tests := []struct {
+		name string
+		res  Results
+		row  func(*Results) headlineRow
+		want string
+	}{
+		{"coalesced at 1.6×", Results{Redis: redis(160, 100, 150, 0, time.Millisecond)}, coalescedThroughput, met},
+		{"coalesced at 1.4×", Results{Redis: redis(140, 100, 100, 0, time.Millisecond)}, coalescedThroughput, notMet},
+		{"coalesced behind ulule", Results{Redis: redis(160, 100, 170, 0, time.Millisecond)}, coalescedThroughput, notMet},
+		{"coalesced with a worse p99", Results{Redis: redis(160, 100, 150, 0, 4*time.Millisecond)}, coalescedThroughput, notMet},
+		{"coalesced not run", Results{}, coalescedThroughput, notMeasured},
+		{"uncoalesced ahead of plain Lua", Results{Redis: redis(200, 100, 100, 99, 0)}, uncoalescedThroughput, met},
+		{"uncoalesced behind plain Lua", Results{Redis: redis(200, 100, 100, 101, 0)}, uncoalescedThroughput, notMet},
+		{"memstore fast", Results{InProcess: inproc(99, 120, 0)}, memstoreSpeed, met},
+		{"memstore slow", Results{InProcess: inproc(101, 120, 0)}, memstoreSpeed, notMet},
+		{"memstore allocates", Results{InProcess: inproc(50, 120, 1)}, memstoreSpeed, notMet},
+		{"memstore ahead", Results{InProcess: inproc(50, 51, 0)}, memstoreLead, met},
+		{"memstore behind", Results{InProcess: inproc(50, 50, 0)}, memstoreLead, notMet},
+		{"memstore not run", Results{}, memstoreLead, notMeasured},
+		{"race exact", Results{Race: []RaceRow{{Peer: sluicePeer}}}, raceRow, met},
+		{"http under 1 ms", Results{E2E: e2e(time.Millisecond, 1900*time.Microsecond)},
+			func(r *Results) headlineRow { return httpAdded(r, headlineRate, "t") }, met},
+		{"http over 1 ms", Results{E2E: e2e(time.Millisecond, 2*time.Millisecond)},
+			func(r *Results) headlineRow { return httpAdded(r, headlineRate, "t") }, notMet},
+		{"http not run", Results{}, func(r *Results) headlineRow { return httpAdded(r, headlineRate, "t") }, notMeasured},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.row(&tt.res); got.verdict != tt.want {
+				t.Errorf("verdict %q, want %q (row %+v)", got.verdict, tt.want, got)
+			}
+		})
+	}
+	race := Results{Race: []RaceRow{{Peer: sluicePeer}}}
+	race.Race[0].Limit, race.Race[0].Admitted = 100, 101
+	if got := raceRow(&race).verdict; got != notMet {
+		t.Errorf("a sluice variant over-admitting: verdict %q, want %q", got, notMet)
+	}
+	if h := renderHeadline(&Results{}); strings.Contains(h, "| "+met+" |") {
+		t.Errorf("a run with no phases meets a target:\n%s", h)
+	}
+}
