@@ -59,7 +59,7 @@ type waiter struct {
 	// up and reused its hits for another request.
 	keys  []string
 	args  []any
-	short bool // the request takes the script's short form when alone
+	tb    bool // the request takes the script's token-bucket form when alone
 	err   error
 	state atomic.Int32
 	done  chan struct{}
@@ -80,7 +80,7 @@ type coalescer struct {
 }
 
 func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
-	w := &waiter{ctx: ctx, hits: hits, out: out, short: shortForm(hits), done: make(chan struct{}, 1)}
+	w := &waiter{ctx: ctx, hits: hits, out: out, tb: tbForm(hits), done: make(chan struct{}, 1)}
 	w.keys, w.args = c.s.appendRequest(nil, nil, hits)
 	c.mu.Lock()
 	if c.busy < lanes {
@@ -224,9 +224,9 @@ func (c *coalescer) send(batch []*waiter) error {
 	}
 	var keys []string
 	var cmd []any
-	short := len(batch) == 1 && batch[0].short
-	if short {
-		cmd = s.shortCommandOf(batch[0].keys[0], batch[0].args)
+	tb := len(batch) == 1 && batch[0].tb
+	if tb {
+		cmd = s.tbCommandOf(batch[0].keys, batch[0].args)
 	} else {
 		requests := make([][]any, len(batch))
 		for i, w := range batch {
@@ -241,9 +241,9 @@ func (c *coalescer) send(batch []*waiter) error {
 		return err
 	}
 	c.observe(c.clock().Sub(start))
-	if short {
+	if tb {
 		if w := batch[0]; w.state.CompareAndSwap(sent, delivered) {
-			w.err = decodeShort(reply, &w.hits[0], &w.out[0])
+			w.err = decodeTB(reply, w.hits, w.out)
 		}
 		return nil
 	}

@@ -193,8 +193,9 @@ func TestCoalescedBatchAfterScriptFlush(t *testing.T) {
 	if got := peek(t, s, sluice.Hit{Key: "k", Limit: sluice.PerHour(100)}).Remaining; got != 90 {
 		t.Fatalf("remaining %d, want 90", got)
 	}
-	if s.ScriptReloads() != 1 {
-		t.Fatalf("script reloads %d, want 1", s.ScriptReloads())
+	// Each call in flight when the script was missing reloads it once.
+	if n := s.ScriptReloads(); n < 1 || n > redisstore.Lanes {
+		t.Fatalf("script reloads %d, want 1 to %d (one per call in flight)", n, redisstore.Lanes)
 	}
 }
 

@@ -98,7 +98,7 @@ func randomHits(rng *rand.Rand, prefix string) []sluice.Hit {
 	n := 1 + rng.IntN(3)
 	force := rng.IntN(10) == 0
 	mix := ruleMix
-	if rng.IntN(4) == 0 { // token buckets only: the script's multi-rule fast path
+	if rng.IntN(4) == 0 { // token buckets only: the script's token-bucket form
 		mix = ruleMix[:2]
 	}
 	hits := make([]sluice.Hit, n)

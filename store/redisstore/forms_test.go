@@ -11,9 +11,9 @@ import (
 	"github.com/sluicehq/sluice/store/redisstore"
 )
 
-// argCounter is a go-redis hook recording the argument count of the last
-// script command.
-type argCounter struct{ last int }
+// argCounter is a go-redis hook recording the key and argument counts of
+// the last script command.
+type argCounter struct{ keys, args int }
 
 func (*argCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -21,8 +21,8 @@ func (a *argCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if n := cmd.Name(); n == "evalsha" || n == "eval" {
 			// evalsha, sha, numkeys, keys..., args...
-			numkeys := int(cmd.Args()[2].(int))
-			a.last = len(cmd.Args()) - 3 - numkeys
+			a.keys = cmd.Args()[2].(int)
+			a.args = len(cmd.Args()) - 3 - a.keys
 		}
 		return next(ctx, cmd)
 	}
@@ -32,10 +32,10 @@ func (*argCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return next
 }
 
-// TestOneTokenBucketHitTakesTheShortForm checks which requests take the
-// script's short form, three arguments, and that the others take the batch
-// form, uncoalesced and as a coalescer's lone call.
-func TestOneTokenBucketHitTakesTheShortForm(t *testing.T) {
+// TestTokenBucketRequestsTakeTheTokenBucketForm checks which requests take
+// the script's token-bucket form, three arguments per hit, and that the
+// others take the batch form, uncoalesced and as a coalescer's lone call.
+func TestTokenBucketRequestsTakeTheTokenBucketForm(t *testing.T) {
 	srv := redistest.Start(t)
 	tb := sluice.Hit{Key: "tb", Limit: sluice.PerMinute(5), Cost: 1}
 	shadow, forced, window := tb, tb, tb
@@ -43,15 +43,17 @@ func TestOneTokenBucketHitTakesTheShortForm(t *testing.T) {
 	forced.Force = true
 	window.Key, window.Algorithm = "sw", sluice.SlidingWindow
 	tests := []struct {
-		name  string
-		hits  []sluice.Hit
-		short bool
+		name   string
+		hits   []sluice.Hit
+		tbForm bool
 	}{
 		{"one token bucket", []sluice.Hit{tb}, true},
 		{"one shadow token bucket", []sluice.Hit{shadow}, true},
 		{"one forced token bucket", []sluice.Hit{forced}, false},
 		{"one sliding window", []sluice.Hit{window}, false},
-		{"two token buckets", []sluice.Hit{tb, {Key: "tb2", Limit: sluice.PerMinute(5), Cost: 1}}, false},
+		{"two token buckets", []sluice.Hit{tb, {Key: "tb2", Limit: sluice.PerMinute(5), Cost: 1}}, true},
+		{"two token buckets, one shadow", []sluice.Hit{tb, {Key: "tb2", Limit: sluice.PerMinute(5), Cost: 1, Shadow: true}}, false},
+		{"a token bucket and a window", []sluice.Hit{tb, window}, false},
 	}
 	for _, coalesce := range []int{0, 8} {
 		for _, tt := range tests {
@@ -71,8 +73,8 @@ func TestOneTokenBucketHitTakesTheShortForm(t *testing.T) {
 				if !out[0].Allowed || out[0].Remaining != 4 {
 					t.Fatalf("result %+v, want allowed with 4 remaining", out[0])
 				}
-				if short := count.last == 3; short != tt.short || count.last == 0 {
-					t.Fatalf("%d script arguments, want the short form: %v", count.last, tt.short)
+				if tbForm := count.args == 3*count.keys; tbForm != tt.tbForm || count.keys != len(hits) {
+					t.Fatalf("%d keys, %d script arguments; want the token-bucket form: %v", count.keys, count.args, tt.tbForm)
 				}
 			})
 		}

@@ -15,11 +15,32 @@ func BenchmarkKey(b *testing.B) {
 	}
 }
 
-func BenchmarkAppendRequest(b *testing.B) {
-	s := &Store{keys: newKeyer(defaultPrefix, []byte("bench secret"))}
-	hits := []sluice.Hit{{Key: "6:per-ip2:ip198.51.100.77", Limit: sluice.PerSecond(10), Cost: 1}}
-	b.ReportAllocs()
-	for b.Loop() {
-		_, _ = s.appendRequest(nil, []any{s.clockArg(), 1, len(hits)}, hits)
+// BenchmarkCommand measures building a script command: keys, arguments,
+// the slice go-redis sends. One and four token buckets take the
+// token-bucket form; four sliding windows, the batch form.
+func BenchmarkCommand(b *testing.B) {
+	s := &Store{keys: newKeyer(defaultPrefix, []byte("bench secret")), sha: takeSHA}
+	hit := sluice.Hit{Key: "6:per-ip2:ip198.51.100.77", Limit: sluice.PerSecond(10), Cost: 1}
+	window := hit
+	window.Algorithm = sluice.SlidingWindow
+	for _, bc := range []struct {
+		name string
+		hits []sluice.Hit
+	}{
+		{"token bucket", []sluice.Hit{hit}},
+		{"4 token buckets", []sluice.Hit{hit, hit, hit, hit}},
+		{"4 sliding windows", []sluice.Hit{window, window, window, window}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if tbForm(bc.hits) {
+					_ = s.tbCommand(bc.hits)
+				} else {
+					keys, args := s.appendRequest(nil, nil, bc.hits)
+					_ = s.batchCommand(keys, [][]any{args})
+				}
+			}
+		})
 	}
 }

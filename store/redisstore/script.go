@@ -35,22 +35,69 @@ func (s *Store) clockArg() string {
 	return ""
 }
 
-// shortForm reports whether a request of hits takes the script's short
-// form (see take.lua): one unforced token-bucket hit, the most common
-// request. A single hit's shadow flag changes nothing, as it cannot refuse
-// the request for another.
-func shortForm(hits []sluice.Hit) bool {
-	return len(hits) == 1 && hits[0].Algorithm == sluice.TokenBucket && !hits[0].Force
+// maxTBHits bounds the hits of a request in the token-bucket form: the
+// script unpacks their keys onto Lua's stack.
+const maxTBHits = 100
+
+// tbForm reports whether a request of hits takes the script's token-bucket
+// form (see take.lua), the most common request: every hit a token bucket,
+// none forced, and none shadow unless it is alone (a single hit's shadow
+// flag changes nothing, as it cannot refuse the request for another).
+func tbForm(hits []sluice.Hit) bool {
+	if len(hits) == 0 || len(hits) > maxTBHits {
+		return false
+	}
+	for i := range hits {
+		if h := &hits[i]; h.Algorithm != sluice.TokenBucket || h.Force || (h.Shadow && len(hits) > 1) {
+			return false
+		}
+	}
+	return true
 }
 
-// shortCommand returns the command deciding a hit of cost on the bucket at
-// key, of capacity with emission interval µs, in the short form: three
-// arguments, and the test clock when there is one.
-func (s *Store) shortCommand(key string, interval, capacity, cost any) []any {
-	if s.now != nil {
-		return []any{"evalsha", s.sha, 1, key, interval, capacity, cost, s.now()}
+// tbCommand returns the command deciding hits in the token-bucket form:
+// three arguments per hit, and the test clock when there is one.
+func (s *Store) tbCommand(hits []sluice.Hit) []any {
+	if len(hits) == 1 { // the commonest call, in one allocation
+		h := &hits[0]
+		if s.now == nil {
+			return []any{"evalsha", s.sha, 1, s.keys.key(h), h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost}
+		}
+		return []any{"evalsha", s.sha, 1, s.keys.key(h), h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost, s.now()}
 	}
-	return []any{"evalsha", s.sha, 1, key, interval, capacity, cost}
+	cmd := make([]any, 0, 4+4*len(hits))
+	cmd = append(cmd, "evalsha", s.sha, len(hits))
+	for i := range hits {
+		cmd = append(cmd, s.keys.key(&hits[i]))
+	}
+	for i := range hits {
+		h := &hits[i]
+		cmd = append(cmd, h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost)
+	}
+	return s.appendClock(cmd)
+}
+
+// tbCommandOf is tbCommand for a request given by its keys and its
+// arguments from appendRequest.
+func (s *Store) tbCommandOf(keys []string, args []any) []any {
+	cmd := make([]any, 0, 4+4*len(keys))
+	cmd = append(cmd, "evalsha", s.sha, len(keys))
+	for _, k := range keys {
+		cmd = append(cmd, k)
+	}
+	for a := args; len(a) >= hitArgs; a = a[hitArgs:] {
+		cmd = append(cmd, a[3], a[2], a[4]) // interval, capacity, cost
+	}
+	return s.appendClock(cmd)
+}
+
+// appendClock appends the token-bucket form's last argument, the test
+// clock, when there is one.
+func (s *Store) appendClock(cmd []any) []any {
+	if s.now != nil {
+		cmd = append(cmd, s.now())
+	}
+	return cmd
 }
 
 // batchCommand returns the command deciding requests in the batch form,
@@ -98,12 +145,6 @@ func (s *Store) appendRequest(keys []string, args []any, hits []sluice.Hit) ([]s
 	return keys, args
 }
 
-// shortCommandOf returns the short-form command of a request whose one hit
-// has the bucket key and the arguments a from appendRequest.
-func (s *Store) shortCommandOf(key string, a []any) []any {
-	return s.shortCommand(key, a[3], a[2], a[4])
-}
-
 // run sends a script command and returns the reply. If Redis lost the
 // script (NOSCRIPT: restart, failover, SCRIPT FLUSH) it sends the source
 // once: Redis did not run the script, so this cannot consume twice.
@@ -124,27 +165,55 @@ func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 	return reply, err
 }
 
-// decodeShort fills r from the reply of the script's short form for hit h:
-// the bucket's reset-after before the decision, negative (minus one) if the
-// hit did not pass. algo.TokenBucket works out the rest at time 0, which
-// gives what the script would have at its own time, since a token bucket's
-// decision depends on the arrival time relative to now alone.
-func decodeShort(reply any, h *sluice.Hit, r *sluice.Result) error {
-	v, ok := reply.(int64)
-	if !ok {
+// decodeTB fills out from the reply of the script's token-bucket form for
+// hits: per hit, the bucket's reset-after before its decision, negative
+// (minus one) if it did not pass; the request was admitted if every hit
+// passed.
+func decodeTB(reply any, hits []sluice.Hit, out []sluice.Result) error {
+	if len(hits) == 1 {
+		v, ok := reply.(int64)
+		if !ok {
+			return badReply(reply)
+		}
+		return decodeTBHit(v, v >= 0, &hits[0], &out[0])
+	}
+	vals, ok := reply.([]any)
+	if !ok || len(vals) != len(hits) {
 		return badReply(reply)
 	}
-	passed := v >= 0
-	if !passed {
-		v = -1 - v
+	admitted := true
+	for _, v := range vals {
+		n, ok := v.(int64)
+		if !ok {
+			return badReply(reply)
+		}
+		admitted = admitted && n >= 0
 	}
-	o, _ := algo.TokenBucket(0, v, h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost, false)
+	for i, v := range vals {
+		if err := decodeTBHit(v.(int64), admitted, &hits[i], &out[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeTBHit fills r for hit h from its integer v in the token-bucket
+// form's reply, in a request admitted or not. algo.TokenBucket works out
+// the rest at time 0, which gives what the script would have at its own
+// time, as a token bucket's decision depends on the arrival time relative
+// to now alone.
+func decodeTBHit(v int64, admitted bool, h *sluice.Hit, r *sluice.Result) error {
+	passed, reset := v >= 0, v
+	if !passed {
+		reset = -1 - v
+	}
+	o, _ := algo.TokenBucket(0, reset, h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost, false)
 	if o.Allowed != passed {
 		// Go and Lua disagree: a bug, or a script of another version.
 		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable, Ambiguous: true,
-			Err: fmt.Errorf("script reply %d disagrees with the decision it implies", reply)}
+			Err: fmt.Errorf("script reply %d disagrees with the decision it implies", v)}
 	}
-	o.Result(r, h.Limit, passed)
+	o.Result(r, h.Limit, admitted) // admitted: every hit passed and consumed
 	return nil
 }
 

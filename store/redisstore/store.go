@@ -111,13 +111,12 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if s.coalesce != nil {
 		return s.coalesce.take(ctx, hits, out)
 	}
-	if shortForm(hits) {
-		h := &hits[0]
-		reply, err := s.call(ctx, s.shortCommand(s.keys.key(h), h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost))
+	if tbForm(hits) {
+		reply, err := s.call(ctx, s.tbCommand(hits))
 		if err != nil {
 			return err
 		}
-		return decodeShort(reply, h, &out[0])
+		return decodeTB(reply, hits, out)
 	}
 	keys, args := s.appendRequest(nil, nil, hits)
 	reply, err := s.call(ctx, s.batchCommand(keys, [][]any{args}))

@@ -16,17 +16,22 @@
 -- Returns five integers per hit: allowed (0/1), unsatisfiable (0/1),
 -- remaining, reset-after µs, retry-after µs.
 --
--- Short form, for the most common call, one request of one unforced
--- token-bucket hit (a single hit's shadow flag changes nothing: it cannot
--- refuse the request for another):
--- KEYS[1]  its bucket
--- ARGV[1..3] its emission interval µs, limit (capacity) and cost
--- ARGV[4]  absent to use the server clock, or a test clock in µs
--- Returns one integer, the bucket's reset-after µs before the decision
--- (max(tat - now, 0)) if the hit passed, or -1 minus it if not. Every
--- other field of the result follows from it and the arguments, as a token
--- bucket's decision depends on tat - now alone: the caller works them out
--- with internal/algo.TokenBucket(0, reset-after, ...).
+-- Token-bucket form, for the most common calls: one request whose hits are
+-- all token buckets, none forced, none shadow unless it is alone (a single
+-- hit's shadow flag changes nothing: it cannot refuse the request for
+-- another). For n hits:
+-- KEYS[i]  the bucket of hit i
+-- ARGV[3i-2 .. 3i] its emission interval µs, limit (capacity) and cost
+-- ARGV[3n+1] absent to use the server clock, or a test clock in µs
+-- Returns one integer per hit (a bare integer for one hit, else an array):
+-- the bucket's reset-after µs before the hit's decision (max(tat - now, 0),
+-- tat as the earlier hits of the request left it), or -1 minus it if the
+-- hit did not pass. The request is admitted when every hit passed. Every
+-- other field of a result follows from its integer, its arguments and
+-- whether the request was admitted, as a token bucket's decision depends
+-- on tat - now alone: the caller works them out with
+-- internal/algo.TokenBucket(0, reset-after, ...). The batch form has at
+-- least 2 + 7n arguments, more than this form's 3n + 1.
 --
 -- Arithmetic is integer microseconds kept below 2^53, so Lua's doubles are
 -- exact; every function mirrors its twin in internal/algo line for line.
@@ -40,37 +45,78 @@
 -- over 10k keys). Stale state reads as empty anyway.
 local MINPX = 1000
 
--- The short form comes first and returns before anything else is created:
--- a script call's cost is mostly Lua work and argument and reply handling,
--- not Redis commands. The batch form always has at least nine arguments.
-if #ARGV <= 4 then
-  local now, pad
-  if ARGV[4] then
-    now, pad = tonumber(ARGV[4]), 600000000 -- a test clock: see below
+-- The token-bucket form comes first and returns before anything else is
+-- created: a script call's cost is mostly Lua work and argument and reply
+-- handling, not Redis commands.
+local n = #KEYS
+if #ARGV <= 3 * n + 1 then
+  local now, pad = 0, 0
+  if #ARGV > 3 * n then
+    now, pad = tonumber(ARGV[3 * n + 1]), 600000000 -- a test clock: see below
   else
     local t = redis.call('TIME')
-    now, pad = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
+    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
-  local interval, capacity, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-  local v = redis.call('GET', KEYS[1]) -- raises WRONGTYPE itself
-  local tat = 0
-  if v then
-    tat = tonumber(v)
-    if tat == nil or tat < 0 or tat ~= math.floor(tat) then
-      return redis.error_reply('SLUICECORRUPT key 1 does not hold a sluice state')
+  local vals
+  if n == 1 then
+    vals = {redis.call('GET', KEYS[1])} -- GET raises WRONGTYPE itself
+  else
+    -- MGET answers false for a key of another type too, so the missing
+    -- ones are checked with one EXISTS.
+    vals = redis.call('MGET', unpack(KEYS, 1, n))
+    local missing = {}
+    for i = 1, n do
+      if not vals[i] then missing[#missing + 1] = KEYS[i] end
+    end
+    if #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then
+      return redis.error_reply('WRONGTYPE a bucket key holds another type')
     end
   end
-  -- gcra below, for an unforced hit. A cost above the capacity fails the
-  -- second test too (the product need not be exact to exceed it).
-  local base = tat
-  if base < now then base = now end
-  local reset = base - now
-  local nxt = base + cost * interval
-  if nxt - now > capacity * interval then return -1 - reset end
-  if nxt ~= tat and nxt > now then
-    redis.call('SET', KEYS[1], string.format('%d', nxt), 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now + pad) / 1000))))
+  -- Read every key, deciding hit after hit against the tentative states;
+  -- write only if every hit passed. gcra below, for unforced hits: a cost
+  -- above the capacity fails the test too (the product need not be exact
+  -- to exceed it).
+  local tats, orig, reply = {}, {}, {}
+  local admitted = true
+  for i = 1, n do
+    local k = KEYS[i]
+    local tat = tats[k]
+    if tat == nil then
+      tat = 0
+      local v = vals[i]
+      if v then
+        tat = tonumber(v)
+        if tat == nil or tat < 0 or tat ~= math.floor(tat) then
+          return redis.error_reply('SLUICECORRUPT key ' .. i .. ' does not hold a sluice state')
+        end
+      end
+      orig[k] = tat
+    end
+    local a = 3 * i
+    local interval = tonumber(ARGV[a - 2])
+    local base = tat
+    if base < now then base = now end
+    local nxt = base + tonumber(ARGV[a]) * interval
+    if nxt - now > tonumber(ARGV[a - 1]) * interval then
+      reply[i] = -1 - (base - now)
+      admitted = false
+    else
+      reply[i] = base - now
+      tats[k] = nxt
+    end
   end
-  return reset
+  if admitted then
+    for i = 1, n do
+      local k = KEYS[i]
+      local tat = tats[k]
+      if tat ~= orig[k] and tat > now then
+        redis.call('SET', k, string.format('%d', tat), 'PX', string.format('%d', math.max(MINPX, math.ceil((tat - now + pad) / 1000))))
+        orig[k] = tat
+      end
+    end
+  end
+  if n == 1 then return reply[1] end
+  return reply
 end
 
 local now
@@ -125,80 +171,6 @@ local function readtat(i, v)
     return nil, redis.error_reply('SLUICECORRUPT key ' .. i .. ' does not hold a sluice state')
   end
   return tat
-end
-
--- Fast path: one request whose hits are all token buckets (one rule, or
--- several of one request: the common calls). It is the general path below,
--- specialised: read every key, decide in order against tentative states,
--- write only if admitted (or forced); and it returns before the general
--- path's functions and tables are created, as a script call's cost is
--- mostly Lua work, not Redis commands.
-if ARGV[2] == '1' and tonumber(ARGV[3]) <= 500 then -- (unpack below takes at most 500 keys)
-  local n = tonumber(ARGV[3])
-  local alltb = true
-  for i = 1, n do
-    if ARGV[4 + (i - 1) * 6] ~= '0' then alltb = false break end
-  end
-  if alltb then
-    local tats, orig = {}, {}
-    if n == 1 then
-      -- GET raises WRONGTYPE itself, before anything is written.
-      local tat, err = readtat(1, redis.call('GET', KEYS[1]))
-      if tat == nil then return err end
-      orig[KEYS[1]], tats[KEYS[1]] = tat, tat
-    else
-      -- One MGET for every bucket. MGET answers false for a key of
-      -- another type too, so the missing ones are checked with one EXISTS.
-      local vals = redis.call('MGET', unpack(KEYS, 1, n))
-      local missing = {}
-      for i = 1, n do
-        local k = KEYS[i]
-        local tat, err = readtat(i, vals[i])
-        if tat == nil then return err end
-        if not vals[i] and orig[k] == nil then missing[#missing + 1] = k end
-        orig[k], tats[k] = tat, tat
-      end
-      if #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then
-        return redis.error_reply('WRONGTYPE a bucket key holds another type')
-      end
-    end
-    local admitted = true
-    local res = {}
-    for i = 1, n do
-      local a = 4 + (i - 1) * 6
-      local flags = tonumber(ARGV[a + 5])
-      local shadow, force = flags % 2 == 1, flags >= 2
-      local k = KEYS[i]
-      local interval = tonumber(ARGV[a + 3])
-      local allowed, unsat, slack, reset, retry, nxt, slackif, resetif =
-        gcra(tats[k], interval, tonumber(ARGV[a + 2]), tonumber(ARGV[a + 4]), force)
-      local r = {allowed, unsat, slack, reset, retry, slackif, resetif, interval, force}
-      if nxt then tats[k] = nxt end
-      if allowed == 0 and not shadow and not force then admitted = false end
-      res[i] = r
-    end
-    if admitted then
-      for i = 1, n do
-        local k = KEYS[i]
-        local tat = tats[k]
-        if tat ~= orig[k] and tat > now then
-          redis.call('SET', k, string.format('%d', tat), 'PX', pexpire(tat - now))
-          orig[k] = tat
-        end
-      end
-    end
-    local reply = {}
-    for i = 1, n do
-      local r = res[i]
-      local slack, reset = r[3], r[4]
-      if r[9] or (admitted and r[1] == 1) then slack, reset = r[6], r[7] end
-      local rem = 0
-      if slack > 0 then rem = math.floor(slack / r[8]) end
-      local j = (i - 1) * 5
-      reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5] = r[1], r[2], rem, reset, r[5]
-    end
-    return reply
-  end
 end
 
 local TB, SW, FW, SL = 0, 1, 2, 3
