@@ -205,6 +205,15 @@ func (c config) wants(peer string) bool { return len(c.peers) == 0 || slices.Con
 
 func run(ctx context.Context, cfg config) error {
 	quiet = cfg.quiet
+	if cfg.publish {
+		// Found now, not after minutes of measuring: run from bench/, or
+		// name the files.
+		for _, path := range []string{cfg.benchmarks, cfg.readme} {
+			if _, err := os.Stat(path); err != nil {
+				return fmt.Errorf("-publish: %w (run the tool in bench/, or set -benchmarks and -readme)", err)
+			}
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	t0 := time.Now()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMain lets the end-to-end phase re-execute the test binary as its
@@ -37,15 +38,19 @@ func needRedis(t *testing.T) {
 func TestRunEveryPhase(t *testing.T) {
 	needRedis(t)
 	dir := t.TempDir()
-	bm := filepath.Join(dir, "BENCHMARKS.md")
-	if err := os.WriteFile(bm, []byte("# Title\n\nhand-written\n\n"+beginMarker+"\nold\n"+endMarker+"\n\ntail\n"), 0o644); err != nil {
+	bm, readme := filepath.Join(dir, "BENCHMARKS.md"), filepath.Join(dir, "README.md")
+	headline := headlineBegin + "\nold headline\n" + headlineEnd
+	if err := os.WriteFile(bm, []byte("# Title\n\n"+headline+"\n\nhand-written\n\n"+beginMarker+"\nold\n"+endMarker+"\n\ntail\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(readme, []byte("# README\n\n"+headline+"\n\nmore\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := parseFlags(flag.NewFlagSet("load", flag.ContinueOnError), []string{
 		"-q", "-rounds", "2", "-conc", "1,2", "-duration", "150ms", "-warmup", "50ms", "-multi-duration", "100ms",
 		"-benchtime", "200x", "-race-instances", "2", "-race-goroutines", "2", "-race-attempts", "150",
 		"-e2e-rate", "300", "-e2e-duration", "200ms", "-e2e-conc", "2", "-e2e-workers", "4", "-keys", "100",
-		"-out", filepath.Join(dir, "results"), "-publish", "-report", filepath.Join(dir, "report"), "-benchmarks", bm,
+		"-out", filepath.Join(dir, "results"), "-publish", "-report", filepath.Join(dir, "report"), "-benchmarks", bm, "-readme", readme,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -108,9 +113,39 @@ func TestRunEveryPhase(t *testing.T) {
 	}
 	got, _ := os.ReadFile(bm)
 	s := string(got)
-	if !strings.HasPrefix(s, "# Title\n\nhand-written\n\n"+beginMarker) || !strings.HasSuffix(s, endMarker+"\n\ntail\n") ||
-		strings.Contains(s, "\nold\n") || !strings.Contains(s, "(report/redis.svg)") {
+	if !strings.HasPrefix(s, "# Title\n\n"+headlineBegin) || !strings.Contains(s, headlineEnd+"\n\nhand-written\n\n"+beginMarker) ||
+		!strings.HasSuffix(s, endMarker+"\n\ntail\n") ||
+		strings.Contains(s, "\nold\n") || strings.Contains(s, "old headline") || !strings.Contains(s, "(report/redis.svg)") {
 		t.Errorf("BENCHMARKS.md not spliced as expected:\n%s", s)
+	}
+	want := renderHeadline(&res)
+	for _, path := range []string{bm, readme} {
+		text, _ := os.ReadFile(path)
+		if h, ok := generatedSection(string(text), headlineBegin, headlineEnd); !ok || h != want {
+			t.Errorf("%s: headline %q, want %q", path, h, want)
+		}
+	}
+	if text, _ := os.ReadFile(readme); !strings.HasPrefix(string(text), "# README\n\n") || !strings.HasSuffix(string(text), headlineEnd+"\n\nmore\n") {
+		t.Errorf("README.md not spliced as expected:\n%s", text)
+	}
+}
+
+func TestPublishNeedsItsFiles(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := parseFlags(flag.NewFlagSet("load", flag.ContinueOnError), []string{"-q", "-publish",
+		"-benchmarks", filepath.Join(dir, "BENCHMARKS.md"), "-readme", filepath.Join(dir, "README.md")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "-publish") {
+		t.Fatalf("run with -publish and no files to publish into: %v, want an error naming -publish", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the error came after %v: it must come before measuring", d)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("files created: %v", entries)
 	}
 }
 
