@@ -57,20 +57,36 @@ if #ARGV <= 3 * n + 1 then
     local t = redis.call('TIME')
     now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
-  local vals
   if n == 1 then
-    vals = {redis.call('GET', KEYS[1])} -- GET raises WRONGTYPE itself
-  else
-    -- MGET answers false for a key of another type too, so the missing
-    -- ones are checked with one EXISTS.
-    vals = redis.call('MGET', unpack(KEYS, 1, n))
-    local missing = {}
-    for i = 1, n do
-      if not vals[i] then missing[#missing + 1] = KEYS[i] end
+    -- One hit, the commonest call: the loop below without its tables (they
+    -- cost a one-hit call about 6 % more Redis CPU).
+    local v = redis.call('GET', KEYS[1]) -- raises WRONGTYPE itself
+    local tat = 0
+    if v then
+      tat = tonumber(v)
+      if tat == nil or tat < 0 or tat ~= math.floor(tat) then
+        return redis.error_reply('SLUICECORRUPT key 1 does not hold a sluice state')
+      end
     end
-    if #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then
-      return redis.error_reply('WRONGTYPE a bucket key holds another type')
+    local interval = tonumber(ARGV[1])
+    local base = tat
+    if base < now then base = now end
+    local nxt = base + tonumber(ARGV[3]) * interval
+    if nxt - now > tonumber(ARGV[2]) * interval then return -1 - (base - now) end
+    if nxt ~= tat and nxt > now then
+      redis.call('SET', KEYS[1], string.format('%d', nxt), 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now + pad) / 1000))))
     end
+    return base - now
+  end
+  -- MGET answers false for a key of another type too, so the missing ones
+  -- are checked with one EXISTS.
+  local vals = redis.call('MGET', unpack(KEYS, 1, n))
+  local missing = {}
+  for i = 1, n do
+    if not vals[i] then missing[#missing + 1] = KEYS[i] end
+  end
+  if #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then
+    return redis.error_reply('WRONGTYPE a bucket key holds another type')
   end
   -- Read every key, deciding hit after hit against the tentative states;
   -- write only if every hit passed. gcra below, for unforced hits: a cost
@@ -115,7 +131,6 @@ if #ARGV <= 3 * n + 1 then
       end
     end
   end
-  if n == 1 then return reply[1] end
   return reply
 end
 
