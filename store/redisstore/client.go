@@ -12,7 +12,9 @@ import (
 // Client is what the store needs of a go-redis client. A *redis.Client
 // from [redis.NewClient] or [redis.NewFailoverClient] fits. The store sends
 // its script commands with Process, built whole, so they pass through the
-// client's hooks like any other command.
+// client's hooks like any other command. To observe or alter them, add a
+// hook ([redis.Client.AddHook]): a wrapper type that overrides EvalSha
+// would never see them.
 type Client interface {
 	redis.Scripter
 	Process(ctx context.Context, cmd redis.Cmder) error

@@ -14,7 +14,8 @@ import (
 // Coalescing. While lanes script calls are in flight, further Take calls
 // queue; when one returns, the next call carries up to Config.Coalesce of
 // them, each decided atomically on its own by the script (as if each had
-// its own call, in queue order). Nothing waits on a timer: a store with a
+// its own call, in queue order within the batch; the calls in flight on
+// the two lanes run in either order, as concurrent calls do). Nothing waits on a timer: a store with a
 // free lane sends a lone call at once, so coalescing adds no latency when
 // there is nothing to coalesce.
 //
@@ -293,7 +294,9 @@ func (c *coalescer) estimate() time.Duration { return time.Duration(c.rtt.Load()
 // later calls bring it back: a lone call with a free lane is sent whatever
 // its budget, so the estimate keeps being renewed. Failed calls are not
 // folded in: a Redis that times out must reach the breaker, not turn
-// callers away here.
+// callers away here. With two lanes, a round trip may include waiting
+// behind the other lane's script in Redis, so the estimate errs long by up
+// to one script's run, tens of microseconds.
 func (c *coalescer) observe(d time.Duration) {
 	for {
 		old := c.rtt.Load()

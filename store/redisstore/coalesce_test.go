@@ -288,18 +288,21 @@ func (c *gatedClient) Process(ctx context.Context, cmd redis.Cmder) error {
 
 // A coalescing store sends a call at once while fewer than Lanes calls
 // are in flight, and queues it otherwise; when a call returns, its lane
-// carries what queued.
+// carries what queued: several requests in the batch form, a lone one in
+// the token-bucket form.
 func TestCoalescerKeepsLanesCallsInFlight(t *testing.T) {
 	srv := redistest.Start(t)
-	gc := &gatedClient{Client: newClient(t, srv.Addr), clock: storetest.NewClock(time.Now()),
+	rc := newClient(t, srv.Addr)
+	forms := &formRecorder{byKey: map[string]int{}}
+	rc.AddHook(forms)
+	gc := &gatedClient{Client: rc, clock: storetest.NewClock(time.Now()),
 		entered: make(chan struct{}, 8), release: make(chan struct{}, 8)}
 	s := newStoreWith(t, gc, nil, redisstore.Config{Coalesce: 8, StartupCheckTimeout: -1})
 	t.Cleanup(func() { close(gc.release) })
+	hit := func(key string) []sluice.Hit { return []sluice.Hit{{Key: key, Limit: sluice.PerHour(10), Cost: 1}} }
 	take := func(key string) <-chan error {
 		errc := make(chan error, 1)
-		go func() {
-			errc <- s.Take(context.Background(), []sluice.Hit{{Key: key, Limit: sluice.PerHour(10), Cost: 1}}, make([]sluice.Result, 1))
-		}()
+		go func() { errc <- s.Take(context.Background(), hit(key), make([]sluice.Result, 1)) }()
 		return errc
 	}
 	var calls []<-chan error
@@ -316,7 +319,8 @@ func TestCoalescerKeepsLanesCallsInFlight(t *testing.T) {
 	}
 	calls[0] = take("sent again")
 	recv(t, gc.entered, "a call with the lane freed")
-	queued := []<-chan error{take("queued 0"), take("queued 1")}
+
+	calls = append(calls, take("queued 0"), take("queued 1"))
 	waitQueued(t, s, 2)
 	select {
 	case <-gc.entered:
@@ -328,14 +332,55 @@ func TestCoalescerKeepsLanesCallsInFlight(t *testing.T) {
 	if q := redisstore.Queued(s); q != 0 {
 		t.Fatalf("%d calls still queued after a lane freed", q)
 	}
+
+	calls = append(calls, take("queued alone"))
+	waitQueued(t, s, 1)
+	gc.release <- struct{}{} // its lane carries the lone queued call
+	recv(t, gc.entered, "the lone queued call")
 	for range redisstore.Lanes {
 		gc.release <- struct{}{}
 	}
-	for _, c := range append(calls, queued...) {
+	for _, c := range calls {
 		if err := recv(t, c, "a call"); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// Token-bucket form: 3 arguments for its one key; batch form: more.
+	for key, want := range map[string]bool{"queued 0": false, "queued alone": true} {
+		if args := forms.args(redisstore.KeyOf(s, hit(key)[0])); (args == 3) != want {
+			t.Errorf("%s: sent with %d script arguments, want the token-bucket form: %v", key, args, want)
+		}
+	}
+}
+
+// formRecorder is a go-redis hook recording, by its first key, the
+// argument count of each script command.
+type formRecorder struct {
+	mu    sync.Mutex
+	byKey map[string]int
+}
+
+func (*formRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *formRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); cmd.Name() == "evalsha" && len(a) > 3 {
+			f.mu.Lock()
+			f.byKey[a[3].(string)] = len(a) - 3 - a[2].(int)
+			f.mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (*formRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (f *formRecorder) args(key string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.byKey[key]
 }
 
 // ceiling bounds every wait of these tests: only a hang reaches it.

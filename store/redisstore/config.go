@@ -39,7 +39,7 @@ type Config struct {
 	// Coalesce, when above 1, lets up to that many concurrent Take calls
 	// share one script call: while two calls are in flight, further calls
 	// queue, and the next call carries them, each decided atomically on its
-	// own, in order. There is no timer: a lone call on a store with fewer
+	// own, in queue order. There is no timer: a lone call on a store with fewer
 	// than two calls in flight goes at once. A batch runs until its
 	// earliest member's deadline; a member that gives up gets an error
 	// (ambiguous once its batch was sent) without cancelling the others.

@@ -47,6 +47,16 @@ func classify(op string, err error) error {
 // writes nothing before its last step, and fails before it.
 func classifyReply(msg string) error {
 	code, _, _ := strings.Cut(msg, " ")
+	if code == "ERR" && strings.HasPrefix(msg, "ERR Error running script") {
+		// Redis 6 wraps an error a command raised inside a script:
+		// "ERR Error running script (call to f_…): @user_script:63:
+		// WRONGTYPE Operation against …". Redis 7 passes it on as it is.
+		if _, inner, ok := strings.Cut(msg, ": @user_script:"); ok {
+			if _, inner, ok = strings.Cut(inner, ": "); ok {
+				code, _, _ = strings.Cut(inner, " ")
+			}
+		}
+	}
 	switch code {
 	case "WRONGTYPE", "SLUICECORRUPT":
 		return sluice.ErrCorruptState

@@ -157,7 +157,8 @@ func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 		if s.events != nil {
 			s.events.ScriptReloaded(s.endpoint)
 		}
-		cmd[0], cmd[1] = "eval", takeSource
+		// A fresh slice: a hook may keep the first command.
+		cmd = append([]any{"eval", takeSource}, cmd[2:]...)
 		c = redis.NewCmd(ctx, cmd...)
 		_ = s.client.Process(ctx, c)
 		reply, err = c.Result()

@@ -126,7 +126,7 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	return decode(reply, hits, out)
 }
 
-// call runs a script command (see shortCommand and batchCommand) through
+// call runs a script command (see tbCommand and batchCommand) through
 // the circuit breaker and classifies its error.
 func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
 	probe := false

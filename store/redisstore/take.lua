@@ -31,7 +31,7 @@
 -- whether the request was admitted, as a token bucket's decision depends
 -- on tat - now alone: the caller works them out with
 -- internal/algo.TokenBucket(0, reset-after, ...). The batch form has at
--- least 2 + 7n arguments, more than this form's 3n + 1.
+-- least 3 + 6n arguments (one request), more than this form's 3n + 1.
 --
 -- Arithmetic is integer microseconds kept below 2^53, so Lua's doubles are
 -- exact; every function mirrors its twin in internal/algo line for line.
@@ -42,7 +42,9 @@
 -- milliseconds, keys would otherwise expire between a client's requests and
 -- be created anew each time, and Redis's expiry cycle would delay every
 -- client (measured: p99 2.3 ms against 1.8 ms, redis-benchmark, 64 clients
--- over 10k keys). Stale state reads as empty anyway.
+-- over 10k keys). Stale state reads as empty anyway (a sliding window's
+-- index recovery relies on MINPX spanning fewer than 500,000 periods: see
+-- parse).
 local MINPX = 1000
 
 -- The token-bucket form comes first and returns before anything else is
@@ -155,8 +157,8 @@ end
 -- tat (0 when never used), as internal/algo.TokenBucket does. It returns
 -- allowed and unsat (0/1), slack and reset (if nothing is consumed),
 -- retry, and, when the hit consumes (allowed or forced), the arrival time
--- to keep and the slack and reset after it (nil otherwise). One function
--- for the fast path and the general path alike.
+-- to keep and the slack and reset after it (nil otherwise). The
+-- token-bucket form above inlines it for unforced hits.
 local function gcra(tat, interval, capacity, cost, force)
   local base = tat
   if base < now then base = now end
@@ -175,17 +177,6 @@ local function gcra(tat, interval, capacity, cost, force)
   end
   nxt = math.max(math.min(nxt, now + 2 * tau), tat)
   return allowed, unsat, slack, reset, retry, nxt, now + tau - nxt, nxt - now
-end
-
--- readtat parses a token bucket's stored value v (false when missing) for
--- key i, or returns nil and an error reply.
-local function readtat(i, v)
-  if not v then return 0 end
-  local tat = tonumber(v)
-  if tat == nil or tat < 0 or tat ~= math.floor(tat) then
-    return nil, redis.error_reply('SLUICECORRUPT key ' .. i .. ' does not hold a sluice state')
-  end
-  return tat
 end
 
 local TB, SW, FW, SL = 0, 1, 2, 3
@@ -225,7 +216,9 @@ local function parse(i, v, alg, period)
     -- Decimal digits [window index mod 10^6][prev, 6 digits][cur, 6
     -- digits], an int-encoded string (see packsliding). The window index
     -- is recovered from the clock: only the current and previous windows
-    -- matter, and a bucket expires two windows after its last write.
+    -- matter, and a bucket expires two windows after its last write, or
+    -- MINPX after it: at most 1000 windows of the shortest period, 1 ms,
+    -- far fewer than the WINDOWMOD / 2 the recovery tells apart.
     if not string.match(v, '^%d+$') or #v > 18 then return nil, corrupt(i) end
     local cur = tonumber(string.sub(v, -6))
     local prev = tonumber(string.sub(v, -12, -7)) or 0
