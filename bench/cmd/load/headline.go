@@ -187,7 +187,7 @@ func multiRule(res *Results) headlineRow {
 	ok := true
 	for _, p := range []string{sluicePeer, coalescedPeer} {
 		one, many := redisRun(res.MultiRule, p, 1, 1), redisRun(res.MultiRule, p, rules, 1)
-		if one == nil || many == nil {
+		if one == nil || many == nil || one.P50 <= 0 || one.Mean <= 0 {
 			return r
 		}
 		p50 := float64(many.P50) / float64(one.P50)
@@ -230,7 +230,7 @@ func httpAdded(res *Results, rate int, target string) headlineRow {
 		return r
 	}
 	var parts []string
-	best := time.Duration(math.MaxInt64)
+	best := time.Duration(math.MaxInt64) // of the Redis variants
 	for _, server := range []string{"redis", "redis-coalesced", "memstore"} {
 		run := e2eRun(res, server, "open", rate)
 		if run == nil {
@@ -247,7 +247,11 @@ func httpAdded(res *Results, rate int, target string) headlineRow {
 		return r
 	}
 	r.figure = strings.Join(parts, ", ") + fmt.Sprintf("; the server alone: p99 %s", fmtDur(none.P99))
-	if target != "" {
+	switch {
+	case target == "":
+	case best == math.MaxInt64:
+		r.verdict = notMeasured
+	default:
 		r.verdict = verdictOf(best < time.Millisecond)
 	}
 	return r

@@ -9,6 +9,8 @@ import (
 // TestHeadlineVerdicts checks each target's verdict on either side of its
 // threshold, and that a phase not run is not called met.
 func TestHeadlineVerdicts(t *testing.T) {
+	exactRace := RaceRow{Peer: sluicePeer}
+	exactRace.Limit, exactRace.Admitted, exactRace.Attempts = 100, 100, 1000
 	redis := func(coalesced, redisRate, ulule, plain float64, p99 time.Duration) []RedisRun {
 		return []RedisRun{
 			{Peer: coalescedPeer, Rules: 1, Concurrency: headlineConc, PerSec: coalesced, P99: p99},
@@ -49,7 +51,10 @@ func TestHeadlineVerdicts(t *testing.T) {
 		{"memstore ahead", Results{InProcess: inproc(50, 51, 0)}, memstoreLead, met},
 		{"memstore behind", Results{InProcess: inproc(50, 50, 0)}, memstoreLead, notMet},
 		{"memstore not run", Results{}, memstoreLead, notMeasured},
-		{"race exact", Results{Race: []RaceRow{{Peer: sluicePeer}}}, raceRow, met},
+		{"race exact", Results{Race: []RaceRow{exactRace}}, raceRow, met},
+		{"http, memstore only", Results{E2E: []E2ERun{{Server: "none", Mode: "open", Rate: headlineRate, P99: time.Millisecond},
+			{Server: "memstore", Mode: "open", Rate: headlineRate, P99: time.Millisecond}}},
+			func(r *Results) headlineRow { return httpAdded(r, headlineRate, "t") }, notMeasured},
 		{"http under 1 ms", Results{E2E: e2e(time.Millisecond, 1900*time.Microsecond)},
 			func(r *Results) headlineRow { return httpAdded(r, headlineRate, "t") }, met},
 		{"http over 1 ms", Results{E2E: e2e(time.Millisecond, 2*time.Millisecond)},
@@ -63,8 +68,8 @@ func TestHeadlineVerdicts(t *testing.T) {
 			}
 		})
 	}
-	race := Results{Race: []RaceRow{{Peer: sluicePeer}}}
-	race.Race[0].Limit, race.Race[0].Admitted = 100, 101
+	race := Results{Race: []RaceRow{exactRace}}
+	race.Race[0].Admitted = 101
 	if got := raceRow(&race).verdict; got != notMet {
 		t.Errorf("a sluice variant over-admitting: verdict %q, want %q", got, notMet)
 	}

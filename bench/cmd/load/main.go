@@ -206,12 +206,9 @@ func (c config) wants(peer string) bool { return len(c.peers) == 0 || slices.Con
 func run(ctx context.Context, cfg config) error {
 	quiet = cfg.quiet
 	if cfg.publish {
-		// Found now, not after minutes of measuring: run from bench/, or
-		// name the files.
-		for _, path := range []string{cfg.benchmarks, cfg.readme} {
-			if _, err := os.Stat(path); err != nil {
-				return fmt.Errorf("-publish: %w (run the tool in bench/, or set -benchmarks and -readme)", err)
-			}
+		// Found now, not after minutes of measuring, nor half published.
+		if err := checkPublishTargets(cfg); err != nil {
+			return err
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
@@ -499,6 +496,28 @@ func loadavg() string {
 
 // writeOutputs writes results.json and tables.md to -out, and with -publish
 // the charts, results.json and the tables to -report and -benchmarks.
+// checkPublishTargets reports a file -publish would rewrite that does not
+// exist or lacks its markers.
+func checkPublishTargets(cfg config) error {
+	for _, f := range []struct {
+		path       string
+		begin, end string
+	}{
+		{cfg.benchmarks, beginMarker, endMarker},
+		{cfg.benchmarks, headlineBegin, headlineEnd},
+		{cfg.readme, headlineBegin, headlineEnd},
+	} {
+		text, err := os.ReadFile(f.path)
+		if err != nil {
+			return fmt.Errorf("-publish: %w (run the tool in bench/, or set -benchmarks and -readme)", err)
+		}
+		if i, j := strings.Index(string(text), f.begin), strings.Index(string(text), f.end); i < 0 || j < i {
+			return fmt.Errorf("-publish: %s has no section between %q and %q", f.path, f.begin, f.end)
+		}
+	}
+	return nil
+}
+
 func writeOutputs(cfg config, res *Results) error {
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 		return err

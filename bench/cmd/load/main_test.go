@@ -147,6 +147,21 @@ func TestPublishNeedsItsFiles(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("files created: %v", entries)
 	}
+	// A README without the headline's markers: refused before anything is
+	// written, so BENCHMARKS.md is not published alone.
+	bm := "# B\n\n" + headlineBegin + "\n" + headlineEnd + "\n\n" + beginMarker + "\n" + endMarker + "\n"
+	if err := os.WriteFile(cfg.benchmarks, []byte(bm), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.readme, []byte("# README\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "README.md has no section") {
+		t.Fatalf("run with -publish and a README without markers: %v, want an error naming it", err)
+	}
+	if b, _ := os.ReadFile(cfg.benchmarks); string(b) != bm {
+		t.Errorf("BENCHMARKS.md was rewritten:\n%s", b)
+	}
 }
 
 func TestParseFlagsRejects(t *testing.T) {
