@@ -15,9 +15,9 @@ import (
 // queue; when one returns, the next call carries up to Config.Coalesce of
 // them, each decided atomically on its own by the script (as if each had
 // its own call, in queue order within the batch; the calls in flight on
-// the two lanes run in either order, as concurrent calls do). Nothing waits on a timer: a store with a
-// free lane sends a lone call at once, so coalescing adds no latency when
-// there is nothing to coalesce.
+// the two lanes run in either order, as concurrent calls do). Nothing
+// waits on a timer: a store with a free lane sends a lone call at once, so
+// coalescing adds no latency when there is nothing to coalesce.
 //
 // A batch runs until its earliest member's deadline. So a member with less
 // time left than a batch takes would very likely time the whole batch out:

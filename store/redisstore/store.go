@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"log/slog"
 	"strings"
