@@ -511,7 +511,7 @@ func checkPublishTargets(cfg config) error {
 		if err != nil {
 			return fmt.Errorf("-publish: %w (run the tool in bench/, or set -benchmarks and -readme)", err)
 		}
-		if i, j := strings.Index(string(text), f.begin), strings.Index(string(text), f.end); i < 0 || j < i {
+		if _, _, ok := findSection(string(text), f.begin, f.end); !ok {
 			return fmt.Errorf("-publish: %s has no section between %q and %q", f.path, f.begin, f.end)
 		}
 	}

@@ -60,19 +60,26 @@ func spliceGenerated(path, begin, end, body string) error {
 		return err
 	}
 	s := string(old)
-	i, j := strings.Index(s, begin), strings.Index(s, end)
-	if i < 0 || j < i {
+	i, j, ok := findSection(s, begin, end)
+	if !ok {
 		return fmt.Errorf("%s: no generated section (markers %q … %q)", path, begin, end)
 	}
 	s = s[:i] + section + s[j+len(end):]
 	return os.WriteFile(path, []byte(s), 0o644)
 }
 
+// findSection returns where the markers begin and end are in text, and
+// whether both are there, in that order.
+func findSection(text, begin, end string) (i, j int, ok bool) {
+	i, j = strings.Index(text, begin), strings.Index(text, end)
+	return i, j, i >= 0 && j >= i
+}
+
 // generatedSection returns the body between the markers begin and end in
 // text, as spliceGenerated wrote it, and whether there is one.
 func generatedSection(text, begin, end string) (string, bool) {
-	i, j := strings.Index(text, begin), strings.Index(text, end)
-	if i < 0 || j < i {
+	i, j, ok := findSection(text, begin, end)
+	if !ok {
 		return "", false
 	}
 	body := text[i+len(begin) : j]
