@@ -21,14 +21,25 @@ func benchKeys(n int) []string {
 }
 
 // BenchmarkTake measures one decision per call against a real redis-server
-// on loopback: one rule, four rules in one script call, and parallel
-// callers on one hot key and on 10k keys.
+// on loopback: one rule and four rules in one script call, with and
+// without coalescing, and parallel callers on one hot key and on 10k keys.
 func BenchmarkTake(b *testing.B) {
 	srv := redistest.Start(b)
 	ctx := context.Background()
-	for _, n := range []int{1, 4} {
-		b.Run(strconv.Itoa(n)+" rules", func(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		rules    int
+		coalesce bool
+	}{
+		{"1 rules", 1, false}, {"4 rules", 4, false},
+		{"1 rules/coalesced", 1, true}, {"4 rules/coalesced", 4, true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
 			s := newStore(b, newClient(b, srv.Addr), nil)
+			if bc.coalesce { // one caller: every call finds a lane free
+				s = newCoalescingStore(b, newClient(b, srv.Addr), nil)
+			}
+			n := bc.rules
 			ks := benchKeys(n)
 			hits := make([]sluice.Hit, n)
 			for i := range hits {

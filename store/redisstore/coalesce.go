@@ -16,8 +16,10 @@ import (
 // them, each decided atomically on its own by the script (as if each had
 // its own call, in queue order within the batch; the calls in flight on
 // the two lanes run in either order, as concurrent calls do). Nothing
-// waits on a timer: a store with a free lane sends a lone call at once, so
-// coalescing adds no latency when there is nothing to coalesce.
+// waits on a timer: a store with a free lane sends a lone call at once, on
+// the caller's goroutine and under the caller's context, as a store
+// without coalescing does, so coalescing adds no latency and no
+// allocation when there is nothing to coalesce.
 //
 // A batch runs until its earliest member's deadline. So a member with less
 // time left than a batch takes would very likely time the whole batch out:
@@ -81,11 +83,17 @@ type coalescer struct {
 }
 
 func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
+	if c.claim() {
+		return c.takeNow(ctx, hits, out)
+	}
+	// Every lane is busy: queue, with the request's keys and arguments
+	// built outside the lock. A lane may have come free meanwhile, and its
+	// goroutine, finding the queue empty, released it: take it then, for
+	// nobody else would send this waiter.
 	w := &waiter{ctx: ctx, hits: hits, out: out, tb: tbForm(hits), done: make(chan struct{}, 1)}
 	w.keys, w.args = c.s.appendRequest(nil, nil, hits)
 	c.mu.Lock()
 	if c.busy < lanes {
-		// A lane is free: send this call now, on the caller's goroutine.
 		c.busy++
 		c.mu.Unlock()
 		w.state.Store(sent)
@@ -110,6 +118,34 @@ func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 	}
 	<-w.done // being delivered right now
 	return w.err
+}
+
+// claim takes a free lane, if there is one and nothing queues for it.
+func (c *coalescer) claim() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.busy < lanes && len(c.queue) == 0 {
+		c.busy++
+		return true
+	}
+	return false
+}
+
+// takeNow decides a request on a lane claimed for it, on the caller's
+// goroutine, as a store without coalescing does: no waiter, and the
+// caller's own context, so its cancellation cancels only its own call.
+func (c *coalescer) takeNow(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
+	cmd, tb := c.s.command(hits)
+	start := c.clock()
+	reply, err := c.s.call(ctx, cmd)
+	if err == nil {
+		c.observe(c.clock().Sub(start))
+	}
+	c.handOff()
+	if err != nil {
+		return err
+	}
+	return decodeAs(tb, reply, hits, out)
 }
 
 // handOff lets a goroutine drain what queued while the caller's own call

@@ -40,7 +40,8 @@ type Config struct {
 	// share one script call: while two calls are in flight, further calls
 	// queue, and the next call carries them, each decided atomically on its
 	// own, in queue order. There is no timer: a lone call on a store with fewer
-	// than two calls in flight goes at once. A batch runs until its
+	// than two calls in flight goes at once, under its own context, as
+	// without coalescing. A batch runs until its
 	// earliest member's deadline; a member that gives up gets an error
 	// (ambiguous once its batch was sent) without cancelling the others.
 	// So that no member's deadline times the others out, a queued call

@@ -55,6 +55,25 @@ func tbForm(hits []sluice.Hit) bool {
 	return true
 }
 
+// command returns the command deciding one request of hits on its own,
+// and whether it takes the token-bucket form.
+func (s *Store) command(hits []sluice.Hit) (cmd []any, tb bool) {
+	if tbForm(hits) {
+		return s.tbCommand(hits), true
+	}
+	keys, args := s.appendRequest(nil, nil, hits)
+	return s.batchCommand(keys, [][]any{args}), false
+}
+
+// decodeAs fills out from the reply to a command of one request of hits,
+// in the token-bucket form or not.
+func decodeAs(tb bool, reply any, hits []sluice.Hit, out []sluice.Result) error {
+	if tb {
+		return decodeTB(reply, hits, out)
+	}
+	return decode(reply, hits, out)
+}
+
 // tbCommand returns the command deciding hits in the token-bucket form:
 // three arguments per hit, and the test clock when there is one.
 func (s *Store) tbCommand(hits []sluice.Hit) []any {

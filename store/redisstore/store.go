@@ -110,19 +110,12 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if s.coalesce != nil {
 		return s.coalesce.take(ctx, hits, out)
 	}
-	if tbForm(hits) {
-		reply, err := s.call(ctx, s.tbCommand(hits))
-		if err != nil {
-			return err
-		}
-		return decodeTB(reply, hits, out)
-	}
-	keys, args := s.appendRequest(nil, nil, hits)
-	reply, err := s.call(ctx, s.batchCommand(keys, [][]any{args}))
+	cmd, tb := s.command(hits)
+	reply, err := s.call(ctx, cmd)
 	if err != nil {
 		return err
 	}
-	return decode(reply, hits, out)
+	return decodeAs(tb, reply, hits, out)
 }
 
 // call runs a script command (see tbCommand and batchCommand) through
