@@ -215,14 +215,16 @@ func raceRow(res *Results) headlineRow {
 	return r
 }
 
-// httpAdded is the HTTP row at rate: the p99 each Redis variant adds to
-// the server without a limiter, and its p99 inside the middleware. With a
-// target, the row is met when either Redis variant adds under a millisecond.
+// httpAdded is the HTTP row at rate: the p99 each store adds to the server
+// without a limiter, and its p99 inside the middleware. With a target, the
+// verdict is the default Redis store's ("redis": no coalescing), the one a
+// user gets without tuning: it is met when that adds under a millisecond,
+// whatever the coalescing variant does.
 func httpAdded(res *Results, rate int, target string) headlineRow {
 	r := headlineRow{what: fmt.Sprintf("HTTP at %d req/s: p99 added to the server without a limiter (inside the middleware)", rate),
 		target: "–", verdict: "–"}
 	if target != "" {
-		r.target = target + ", against local Redis"
+		r.target = target + ", against local Redis (verdict: the default store, `redis`)"
 	}
 	none := e2eRun(res, "none", "open", rate)
 	if none == nil {
@@ -230,15 +232,15 @@ func httpAdded(res *Results, rate int, target string) headlineRow {
 		return r
 	}
 	var parts []string
-	best := time.Duration(math.MaxInt64) // of the Redis variants
+	verdictAdded := time.Duration(math.MaxInt64) // the default Redis store's
 	for _, server := range []string{"redis", "redis-coalesced", "memstore"} {
 		run := e2eRun(res, server, "open", rate)
 		if run == nil {
 			continue
 		}
 		added := run.P99 - none.P99
-		if server != "memstore" {
-			best = min(best, added)
+		if server == "redis" {
+			verdictAdded = added
 		}
 		parts = append(parts, fmt.Sprintf("%s %s (%s)", server, signedDur(added), fmtDur(run.MiddlewareP99)))
 	}
@@ -249,10 +251,10 @@ func httpAdded(res *Results, rate int, target string) headlineRow {
 	r.figure = strings.Join(parts, ", ") + fmt.Sprintf("; the server alone: p99 %s", fmtDur(none.P99))
 	switch {
 	case target == "":
-	case best == math.MaxInt64:
+	case verdictAdded == math.MaxInt64:
 		r.verdict = notMeasured
 	default:
-		r.verdict = verdictOf(best < time.Millisecond)
+		r.verdict = verdictOf(verdictAdded < time.Millisecond)
 	}
 	return r
 }
