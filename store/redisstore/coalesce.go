@@ -74,6 +74,9 @@ type coalescer struct {
 	// now tells the time for budgets and round trips; nil means time.Now.
 	// Only tests set it, through export_test.go.
 	now func() time.Time
+	// beforeQueue, when set, runs between a failed claim and queueing.
+	// Only tests set it, through export_test.go, to free the lanes there.
+	beforeQueue func()
 	// rtt estimates a successful call's round trip, in nanoseconds: see
 	// observe.
 	rtt   atomic.Int64
@@ -92,14 +95,14 @@ func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 	// nobody else would send this waiter.
 	w := &waiter{ctx: ctx, hits: hits, out: out, tb: tbForm(hits), done: make(chan struct{}, 1)}
 	w.keys, w.args = c.s.appendRequest(nil, nil, hits)
+	if c.beforeQueue != nil {
+		c.beforeQueue()
+	}
 	c.mu.Lock()
 	if c.busy < lanes {
 		c.busy++
 		c.mu.Unlock()
-		w.state.Store(sent)
-		c.run([]*waiter{w})
-		c.handOff()
-		return w.err
+		return c.takeNow(ctx, hits, out)
 	}
 	c.queue = append(c.queue, w)
 	c.mu.Unlock()

@@ -360,6 +360,77 @@ func TestCoalescerKeepsLanesCallsInFlight(t *testing.T) {
 	}
 }
 
+// A call that found every lane busy, and meanwhile saw them all come free
+// with nothing queued, sends itself: queued, nobody would send it.
+func TestCoalescerCallTakesALaneFreedBeforeItQueued(t *testing.T) {
+	srv := redistest.Start(t)
+	gc := &gatedClient{Client: newClient(t, srv.Addr), clock: storetest.NewClock(time.Now()),
+		entered: make(chan struct{}, 8), release: make(chan struct{}, 8)}
+	s := newStoreWith(t, gc, nil, redisstore.Config{Coalesce: 8, StartupCheckTimeout: -1})
+	t.Cleanup(func() { close(gc.release) })
+	hit := []sluice.Hit{{Key: "k", Limit: sluice.PerHour(10), Cost: 1}}
+	done := make(chan error, redisstore.Lanes)
+	for range redisstore.Lanes {
+		go func() { done <- s.Take(context.Background(), hit, make([]sluice.Result, 1)) }()
+		recv(t, gc.entered, "a call with a free lane")
+	}
+	freed := false // written before the late call reaches the gate
+	redisstore.SetBeforeQueue(s, func() {
+		for range redisstore.Lanes {
+			gc.release <- struct{}{}
+		}
+		for range redisstore.Lanes {
+			select { // on the late call's goroutine: no t.Fatal here
+			case err := <-done:
+				if err != nil {
+					t.Error(err)
+				}
+			case <-time.After(ceiling):
+				t.Error("a released call did not return")
+				return
+			}
+		}
+		freed = true
+	})
+	late := make(chan error, 1)
+	out := make([]sluice.Result, 1)
+	go func() { late <- s.Take(context.Background(), hit, out) }()
+	recv(t, gc.entered, "the call that found the lanes freed")
+	if q := redisstore.Queued(s); q != 0 || !freed {
+		t.Fatalf("%d calls queued (lanes freed first: %v), want the call sent at once", q, freed)
+	}
+	gc.release <- struct{}{}
+	if err := recv(t, late, "the late call"); err != nil {
+		t.Fatal(err)
+	}
+	if !out[0].Allowed || out[0].Remaining != 7 {
+		t.Fatalf("late call: %+v, want the third of 10 admitted", out[0])
+	}
+}
+
+// A lone call, sent at once on a free lane, runs under its caller's
+// context, as without coalescing: cancelling it ends the call at once,
+// with an ambiguous error (the script may have run).
+func TestCoalescerLoneCallRunsUnderItsCallersContext(t *testing.T) {
+	srv := redistest.Start(t)
+	gc := &gatedClient{Client: newClient(t, srv.Addr), clock: storetest.NewClock(time.Now()),
+		entered: make(chan struct{}, 8), release: make(chan struct{}, 8)}
+	s := newStoreWith(t, gc, nil, redisstore.Config{Coalesce: 8, StartupCheckTimeout: -1})
+	t.Cleanup(func() { close(gc.release) })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Take(ctx, []sluice.Hit{{Key: "k", Limit: sluice.PerHour(10), Cost: 1}}, make([]sluice.Result, 1))
+	}()
+	recv(t, gc.entered, "the lone call")
+	cancel() // the gate is never released: only the cancellation ends the call
+	err := recv(t, done, "the cancelled call")
+	var se *sluice.StoreError
+	if !errors.As(err, &se) || !se.Ambiguous || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled lone call: %#v, want an ambiguous store error wrapping context.Canceled", err)
+	}
+}
+
 // formRecorder is a go-redis hook recording, by its first key, the
 // argument count of each script command.
 type formRecorder struct {

@@ -31,3 +31,7 @@ func Queued(s *Store) int {
 
 // Lanes is how many script calls a coalescing store keeps in flight.
 const Lanes = lanes
+
+// SetBeforeQueue makes s's coalescer call f when a Take found every lane
+// busy, just before it queues. s must coalesce; call it before any Take.
+func SetBeforeQueue(s *Store, f func()) { s.coalesce.beforeQueue = f }
