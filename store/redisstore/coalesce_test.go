@@ -363,11 +363,7 @@ func TestCoalescerKeepsLanesCallsInFlight(t *testing.T) {
 // A call that found every lane busy, and meanwhile saw them all come free
 // with nothing queued, sends itself: queued, nobody would send it.
 func TestCoalescerCallTakesALaneFreedBeforeItQueued(t *testing.T) {
-	srv := redistest.Start(t)
-	gc := &gatedClient{Client: newClient(t, srv.Addr), clock: storetest.NewClock(time.Now()),
-		entered: make(chan struct{}, 8), release: make(chan struct{}, 8)}
-	s := newStoreWith(t, gc, nil, redisstore.Config{Coalesce: 8, StartupCheckTimeout: -1})
-	t.Cleanup(func() { close(gc.release) })
+	s, gc := newGatedStore(t)
 	hit := []sluice.Hit{{Key: "k", Limit: sluice.PerHour(10), Cost: 1}}
 	done := make(chan error, redisstore.Lanes)
 	for range redisstore.Lanes {
@@ -412,11 +408,7 @@ func TestCoalescerCallTakesALaneFreedBeforeItQueued(t *testing.T) {
 // context, as without coalescing: cancelling it ends the call at once,
 // with an ambiguous error (the script may have run).
 func TestCoalescerLoneCallRunsUnderItsCallersContext(t *testing.T) {
-	srv := redistest.Start(t)
-	gc := &gatedClient{Client: newClient(t, srv.Addr), clock: storetest.NewClock(time.Now()),
-		entered: make(chan struct{}, 8), release: make(chan struct{}, 8)}
-	s := newStoreWith(t, gc, nil, redisstore.Config{Coalesce: 8, StartupCheckTimeout: -1})
-	t.Cleanup(func() { close(gc.release) })
+	s, gc := newGatedStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -429,6 +421,17 @@ func TestCoalescerLoneCallRunsUnderItsCallersContext(t *testing.T) {
 	if !errors.As(err, &se) || !se.Ambiguous || !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled lone call: %#v, want an ambiguous store error wrapping context.Canceled", err)
 	}
+}
+
+// newGatedStore returns a coalescing store on its own redis-server whose
+// every script call waits at gc's gate.
+func newGatedStore(t *testing.T) (*redisstore.Store, *gatedClient) {
+	srv := redistest.Start(t)
+	gc := &gatedClient{Client: newClient(t, srv.Addr), clock: storetest.NewClock(time.Now()),
+		entered: make(chan struct{}, 8), release: make(chan struct{}, 8)}
+	s := newStoreWith(t, gc, nil, redisstore.Config{Coalesce: 8, StartupCheckTimeout: -1})
+	t.Cleanup(func() { close(gc.release) })
+	return s, gc
 }
 
 // formRecorder is a go-redis hook recording, by its first key, the
