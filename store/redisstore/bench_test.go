@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/store/redisstore"
 )
 
 var benchLimit = sluice.PerSecond(1_000_000).WithBurst(1 << 30)
@@ -35,9 +36,11 @@ func BenchmarkTake(b *testing.B) {
 		{"1 rules/coalesced", 1, true}, {"4 rules/coalesced", 4, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s := newStore(b, newClient(b, srv.Addr), nil)
+			var s *redisstore.Store
 			if bc.coalesce { // one caller: every call finds a lane free
 				s = newCoalescingStore(b, newClient(b, srv.Addr), nil)
+			} else {
+				s = newStore(b, newClient(b, srv.Addr), nil)
 			}
 			n := bc.rules
 			ks := benchKeys(n)

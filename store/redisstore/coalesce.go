@@ -138,17 +138,24 @@ func (c *coalescer) claim() bool {
 // goroutine, as a store without coalescing does: no waiter, and the
 // caller's own context, so its cancellation cancels only its own call.
 func (c *coalescer) takeNow(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
-	cmd, tb := c.s.command(hits)
-	start := c.clock()
-	reply, err := c.s.call(ctx, cmd)
-	if err == nil {
-		c.observe(c.clock().Sub(start))
-	}
-	c.handOff()
+	reply, tb, err := c.callNow(ctx, hits)
 	if err != nil {
 		return err
 	}
 	return decodeAs(tb, reply, hits, out)
+}
+
+// callNow sends the lone call of takeNow and frees its lane, even if the
+// client panics (a hook may): a lane kept would queue every later call.
+func (c *coalescer) callNow(ctx context.Context, hits []sluice.Hit) (reply any, tb bool, err error) {
+	defer c.handOff()
+	cmd, tb := c.s.command(hits)
+	start := c.clock()
+	reply, err = c.s.call(ctx, cmd)
+	if err == nil {
+		c.observe(c.clock().Sub(start))
+	}
+	return reply, tb, err
 }
 
 // handOff lets a goroutine drain what queued while the caller's own call

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -381,7 +382,7 @@ func TestCoalescerCallTakesALaneFreedBeforeItQueued(t *testing.T) {
 				if err != nil {
 					t.Error(err)
 				}
-			case <-time.After(ceiling):
+			case <-time.After(ceiling / 2): // before the test's own wait gives up
 				t.Error("a released call did not return")
 				return
 			}
@@ -420,6 +421,45 @@ func TestCoalescerLoneCallRunsUnderItsCallersContext(t *testing.T) {
 	var se *sluice.StoreError
 	if !errors.As(err, &se) || !se.Ambiguous || !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled lone call: %#v, want an ambiguous store error wrapping context.Canceled", err)
+	}
+}
+
+// panickyClient panics in Process while panics is above zero, as a
+// faulty hook would.
+type panickyClient struct {
+	*redis.Client
+	panics atomic.Int32
+}
+
+func (c *panickyClient) Process(ctx context.Context, cmd redis.Cmder) error {
+	if cmd.Name() == "evalsha" && c.panics.Add(-1) >= 0 {
+		panic("hook failed")
+	}
+	return c.Client.Process(ctx, cmd)
+}
+
+// A lone call whose client panics still frees its lane: otherwise, once
+// every lane was lost so, later calls would queue with nobody to send them.
+func TestCoalescerLoneCallFreesItsLaneWhenTheClientPanics(t *testing.T) {
+	srv := redistest.Start(t)
+	pc := &panickyClient{Client: newClient(t, srv.Addr)}
+	pc.panics.Store(redisstore.Lanes)
+	s := newStoreWith(t, pc, nil, redisstore.Config{Coalesce: 8, StartupCheckTimeout: -1})
+	hit := []sluice.Hit{{Key: "k", Limit: sluice.PerHour(10), Cost: 1}}
+	for range redisstore.Lanes {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("the client's panic did not reach the caller")
+				}
+			}()
+			_ = s.Take(context.Background(), hit, make([]sluice.Result, 1))
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ceiling)
+	defer cancel()
+	if err := s.Take(ctx, hit, make([]sluice.Result, 1)); err != nil {
+		t.Fatalf("a call after the panics: %v, want it decided", err)
 	}
 }
 

@@ -33,5 +33,6 @@ func Queued(s *Store) int {
 const Lanes = lanes
 
 // SetBeforeQueue makes s's coalescer call f when a Take found every lane
-// busy, just before it queues. s must coalesce; call it before any Take.
+// busy, just before it queues. s must coalesce; call it before any Take
+// that can find every lane busy.
 func SetBeforeQueue(s *Store, f func()) { s.coalesce.beforeQueue = f }
