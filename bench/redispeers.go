@@ -31,12 +31,19 @@ type RedisPeer struct {
 	// Peers without it are stacked by [NewRedisLimiter]: one call per
 	// rule, the way their users chain middlewares.
 	MultiRule bool
-	// Baseline marks a measurement that limits nothing (PING): it is left
-	// out of the correctness race and the multi-rule comparison.
+	// Baseline marks a measurement that is not a peer: PING, which limits
+	// nothing, and the A/A control, a second instance of plain Lua. It is
+	// left out of the correctness race and the multi-rule comparison.
 	Baseline bool
 	// New builds one instance on its own client from e.
 	New func(e *Env, s Spec) (Limiter, error)
 }
+
+// ControlPeer is the A/A control among [RedisPeers]: a second instance of
+// the plain-Lua baseline, measured in the same interleaved rounds. Two
+// instances of one limiter should make the same checks/s; how far apart
+// they are in a run shows how large a difference that run can resolve.
+const ControlPeer = "plain-lua (again)"
 
 // RedisPeers returns the Redis comparison: the sluice variants first, then
 // the peers, then the baselines. To measure another sluice variant (a
@@ -52,6 +59,8 @@ func RedisPeers() []RedisPeer {
 		{Name: "throttled", Algorithm: "GCRA: pipeline TIME+GET, then EVAL compare-and-swap (10 tries)", New: newThrottledRedis},
 		{Name: "httprate-redis", Algorithm: "sliding window counter: MGET, then MULTI INCRBY EXPIRE; one lock per limiter", New: newHTTPRateRedis},
 		{Name: "plain-lua", Algorithm: "baseline: token bucket EVALSHA (TIME, HMGET, HSET, PEXPIRE)", New: newPlainLua},
+		{Name: ControlPeer, Algorithm: "A/A control: a second plain-lua instance on its own client; its ratio to plain-lua is this run's noise",
+			Baseline: true, New: newPlainLua},
 		{Name: "ping", Algorithm: "baseline: PING only, limits nothing", Baseline: true, New: newPing},
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/bench"
 )
 
 // The headline is one table of a run's figures against issue 6's targets,
@@ -153,6 +155,11 @@ func uncoalescedThroughput(res *Results) headlineRow {
 	}
 	r.figure = fmt.Sprintf("%s checks/s: **%s plain Lua**, %s redis_rate; p99 %s (plain Lua %s)",
 		fmtRate(own.PerSec), fmtRatio(own.PerSec/pl.PerSec), fmtRatio(own.PerSec/rr.PerSec), fmtDur(own.P99), fmtDur(pl.P99))
+	if ctl := redisRun(res.Redis, bench.ControlPeer, 1, headlineConc); ctl != nil {
+		// The verdict stays the target's; the control shows how far two
+		// instances of one limiter drifted apart in this run.
+		r.figure += fmt.Sprintf("; A/A control: a second plain-Lua instance made %s the first's", fmtRatio(ctl.PerSec/pl.PerSec))
+	}
 	r.verdict = verdictOf(own.PerSec >= pl.PerSec)
 	return r
 }

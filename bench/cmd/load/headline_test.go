@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/bench"
 )
 
 // TestHeadlineVerdicts checks each target's verdict on either side of its
@@ -78,5 +80,32 @@ func TestHeadlineVerdicts(t *testing.T) {
 	}
 	if h := renderHeadline(&Results{}); strings.Contains(h, "| "+met+" |") {
 		t.Errorf("a run with no phases meets a target:\n%s", h)
+	}
+}
+
+// TestUncoalescedRowShowsTheControl checks that the A/A control's ratio to
+// plain Lua is shown beside the uncoalesced figure, and that the verdict
+// is still judged against plain Lua alone.
+func TestUncoalescedRowShowsTheControl(t *testing.T) {
+	runs := func(control float64) []RedisRun {
+		rs := []RedisRun{
+			{Peer: sluicePeer, Rules: 1, Concurrency: headlineConc, PerSec: 98},
+			{Peer: "redis_rate", Rules: 1, Concurrency: headlineConc, PerSec: 80},
+			{Peer: "plain-lua", Rules: 1, Concurrency: headlineConc, PerSec: 100},
+		}
+		if control > 0 {
+			rs = append(rs, RedisRun{Peer: bench.ControlPeer, Rules: 1, Concurrency: headlineConc, PerSec: control})
+		}
+		return rs
+	}
+	r := uncoalescedThroughput(&Results{Redis: runs(95)})
+	if !strings.Contains(r.figure, "A/A control: a second plain-Lua instance made 0.95× the first's") {
+		t.Errorf("figure without the control's ratio: %s", r.figure)
+	}
+	if r.verdict != notMet {
+		t.Errorf("verdict %q at 0.98× plain Lua, want %q: the control must not move it", r.verdict, notMet)
+	}
+	if r := uncoalescedThroughput(&Results{Redis: runs(0)}); strings.Contains(r.figure, "control") {
+		t.Errorf("a run without the control mentions it: %s", r.figure)
 	}
 }
