@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // Limiter is the rate-limiting middleware. Create it with [New]; use
@@ -24,6 +25,8 @@ type Limiter struct {
 	denials sampler   // denials
 	audit   bypassLog // samples the log records of bypass uses
 	pool    sync.Pool // *scratch
+	// inProcess: the store is a memstore, whose calls get no deadline.
+	inProcess bool
 }
 
 // scratch is one request's working memory, pooled so that deciding does not
@@ -58,6 +61,10 @@ func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	l := &Limiter{store: store, rules: set, cfg: cfg, local: newLocalFallback(cfg.instances)}
+	// A memstore call does no I/O and ignores its context: a deadline
+	// would bound nothing, and its timer cost as much as the rest of the
+	// middleware (BenchmarkHandler: "memstore" against "other store").
+	_, l.inProcess = store.(*memstore.Store)
 	l.pool.New = func() any { return new(scratch) }
 	return l, nil
 }
@@ -152,13 +159,19 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) boo
 }
 
 // take makes one store call under the latency budget and reports it to an
-// observer that wants store calls.
+// observer that wants store calls, with ctx (not the call's context, which
+// has been cancelled by then).
 func (l *Limiter) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.cfg.budget)
+	call, cancel := ctx, context.CancelFunc(nil)
+	if !l.inProcess {
+		call, cancel = context.WithTimeout(ctx, l.cfg.budget)
+	}
 	start := time.Now()
-	err := l.store.Take(ctx, hits, out)
+	err := l.store.Take(call, hits, out)
 	latency := time.Since(start)
-	cancel()
+	if cancel != nil {
+		cancel()
+	}
 	if o, ok := l.cfg.observer.(sluice.StoreCallObserver); ok {
 		o.ObserveStoreCall(ctx, sluice.StoreCall{Latency: latency, Hits: len(hits), Err: err})
 	}

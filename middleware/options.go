@@ -61,6 +61,10 @@ func WithHeaders(m headers.Mode) Option {
 // WithBudget sets the latency budget: the deadline of each store call,
 // counted from when the limiter starts it. When it passes the rules' on_fail
 // policies decide. Default: [DefaultBudget], 50 ms. It must be positive.
+//
+// A [github.com/sluicehq/sluice/store/memstore.Store] call gets no
+// deadline: it does no I/O and ignores its context, and the deadline's
+// timer would cost as much as the rest of the middleware.
 func WithBudget(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if d <= 0 {
