@@ -162,3 +162,24 @@ func TestNoBinary(t *testing.T) {
 		t.Errorf("with REQUIRE_REDIS=1: skip %q, fatal %q", r.skip, r.fatal)
 	}
 }
+
+// TestServerVersion checks, when REQUIRE_REDIS_VERSION is set (CI's Redis 6
+// run sets it to "6.0."), that the redis-server on PATH is that version:
+// a run meant for one Redis cannot pass on another.
+func TestServerVersion(t *testing.T) {
+	want := os.Getenv("REQUIRE_REDIS_VERSION")
+	if want == "" {
+		t.Skip("REQUIRE_REDIS_VERSION is not set: any redis-server will do")
+	}
+	s := Start(t)
+	info := command(t, s.Addr, "INFO server")
+	_, rest, ok := strings.Cut(info, "redis_version:")
+	if !ok {
+		t.Fatalf("INFO server without redis_version: %q", info)
+	}
+	version, _, _ := strings.Cut(rest, "\r\n")
+	if !strings.HasPrefix(version, want) {
+		t.Fatalf("redis-server on PATH is %s, want %s…", version, want)
+	}
+	t.Logf("redis-server %s", version)
+}

@@ -45,7 +45,7 @@ func TestConformanceCoalesced(t *testing.T) {
 // behind the one in flight.
 func pauseRedis(t *testing.T, c *redis.Client, d time.Duration) {
 	t.Helper()
-	if err := c.Do(context.Background(), "CLIENT", "PAUSE", d.Milliseconds(), "ALL").Err(); err != nil {
+	if err := c.Do(context.Background(), "CLIENT", "PAUSE", d.Milliseconds()).Err(); err != nil {
 		t.Fatal(err)
 	}
 }
