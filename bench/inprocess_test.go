@@ -42,7 +42,8 @@ func TestInProcessPeers(t *testing.T) {
 			}
 			defer small.Close()
 			var mu sync.Mutex
-			admitted := 0
+			admitted, failed := 0, 0
+			var firstErr error
 			var wg sync.WaitGroup
 			for range 4 {
 				wg.Add(1)
@@ -51,23 +52,30 @@ func TestInProcessPeers(t *testing.T) {
 					w := small.NewWorker()
 					for range 100 {
 						ok, err := w(ctx, 0)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						if ok {
-							mu.Lock()
+						mu.Lock()
+						switch {
+						case err != nil:
+							failed++
+							if firstErr == nil {
+								firstErr = err
+							}
+						case ok:
 							admitted++
-							mu.Unlock()
 						}
+						mu.Unlock()
 					}
 				}()
 			}
 			wg.Wait()
-			// go-limiter resets the whole bucket per interval; every other
-			// peer must admit exactly the capacity within one process.
-			if admitted != 100 {
-				t.Errorf("admitted %d of 400 against a limit of 100", admitted)
+			if failed > 0 && !p.GivesUp {
+				t.Fatalf("%d of 400 checks failed on one key (first: %v)", failed, firstErr)
+			}
+			// Every peer must admit exactly the capacity within one process
+			// (go-limiter resets its whole bucket once per interval, which
+			// the test does not reach). A check that gave up may have been
+			// one that would have been admitted.
+			if admitted > 100 || admitted < 100-failed {
+				t.Errorf("admitted %d of 400 against a limit of 100 (%d failed)", admitted, failed)
 			}
 		})
 	}
