@@ -39,8 +39,14 @@ const (
 )
 
 // E2EServers are the servers compared end to end: the same handler without
-// a limiter, and behind the sluice middleware on each store.
-var E2EServers = []string{"none", "memstore", "redis", "redis-coalesced"}
+// a limiter, and behind the sluice middleware on each store, and the A/A
+// control.
+var E2EServers = []string{"none", "memstore", "redis", "redis-coalesced", e2eControl}
+
+// e2eControl is a second server without a limiter, measured in the same
+// interleaved rounds as the others: what it "adds" to the first is this
+// run's noise in every added-latency figure.
+const e2eControl = "none (again)"
 
 // serverMain is the child process: it serves on a free loopback port,
 // prints "LISTEN addr", and exits when its standard input closes (the
@@ -96,7 +102,7 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 		mw.report(m, r.URL.Query().Has("reset"))
 		_ = json.NewEncoder(w).Encode(m)
 	})
-	if store == "none" {
+	if store == "none" || store == e2eControl {
 		mux.Handle("/", h)
 		return mux, func() {}, nil
 	}
@@ -510,3 +516,7 @@ func runE2E(ctx context.Context, cfg config, redisAddr string) ([]E2ERun, error)
 	}
 	return out, ctx.Err()
 }
+
+// hasLimiter reports whether the end-to-end server named s runs the
+// middleware: every one but "none" and its A/A control.
+func hasLimiter(s string) bool { return s != "none" && s != e2eControl }

@@ -256,6 +256,9 @@ func httpAdded(res *Results, rate int, target string) headlineRow {
 		return r
 	}
 	r.figure = strings.Join(parts, ", ") + fmt.Sprintf("; the server alone: p99 %s", fmtDur(none.P99))
+	if ctl := e2eRun(res, e2eControl, "open", rate); ctl != nil {
+		r.figure += fmt.Sprintf("; A/A control, a second server without a limiter: %s", signedDur(ctl.P99-none.P99))
+	}
 	switch {
 	case target == "":
 	case verdictAdded == math.MaxInt64:

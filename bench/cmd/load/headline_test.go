@@ -109,3 +109,24 @@ func TestUncoalescedRowShowsTheControl(t *testing.T) {
 		t.Errorf("a run without the control mentions it: %s", r.figure)
 	}
 }
+
+// TestHTTPRowShowsTheControl checks that the HTTP row shows what the A/A
+// control server added to the server without a limiter, and that the
+// verdict is still the default Redis store's alone.
+func TestHTTPRowShowsTheControl(t *testing.T) {
+	runs := []E2ERun{
+		{Server: "none", Mode: "open", Rate: headlineRate, P99: time.Millisecond},
+		{Server: "redis", Mode: "open", Rate: headlineRate, P99: 2100 * time.Microsecond},
+		{Server: e2eControl, Mode: "open", Rate: headlineRate, P99: 1200 * time.Microsecond},
+	}
+	r := httpAdded(&Results{E2E: runs}, headlineRate, "t")
+	if !strings.Contains(r.figure, "A/A control, a second server without a limiter: +200 µs") {
+		t.Errorf("figure without the control: %s", r.figure)
+	}
+	if r.verdict != notMet {
+		t.Errorf("verdict %q with the default store adding 1.1 ms, want %q: the control must not move it", r.verdict, notMet)
+	}
+	if r := httpAdded(&Results{E2E: runs[:2]}, headlineRate, "t"); strings.Contains(r.figure, "control") {
+		t.Errorf("a run without the control mentions it: %s", r.figure)
+	}
+}

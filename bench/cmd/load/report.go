@@ -248,7 +248,7 @@ func writeCharts(res *Results) map[string][]byte {
 				Format: func(v float64) string { return fmt.Sprintf("%.3g", v) }}
 			for _, s := range E2EServers {
 				if r := e2eRun(res, s, "open", rate); r != nil {
-					open.Series = append(open.Series, svgchart.Series{Name: s, Y: []float64{float64(r.P99) / 1e6}, Highlight: s != "none"})
+					open.Series = append(open.Series, svgchart.Series{Name: s, Y: []float64{float64(r.P99) / 1e6}, Highlight: hasLimiter(s)})
 				}
 			}
 			panels = append(panels, open)
@@ -257,7 +257,7 @@ func writeCharts(res *Results) map[string][]byte {
 			Format: func(v float64) string { return fmtRate(v) }}
 		for _, s := range E2EServers {
 			if r := e2eRun(res, s, "closed", 0); r != nil {
-				closed.Series = append(closed.Series, svgchart.Series{Name: s, Y: []float64{r.PerSec}, Highlight: s != "none"})
+				closed.Series = append(closed.Series, svgchart.Series{Name: s, Y: []float64{r.PerSec}, Highlight: hasLimiter(s)})
 			}
 		}
 		panels = append(panels, closed)
@@ -550,7 +550,8 @@ func renderE2E(b *strings.Builder, res *Results, chartDir string, charts map[str
 	b.WriteString("### HTTP end to end\n\n")
 	fmt.Fprintf(b, "A net/http server in a child process on 127.0.0.1, a trivial handler alone (`none`) or behind the sluice "+
 		"middleware with one rule per API key (%d keys) on memstore, on the Redis above (`redis`, one script call per "+
-		"request) or on the same with coalescing (`redis-coalesced`, Config.Coalesce 64). The load generator writes "+
+		"request) or on the same with coalescing (`redis-coalesced`, Config.Coalesce 64); `none (again)` is a second "+
+		"server without a limiter, an A/A control: what it adds to `none` is this run's noise in every added figure. The load generator writes "+
 		"HTTP/1.1 requests on raw keep-alive connections (no net/http client: it would take the server's CPU): open "+
 		"loop at %s req/s on a fixed schedule spread over %d connections, and closed loop with %d clients back to "+
 		"back. In the open loop a request counts from its scheduled time if its connection was still busy then (no "+
