@@ -19,7 +19,10 @@ type StoreCall struct {
 
 // StoreCallObserver is an optional interface of an [Observer]: the
 // middleware reports each store call to an observer that implements it,
-// once per call (not once per rule, as Observe is).
+// once per call (not once per rule, as Observe is). ctx is the request's
+// context, as for Observe (for an after-the-fact charge, the request's
+// context without its cancellation): not the store call's, which has its
+// own deadline and is over by then.
 type StoreCallObserver interface {
 	ObserveStoreCall(ctx context.Context, c StoreCall)
 }

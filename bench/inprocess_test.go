@@ -42,8 +42,8 @@ func TestInProcessPeers(t *testing.T) {
 			}
 			defer small.Close()
 			var mu sync.Mutex
-			admitted, failed := 0, 0
-			var firstErr error
+			admitted, failed := 0, 0 // failed: checks that gave up
+			var unexpected error
 			var wg sync.WaitGroup
 			for range 4 {
 				wg.Add(1)
@@ -54,10 +54,11 @@ func TestInProcessPeers(t *testing.T) {
 						ok, err := w(ctx, 0)
 						mu.Lock()
 						switch {
-						case err != nil:
+						case err != nil && p.GaveUp != nil && p.GaveUp(err):
 							failed++
-							if firstErr == nil {
-								firstErr = err
+						case err != nil:
+							if unexpected == nil {
+								unexpected = err
 							}
 						case ok:
 							admitted++
@@ -67,8 +68,11 @@ func TestInProcessPeers(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			if failed > 0 && !p.GivesUp {
-				t.Fatalf("%d of 400 checks failed on one key (first: %v)", failed, firstErr)
+			if unexpected != nil {
+				t.Fatalf("a check on one key failed: %v", unexpected)
+			}
+			if failed >= 40 {
+				t.Fatalf("%d of 400 checks gave up on one key: more than the occasional one", failed)
 			}
 			// Every peer must admit exactly the capacity within one process
 			// (go-limiter resets its whole bucket once per interval, which

@@ -20,7 +20,8 @@ var ErrNotLimited = errors.New("middleware: request did not pass a limiter")
 // ever owed), delaying the client's next requests.
 //
 // Charging is best effort. It runs after the response, under the latency
-// budget; a failure is logged, never shown to the client. Call Charge from
+// budget as any store call does (see [WithBudget]); a failure is logged,
+// never shown to the client. Call Charge from
 // the handler with the request it received (or one derived from it).
 // Negative n is refused; 0 does nothing.
 func Charge(r *http.Request, n int64) error {

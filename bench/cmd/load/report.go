@@ -559,7 +559,7 @@ func renderE2E(b *strings.Builder, res *Results, chartDir string, charts map[str
 		"generator's). \"In the middleware\" is measured inside the server, from the request entering the middleware "+
 		"to the handler being called. %v measured per server and load, in %d slices "+
 		"interleaved with the other servers', after a %v warm-up each. "+
-		"The middleware's budget per store call is its default, 50 ms; a request the store does not decide in time "+
+		"The middleware's budget per Redis call is its default, 50 ms (memstore calls have none); a request the store does not decide in time "+
 		"is let through (on_fail: open) and counted under \"undecided\". Client, server and Redis share the same 2 cores.\n\n",
 		s.Keys, joinInts(s.E2ERates), s.E2EWorkers, s.E2EConc, s.E2EDuration, s.Rounds, s.Warmup)
 	chartLink(b, chartDir, "e2e.svg", "HTTP p99 and throughput", charts)
