@@ -27,9 +27,11 @@ const (
 )
 
 // headlineRow is one line of the headline: what was measured, the run's
-// figure, the target and the verdict ("" for a figure without a target).
+// figure, the target and the verdict ("" for a figure without a target),
+// and why the run's own noise could have decided the verdict, if it could
+// (see noise.go).
 type headlineRow struct {
-	what, figure, target, verdict string
+	what, figure, target, verdict, noise string
 }
 
 // Peer names the headline looks up.
@@ -53,7 +55,7 @@ func renderHeadline(res *Results) string {
 	t := table{&b}
 	t.head("what", "this run", "target (issue 6)", "verdict")
 	for _, r := range headlineRows(res) {
-		t.row(r.what, r.figure, r.target, r.verdict)
+		t.row(r.what, r.figure, r.target, verdictCell(r))
 	}
 	return b.String()
 }
@@ -102,8 +104,8 @@ func memstoreSpeed(res *Results) headlineRow {
 func memstoreLead(res *Results) headlineRow {
 	r := headlineRow{what: "memstore against in-process peers: peer ns ÷ sluice ns, in the same order",
 		target: "ahead of every in-process peer", verdict: notMeasured}
-	var parts []string
-	verdict := met
+	var parts, behind, overlapping []string // pairs sluice is behind; pairs whose rounds overlap
+	overlapBehind := 0                      // pairs behind whose rounds overlap
 	for _, p := range ordered(res.InProcess, func(ir InProcessResult) string { return ir.Peer }) {
 		if isSluice(p) {
 			continue
@@ -116,17 +118,29 @@ func memstoreLead(res *Results) headlineRow {
 				continue
 			}
 			ratio := peer.NsPerOp / own.NsPerOp
-			if ratio <= 1 {
-				verdict = notMet
-			}
 			ratios = append(ratios, fmtRatio(ratio))
+			if overlap(own, peer) {
+				overlapping = append(overlapping, p+" "+m)
+			}
+			if ratio <= 1 {
+				behind = append(behind, p+" "+m)
+				if overlap(own, peer) {
+					overlapBehind++
+				}
+			}
 		}
 		parts = append(parts, p+" "+strings.Join(ratios, " / "))
 	}
 	if len(parts) == 0 {
 		return r
 	}
-	r.figure, r.verdict = strings.Join(parts, "; "), verdict
+	r.figure, r.verdict = strings.Join(parts, "; "), verdictOf(len(behind) == 0)
+	switch {
+	case len(behind) > 0 && overlapBehind == len(behind):
+		r.noise = joinNotes(behind) + ": the rounds of the two overlap"
+	case len(behind) == 0 && len(overlapping) > 0:
+		r.noise = joinNotes(overlapping) + ": the rounds of the two overlap"
+	}
 	return r
 }
 
@@ -142,6 +156,21 @@ func coalescedThroughput(res *Results) headlineRow {
 		fmtRate(own.PerSec), fmtDur(own.P99), fmtRatio(own.PerSec/rr.PerSec), fmtRatio(own.PerSec/ul.PerSec),
 		fmtDur(rr.P99), fmtDur(ul.P99))
 	r.verdict = verdictOf(own.PerSec >= 1.5*rr.PerSec && own.PerSec >= ul.PerSec && own.P99 <= rr.P99 && own.P99 <= ul.P99)
+	if perSec, p99, ok := redisNoise(res); ok {
+		var notes []string
+		if within(own.PerSec, 1.5*rr.PerSec, perSec) {
+			notes = append(notes, "1.5× redis_rate")
+		}
+		if within(own.PerSec, ul.PerSec, perSec) {
+			notes = append(notes, "ulule's checks/s")
+		}
+		if within(float64(own.P99), float64(rr.P99), p99) || within(float64(own.P99), float64(ul.P99), p99) {
+			notes = append(notes, "their p99")
+		}
+		if len(notes) > 0 {
+			r.noise = fmt.Sprintf("%s within the A/A control's %s (checks/s) and %s (p99)", joinNotes(notes), pct(perSec), pct(p99))
+		}
+	}
 	return r
 }
 
@@ -161,6 +190,13 @@ func uncoalescedThroughput(res *Results) headlineRow {
 		r.figure += fmt.Sprintf("; A/A control: a second plain-Lua instance made %s the first's", fmtRatio(ctl.PerSec/pl.PerSec))
 	}
 	r.verdict = verdictOf(own.PerSec >= pl.PerSec)
+	if perSec, _, ok := redisNoise(res); ok && within(own.PerSec, pl.PerSec, perSec) {
+		side := "ahead of"
+		if own.PerSec < pl.PerSec {
+			side = "behind"
+		}
+		r.noise = fmt.Sprintf("%s %s plain Lua, and its A/A control %s off", pct(math.Abs(own.PerSec/pl.PerSec-1)), side, pct(perSec))
+	}
 	return r
 }
 
@@ -265,6 +301,9 @@ func httpAdded(res *Results, rate int, target string) headlineRow {
 		r.verdict = notMeasured
 	default:
 		r.verdict = verdictOf(verdictAdded < time.Millisecond)
+		if d, ok := httpNoise(res, rate); ok && max(verdictAdded-time.Millisecond, time.Millisecond-verdictAdded) <= d {
+			r.noise = fmt.Sprintf("%s from the target, and its A/A control %s off", fmtDur(max(verdictAdded-time.Millisecond, time.Millisecond-verdictAdded)), fmtDur(d))
+		}
 	}
 	return r
 }

@@ -130,3 +130,66 @@ func TestHTTPRowShowsTheControl(t *testing.T) {
 		t.Errorf("a run without the control mentions it: %s", r.figure)
 	}
 }
+
+// TestNoiseNotes checks when a verdict is marked as within the run's own
+// noise, and that the mark never changes the verdict.
+func TestNoiseNotes(t *testing.T) {
+	redis := func(own, coalesced, plain, control float64) []RedisRun {
+		run := func(peer string, perSec float64) RedisRun {
+			return RedisRun{Peer: peer, Rules: 1, Concurrency: headlineConc, PerSec: perSec, P99: 2 * time.Millisecond}
+		}
+		rs := []RedisRun{run(sluicePeer, own), run(coalescedPeer, coalesced), run("plain-lua", plain),
+			run("redis_rate", 100), run("ulule", 100)}
+		rs[1].P99 = time.Millisecond // the coalescer's p99 is well ahead
+		if control > 0 {
+			rs = append(rs, run(bench.ControlPeer, control))
+		}
+		return rs
+	}
+	e2e := func(redis, control time.Duration) []E2ERun {
+		return []E2ERun{{Server: "none", Mode: "open", Rate: headlineRate, P99: time.Millisecond},
+			{Server: "redis", Mode: "open", Rate: headlineRate, P99: redis},
+			{Server: e2eControl, Mode: "open", Rate: headlineRate, P99: control}}
+	}
+	inproc := func(own, peer []float64) []InProcessResult {
+		var out []InProcessResult
+		for _, m := range inprocModes {
+			out = append(out, InProcessResult{Peer: sluicePeer, Mode: m, NsPerOp: own[len(own)/2], Samples: own},
+				InProcessResult{Peer: "go-limiter", Mode: m, NsPerOp: peer[len(peer)/2], Samples: peer})
+		}
+		return out
+	}
+	http := func(r *Results) headlineRow { return httpAdded(r, headlineRate, "t") }
+	tests := []struct {
+		name    string
+		res     Results
+		row     func(*Results) headlineRow
+		verdict string
+		noisy   bool
+	}{
+		{"uncoalesced 2 % behind, control 5 % off", Results{Redis: redis(98, 200, 100, 105)}, uncoalescedThroughput, notMet, true},
+		{"uncoalesced 2 % ahead, control 5 % off", Results{Redis: redis(102, 200, 100, 95)}, uncoalescedThroughput, met, true},
+		{"uncoalesced 10 % behind, control 5 % off", Results{Redis: redis(90, 200, 100, 105)}, uncoalescedThroughput, notMet, false},
+		{"uncoalesced without a control", Results{Redis: redis(98, 200, 100, 0)}, uncoalescedThroughput, notMet, false},
+		{"coalesced 1.55× redis_rate, control 5 % off", Results{Redis: redis(100, 155, 100, 105)}, coalescedThroughput, met, true},
+		{"coalesced 2× redis_rate, control 5 % off", Results{Redis: redis(100, 200, 100, 105)}, coalescedThroughput, met, false},
+		{"http 100 µs under, control 300 µs off", Results{E2E: e2e(1900*time.Microsecond, 1300*time.Microsecond)}, http, met, true},
+		{"http 100 µs over, control 300 µs off", Results{E2E: e2e(2100*time.Microsecond, 700*time.Microsecond)}, http, notMet, true},
+		{"http 500 µs under, control 100 µs off", Results{E2E: e2e(1500*time.Microsecond, 1100*time.Microsecond)}, http, met, false},
+		{"memstore behind, rounds overlap", Results{InProcess: inproc([]float64{80, 95, 99}, []float64{85, 93, 97})}, memstoreLead, notMet, true},
+		{"memstore behind, rounds apart", Results{InProcess: inproc([]float64{90, 95, 99}, []float64{70, 75, 80})}, memstoreLead, notMet, false},
+		{"memstore ahead, rounds overlap", Results{InProcess: inproc([]float64{70, 80, 90}, []float64{85, 88, 95})}, memstoreLead, met, true},
+		{"memstore ahead, rounds apart", Results{InProcess: inproc([]float64{60, 65, 70}, []float64{80, 85, 90})}, memstoreLead, met, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.row(&tt.res)
+			if r.verdict != tt.verdict || (r.noise != "") != tt.noisy {
+				t.Errorf("verdict %q, noise %q; want %q, noisy %v", r.verdict, r.noise, tt.verdict, tt.noisy)
+			}
+			if cell := verdictCell(r); !strings.HasPrefix(cell, tt.verdict) || strings.Contains(cell, "noise") != tt.noisy {
+				t.Errorf("verdict cell %q", cell)
+			}
+		})
+	}
+}

@@ -2,6 +2,8 @@
 //
 //	go run ./cmd/load            # every phase; results/results.json and results/tables.md
 //	go run ./cmd/load -publish   # also report/*.svg, report/results.json, ../BENCHMARKS.md
+//	go run ./cmd/load -rerender  # measure nothing: publish report/results.json again
+//	                             # (after a change to how the tables or the headline read)
 //
 // Phases (-phases, comma-separated, in this order):
 //
@@ -26,6 +28,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -69,6 +72,7 @@ type config struct {
 	e2eWorkers    int
 	out           string
 	publish       bool
+	rerender      bool
 	reportDir     string
 	benchmarks    string
 	readme        string
@@ -131,6 +135,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&cfg.e2eWorkers, "e2e-workers", 64, "connections, each with its own sender, in the open-loop HTTP run")
 	fs.StringVar(&cfg.out, "out", "results", "directory for results.json and tables.md")
 	fs.BoolVar(&cfg.publish, "publish", false, "also write charts and results.json to -report and the tables into -benchmarks")
+	fs.BoolVar(&cfg.rerender, "rerender", false, "measure nothing: rewrite the charts, tables and headline of -publish from -report's results.json")
 	fs.StringVar(&cfg.reportDir, "report", "report", "directory of the published charts and results.json (committed)")
 	fs.StringVar(&cfg.benchmarks, "benchmarks", "../BENCHMARKS.md", "file whose generated sections (tables, headline) -publish rewrites")
 	fs.StringVar(&cfg.readme, "readme", "../README.md", "file whose generated headline -publish rewrites")
@@ -163,6 +168,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	case cfg.duration <= 0 || cfg.multiDuration <= 0 || cfg.e2eDuration <= 0:
 		return cfg, fmt.Errorf("durations must be positive")
 	}
+	cfg.publish = cfg.publish || cfg.rerender
 	return cfg, nil
 }
 
@@ -210,6 +216,9 @@ func run(ctx context.Context, cfg config) error {
 		if err := checkPublishTargets(cfg); err != nil {
 			return err
 		}
+	}
+	if cfg.rerender {
+		return rerender(cfg)
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
@@ -492,6 +501,20 @@ func loadavg() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// rerender publishes -report's results.json again, measuring nothing: the
+// figures stay those of the run that wrote it.
+func rerender(cfg config) error {
+	b, err := os.ReadFile(filepath.Join(cfg.reportDir, "results.json"))
+	if err != nil {
+		return fmt.Errorf("-rerender: %w", err)
+	}
+	var res Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("-rerender: %s: %w", filepath.Join(cfg.reportDir, "results.json"), err)
+	}
+	return writeOutputs(cfg, &res)
 }
 
 // writeOutputs writes results.json and tables.md to -out, and with -publish

@@ -234,3 +234,54 @@ func TestPublishedHeadlineMatchesResults(t *testing.T) {
 		}
 	}
 }
+
+// TestRerenderPublishesTheSameRun checks that -rerender rewrites the
+// headline and tables from the published results.json, measuring nothing
+// and leaving the results as they were.
+func TestRerenderPublishesTheSameRun(t *testing.T) {
+	src, err := os.ReadFile("../../report/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	report := filepath.Join(dir, "report")
+	if err := os.MkdirAll(report, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(report, "results.json"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bm, readme := filepath.Join(dir, "BENCHMARKS.md"), filepath.Join(dir, "README.md")
+	headline := headlineBegin + "\nold headline\n" + headlineEnd
+	if err := os.WriteFile(bm, []byte(headline+"\n"+beginMarker+"\nold\n"+endMarker+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(readme, []byte(headline+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseFlags(flag.NewFlagSet("load", flag.ContinueOnError), []string{"-q", "-rerender",
+		"-out", filepath.Join(dir, "results"), "-report", report, "-benchmarks", bm, "-readme", readme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("-rerender took %v: it must not measure", d)
+	}
+	var res Results
+	if err := json.Unmarshal(src, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{bm, readme} {
+		text, _ := os.ReadFile(path)
+		if got, _ := generatedSection(string(text), headlineBegin, headlineEnd); got != renderHeadline(&res) {
+			t.Errorf("%s: headline not rendered from the published results:\n%s", path, got)
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(report, "results.json")); string(after) != string(src) {
+		t.Error("-rerender changed results.json")
+	}
+}
