@@ -21,9 +21,9 @@ var ErrNotLimited = errors.New("middleware: request did not pass a limiter")
 //
 // Charging is best effort. It runs after the response, under the latency
 // budget as any store call does (see [WithBudget]); a failure is logged,
-// never shown to the client. Call Charge from
-// the handler with the request it received (or one derived from it).
-// Negative n is refused; 0 does nothing.
+// never shown to the client. Call Charge from the handler with the request
+// it received (or one derived from it). Negative n is refused; 0 does
+// nothing.
 func Charge(r *http.Request, n int64) error {
 	if n < 0 {
 		return fmt.Errorf("middleware: %w: negative charge %d", sluice.ErrInvalidHit, n)

@@ -61,8 +61,7 @@
 // # Redis versions
 //
 // Redis 6.0 and newer: CI runs the package's tests against 7.0 and 6.0.
-// The store warns, through
-// [Config.Logger], when the server's maxmemory-policy can evict its keys:
-// an evicted bucket forgets what it consumed. Use noeviction, or give the
-// limiter a Redis of its own.
+// The store warns, through [Config.Logger], when the server's
+// maxmemory-policy can evict its keys: an evicted bucket forgets what it
+// consumed. Use noeviction, or give the limiter a Redis of its own.
 package redisstore

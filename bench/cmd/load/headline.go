@@ -301,8 +301,9 @@ func httpAdded(res *Results, rate int, target string) headlineRow {
 		r.verdict = notMeasured
 	default:
 		r.verdict = verdictOf(verdictAdded < time.Millisecond)
-		if d, ok := httpNoise(res, rate); ok && max(verdictAdded-time.Millisecond, time.Millisecond-verdictAdded) <= d {
-			r.noise = fmt.Sprintf("%s from the target, and its A/A control %s off", fmtDur(max(verdictAdded-time.Millisecond, time.Millisecond-verdictAdded)), fmtDur(d))
+		margin := max(verdictAdded-time.Millisecond, time.Millisecond-verdictAdded)
+		if d, ok := httpNoise(res, rate); ok && margin <= d {
+			r.noise = fmt.Sprintf("%s from the target, and its A/A control %s off", fmtDur(margin), fmtDur(d))
 		}
 	}
 	return r
