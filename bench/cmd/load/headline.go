@@ -119,12 +119,13 @@ func memstoreLead(res *Results) headlineRow {
 			}
 			ratio := peer.NsPerOp / own.NsPerOp
 			ratios = append(ratios, fmtRatio(ratio))
-			if overlap(own, peer) {
+			near := overlap(own, peer)
+			if near {
 				overlapping = append(overlapping, p+" "+m)
 			}
 			if ratio <= 1 {
 				behind = append(behind, p+" "+m)
-				if overlap(own, peer) {
+				if near {
 					overlapBehind++
 				}
 			}

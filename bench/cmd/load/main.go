@@ -517,8 +517,6 @@ func rerender(cfg config) error {
 	return writeOutputs(cfg, &res)
 }
 
-// writeOutputs writes results.json and tables.md to -out, and with -publish
-// the charts, results.json and the tables to -report and -benchmarks.
 // checkPublishTargets reports a file -publish would rewrite that does not
 // exist or lacks its markers.
 func checkPublishTargets(cfg config) error {
@@ -541,6 +539,8 @@ func checkPublishTargets(cfg config) error {
 	return nil
 }
 
+// writeOutputs writes results.json and tables.md to -out, and with -publish
+// the charts, results.json and the tables to -report and -benchmarks.
 func writeOutputs(cfg config, res *Results) error {
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 		return err
