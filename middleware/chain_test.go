@@ -1,10 +1,14 @@
 package middleware_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/sluicehq/sluice"
@@ -72,3 +76,59 @@ func TestChainThroughAFailedLimiter(t *testing.T) {
 		t.Fatalf("status %d, RateLimit-Policy %q", rec.Code, got)
 	}
 }
+
+// TestHandlerKeepsTheRequestContext checks that a request the limiter
+// admitted keeps its context: the values set before the limiter, its
+// deadline and its cancellation, also through two chained limiters.
+func TestHandlerKeepsTheRequestContext(t *testing.T) {
+	st, _ := newMemstore(t)
+	type key struct{}
+	var seen []string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if v, _ := ctx.Value(key{}).(string); v != "outer" {
+			seen = append(seen, "value "+v)
+		}
+		if _, ok := ctx.Deadline(); !ok {
+			seen = append(seen, "no deadline")
+		}
+		if ctx.Err() != nil {
+			seen = append(seen, "done before cancel")
+		}
+		child, cancelChild := context.WithCancel(ctx) // derived from the limiter's context
+		defer cancelChild()
+		cancel, ok := ctx.Value(cancelKey{}).(context.CancelFunc)
+		if !ok {
+			seen = append(seen, "no cancel func")
+			return
+		}
+		cancel()
+		select {
+		case <-child.Done():
+		case <-time.After(5 * time.Second):
+			seen = append(seen, "cancel did not reach a context derived in the handler")
+		}
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			seen = append(seen, fmt.Sprintf("err %v after cancel", ctx.Err()))
+		}
+	})
+	var chain http.Handler = h
+	for _, name := range []string{"inner", "outer"} {
+		chain = middleware.Limit(st, rules.MustNew(rules.Rule{Name: name, Key: keyfunc.Global(),
+			Limit: sluice.PerMinute(10)}))(chain)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(time.Hour))
+	defer cancel()
+	ctx = context.WithValue(context.WithValue(ctx, key{}, "outer"), cancelKey{}, context.CancelFunc(cancel))
+	r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
+	w := httptest.NewRecorder()
+	chain.ServeHTTP(w, r)
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d", w.Code)
+	}
+	if len(seen) > 0 {
+		t.Error(seen)
+	}
+}
+
+type cancelKey struct{}
