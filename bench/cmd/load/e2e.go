@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,12 +38,22 @@ const (
 	storeEnv = "SLUICE_BENCH_STORE"
 	redisEnv = "SLUICE_BENCH_REDIS"
 	poolEnv  = "SLUICE_BENCH_POOL"
+	keysEnv  = "SLUICE_BENCH_KEYS"
+	// profEnv, when set, is the file the server writes its CPU profile to.
+	profEnv = "SLUICE_BENCH_CPUPROFILE"
 )
 
 // E2EServers are the servers compared end to end: the same handler without
-// a limiter, and behind the sluice middleware on each store, and the A/A
-// control.
-var E2EServers = []string{"none", "memstore", "redis", "redis-coalesced", e2eControl}
+// a limiter, behind the sluice middleware on each store, behind the floor
+// middleware, and the A/A control.
+var E2EServers = []string{"none", "memstore", "redis", "redis-coalesced", e2eFloor, e2eControl}
+
+// e2eFloor is the same handler behind the least a Redis limiter can do: a
+// middleware of a few lines around the plain-Lua baseline peer, one EVALSHA
+// per request on the same client settings. What it adds to "none" is what
+// one Redis round trip per request costs on this machine; what sluice's
+// "redis" adds beyond it is sluice's own.
+const e2eFloor = "plain-lua"
 
 // e2eControl is a second server without a limiter, measured in the same
 // interleaved rounds as the others: what it "adds" to the first is this
@@ -58,6 +70,17 @@ func serverMain() {
 		os.Exit(2)
 	}
 	defer cleanup()
+	if path := os.Getenv(profEnv); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "server:", err)
+			os.Exit(2)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
@@ -100,11 +123,23 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 			}
 		}
 		mw.report(m, r.URL.Query().Has("reset"))
+		m["cpu_ns"] = int64(processCPU())
 		_ = json.NewEncoder(w).Encode(m)
 	})
 	if store == "none" || store == e2eControl {
 		mux.Handle("/", h)
 		return mux, func() {}, nil
+	}
+	pool, _ := strconv.Atoi(os.Getenv(poolEnv))
+	env := &bench.Env{Addr: redisAddr, PoolSize: pool}
+	if store == e2eFloor {
+		n, _ := strconv.Atoi(os.Getenv(keysEnv))
+		floor, err := floorMiddleware(env, bench.HighLimit(bench.Keys(n)), outcomes[:])
+		if err != nil {
+			return nil, nil, err
+		}
+		mux.Handle("/", mw.around(floor, h))
+		return mux, func() { _ = env.Close() }, nil
 	}
 	spec := bench.HighLimit(nil)
 	set, err := rules.New(rules.Rule{
@@ -121,10 +156,7 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 		m := memstore.New(memstore.Config{})
 		st, cleanup = m, func() { m.Close() }
 	case "redis", "redis-coalesced":
-		pool, _ := strconv.Atoi(os.Getenv(poolEnv))
-		env := &bench.Env{Addr: redisAddr, PoolSize: pool}
-		opt := env.Options()
-		client := redis.NewClient(opt)
+		client := redis.NewClient(env.Options())
 		var cfg redisstore.Config
 		if store == "redis-coalesced" {
 			cfg.Coalesce = 64
@@ -147,6 +179,52 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 	}
 	mux.Handle("/", mw.around(lim.Handler, h))
 	return mux, cleanup, nil
+}
+
+// floorMiddleware is e2eFloor's middleware: the X-API-Key header's index in
+// spec's keys (400 for a key not there), one check of the plain-Lua peer
+// configured with spec, 429 when it refuses, and on a Redis error the
+// request let through and counted as failed open in outcomes (indexed by
+// sluice.Outcome), as sluice's on_fail: open does.
+func floorMiddleware(env *bench.Env, spec bench.Spec, outcomes []atomic.Int64) (func(http.Handler) http.Handler, error) {
+	index := make(map[string]int, len(spec.Keys))
+	for i, k := range spec.Keys {
+		index[k] = i
+	}
+	var peer bench.RedisPeer
+	for _, p := range bench.RedisPeers() {
+		if p.Name == "plain-lua" {
+			peer = p
+		}
+	}
+	if peer.New == nil {
+		return nil, errors.New("no plain-lua peer")
+	}
+	lim, err := bench.NewRedisLimiter(peer, env, spec)
+	if err != nil {
+		return nil, err
+	}
+	check := lim.NewWorker() // plain-lua's worker keeps no scratch: one serves every request
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			i, ok := index[r.Header.Get("X-API-Key")]
+			if !ok {
+				http.Error(w, "unknown key", http.StatusBadRequest)
+				return
+			}
+			allowed, err := check(r.Context(), i)
+			switch {
+			case err != nil:
+				outcomes[sluice.OutcomeFailedOpen].Add(1)
+			case !allowed:
+				http.Error(w, "limited", http.StatusTooManyRequests)
+				return
+			default:
+				outcomes[sluice.OutcomeAllowed].Add(1)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}, nil
 }
 
 // mwTimes measures, inside the server, the time from the request entering
@@ -202,14 +280,21 @@ type child struct {
 	stdin io.WriteCloser
 }
 
-func startServer(store, redisAddr string, pool int) (*child, error) {
+// startServer starts the server named store on the Redis at redisAddr, with
+// a go-redis pool of pool connections and a key space of keys; with a
+// profileDir it writes its CPU profile there, named after store.
+func startServer(store, redisAddr string, pool, keys int, profileDir string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), roleEnv+"=server", storeEnv+"="+store, redisEnv+"="+redisAddr,
-		poolEnv+"="+strconv.Itoa(pool))
+		poolEnv+"="+strconv.Itoa(pool), keysEnv+"="+strconv.Itoa(keys))
+	if profileDir != "" {
+		name := strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(store) + ".pprof"
+		cmd.Env = append(cmd.Env, profEnv+"="+filepath.Join(profileDir, name))
+	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -443,7 +528,7 @@ func runE2E(ctx context.Context, cfg config, redisAddr string) ([]E2ERun, error)
 		}
 	}()
 	for _, name := range E2EServers {
-		c, err := startServer(name, redisAddr, cfg.pool)
+		c, err := startServer(name, redisAddr, cfg.pool, cfg.keys, cfg.serverProfile)
 		if err != nil {
 			return nil, err
 		}
@@ -484,8 +569,11 @@ func runE2E(ctx context.Context, cfg config, redisAddr string) ([]E2ERun, error)
 			before[i], _ = s.stats(ctx, gen, false)
 			ld.run(s.addr, cfg.warmup, nil)
 		}
-		for _, s := range servers { // the in-server times leave the warm-ups out
-			_, _ = s.stats(ctx, gen, true)
+		cpuStart := make([]int64, len(servers))
+		for i, s := range servers { // the in-server times and CPU leave the warm-ups out
+			if m, err := s.stats(ctx, gen, true); err == nil {
+				cpuStart[i] = m["cpu_ns"]
+			}
 		}
 		for range cfg.rounds {
 			for i, s := range servers {
@@ -506,6 +594,9 @@ func runE2E(ctx context.Context, cfg config, redisAddr string) ([]E2ERun, error)
 				r.MiddlewareP50 = time.Duration(after["mw_p50_ns"])
 				r.MiddlewareP99 = time.Duration(after["mw_p99_ns"])
 				r.MiddlewareP999 = time.Duration(after["mw_p999_ns"])
+				if cpuStart[i] > 0 && r.Requests > 0 {
+					r.ServerCPU = time.Duration((after["cpu_ns"] - cpuStart[i]) / r.Requests)
+				}
 			}
 			if err == nil && before[i] != nil {
 				r.StoreFailures = after["failed_open"] + after["failed_closed"] + after["local"] -
@@ -517,6 +608,6 @@ func runE2E(ctx context.Context, cfg config, redisAddr string) ([]E2ERun, error)
 	return out, ctx.Err()
 }
 
-// hasLimiter reports whether the end-to-end server named s runs the
-// middleware: every one but "none" and its A/A control.
-func hasLimiter(s string) bool { return s != "none" && s != e2eControl }
+// isSluiceServer reports whether the end-to-end server named s runs the sluice
+// middleware: every one but "none", its A/A control and the floor.
+func isSluiceServer(s string) bool { return s != "none" && s != e2eControl && s != e2eFloor }

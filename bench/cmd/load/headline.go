@@ -293,6 +293,10 @@ func httpAdded(res *Results, rate int, target string) headlineRow {
 		return r
 	}
 	r.figure = strings.Join(parts, ", ") + fmt.Sprintf("; the server alone: p99 %s", fmtDur(none.P99))
+	if floor := e2eRun(res, e2eFloor, "open", rate); floor != nil {
+		r.figure += fmt.Sprintf("; the floor, one plain-Lua EVALSHA per request: %s (%s)",
+			signedDur(floor.P99-none.P99), fmtDur(floor.MiddlewareP99))
+	}
 	if ctl := e2eRun(res, e2eControl, "open", rate); ctl != nil {
 		r.figure += fmt.Sprintf("; A/A control, a second server without a limiter: %s", signedDur(ctl.P99-none.P99))
 	}

@@ -131,6 +131,27 @@ func TestHTTPRowShowsTheControl(t *testing.T) {
 	}
 }
 
+// TestHTTPRowShowsTheFloor checks that the HTTP row shows what the floor
+// server (one plain-Lua EVALSHA per request) added, with its p99 inside its
+// middleware, and that the verdict is still the default Redis store's alone.
+func TestHTTPRowShowsTheFloor(t *testing.T) {
+	runs := []E2ERun{
+		{Server: "none", Mode: "open", Rate: headlineRate, P99: time.Millisecond},
+		{Server: "redis", Mode: "open", Rate: headlineRate, P99: 1500 * time.Microsecond},
+		{Server: e2eFloor, Mode: "open", Rate: headlineRate, P99: 4 * time.Millisecond, MiddlewareP99: 2 * time.Millisecond},
+	}
+	r := httpAdded(&Results{E2E: runs}, headlineRate, "t")
+	if !strings.Contains(r.figure, "the floor, one plain-Lua EVALSHA per request: +3.00 ms (2.00 ms)") {
+		t.Errorf("figure without the floor: %s", r.figure)
+	}
+	if r.verdict != met {
+		t.Errorf("verdict %q with the default store adding 500 µs, want %q: the floor must not move it", r.verdict, met)
+	}
+	if r := httpAdded(&Results{E2E: runs[:2]}, headlineRate, "t"); strings.Contains(r.figure, "floor") {
+		t.Errorf("a run without the floor mentions it: %s", r.figure)
+	}
+}
+
 // TestNoiseNotes checks when a verdict is marked as within the run's own
 // noise, and that the mark never changes the verdict.
 func TestNoiseNotes(t *testing.T) {

@@ -80,6 +80,7 @@ type config struct {
 	quiet         bool
 	sluiceRev     string
 	cpuProfile    string
+	serverProfile string
 }
 
 func main() {
@@ -142,6 +143,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "stop everything after this long")
 	fs.BoolVar(&cfg.quiet, "q", false, "no progress on stderr")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (this process, not Redis or the HTTP server) to `file`")
+	fs.StringVar(&cfg.serverProfile, "server-cpuprofile", "", "write a CPU profile of each HTTP server to `dir`/<server>.pprof")
 	fs.StringVar(&cfg.sluiceRev, "sluice-rev", "", "the sluice revision measured, for the report (default: the short commit of .., -dirty when files outside bench/ differ)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

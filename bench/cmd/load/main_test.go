@@ -50,6 +50,7 @@ func TestRunEveryPhase(t *testing.T) {
 		"-q", "-rounds", "2", "-conc", "1,2", "-duration", "150ms", "-warmup", "50ms", "-multi-duration", "100ms",
 		"-benchtime", "200x", "-race-instances", "2", "-race-goroutines", "2", "-race-attempts", "150",
 		"-e2e-rate", "300", "-e2e-duration", "200ms", "-e2e-conc", "2", "-e2e-workers", "4", "-keys", "100",
+		"-server-cpuprofile", dir,
 		"-out", filepath.Join(dir, "results"), "-publish", "-report", filepath.Join(dir, "report"), "-benchmarks", bm, "-readme", readme,
 	})
 	if err != nil {
@@ -90,8 +91,19 @@ func TestRunEveryPhase(t *testing.T) {
 			t.Errorf("phases missing: %d in-process, %d multi, %d e2e", len(res.InProcess), len(res.MultiRule), len(res.E2E))
 		}
 		for _, r := range res.E2E {
-			if r.Requests == 0 || r.Errors != 0 || r.Non200 != 0 {
+			if r.Requests == 0 || r.Errors != 0 || r.Non200 != 0 || r.StoreFailures != 0 {
 				t.Errorf("e2e run %+v", r)
+			}
+			if processCPU() > 0 && r.ServerCPU <= 0 {
+				t.Errorf("e2e run without the server's CPU: %+v", r)
+			}
+			if (isSluiceServer(r.Server) || r.Server == e2eFloor) && r.MiddlewareP99 <= 0 {
+				t.Errorf("e2e run without its time in the middleware: %+v", r)
+			}
+		}
+		for _, s := range []string{"none", "redis", e2eFloor} {
+			if _, err := os.Stat(filepath.Join(dir, s+".pprof")); err != nil {
+				t.Error(err)
 			}
 		}
 	}

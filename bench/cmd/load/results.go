@@ -132,4 +132,8 @@ type E2ERun struct {
 	MiddlewareP50  time.Duration `json:"middleware_p50_ns,omitempty"`
 	MiddlewareP99  time.Duration `json:"middleware_p99_ns,omitempty"`
 	MiddlewareP999 time.Duration `json:"middleware_p999_ns,omitempty"`
+	// ServerCPU is the server process's CPU time (user and system, from
+	// getrusage) over the measured slices, per request: what the server
+	// costs the machine, free of the latency figures' queueing noise.
+	ServerCPU time.Duration `json:"server_cpu_ns_per_request,omitempty"`
 }
