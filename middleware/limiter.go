@@ -27,6 +27,7 @@ type Limiter struct {
 	pool    sync.Pool // *scratch
 	// inProcess: the store is a memstore, whose calls get no deadline.
 	inProcess bool
+	calls     *callContexts // the other stores' calls' contexts
 }
 
 // scratch is one request's working memory, pooled so that deciding does not
@@ -62,9 +63,12 @@ func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 	}
 	l := &Limiter{store: store, rules: set, cfg: cfg, local: newLocalFallback(cfg.instances)}
 	// A memstore call does no I/O and ignores its context: a deadline
-	// would bound nothing, and its timer cost as much as the rest of the
-	// middleware (BenchmarkHandler: "memstore" against "other store").
+	// would bound nothing (BenchmarkHandler: "memstore" against "other
+	// store").
 	_, l.inProcess = store.(*memstore.Store)
+	if !l.inProcess {
+		l.calls = newCallContexts(cfg.budget)
+	}
 	l.pool.New = func() any { return new(scratch) }
 	return l, nil
 }
@@ -158,20 +162,17 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) boo
 	return false
 }
 
-// take makes one store call under the latency budget and reports it to an
-// observer that wants store calls, with ctx (not the call's context, which
-// has been cancelled by then).
+// take makes one store call under the latency budget (see callContexts)
+// and reports it to an observer that wants store calls, with ctx, the
+// request's context, not the call's.
 func (l *Limiter) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) (time.Duration, error) {
-	call, cancel := ctx, context.CancelFunc(nil)
+	call := ctx
 	if !l.inProcess {
-		call, cancel = context.WithTimeout(ctx, l.cfg.budget)
+		call = l.calls.with(ctx, l.cfg.budget)
 	}
 	start := time.Now()
 	err := l.store.Take(call, hits, out)
 	latency := time.Since(start)
-	if cancel != nil {
-		cancel()
-	}
 	if o, ok := l.cfg.observer.(sluice.StoreCallObserver); ok {
 		o.ObserveStoreCall(ctx, sluice.StoreCall{Latency: latency, Hits: len(hits), Err: err})
 	}
