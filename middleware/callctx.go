@@ -52,7 +52,10 @@ func (c *callContexts) with(parent context.Context, budget time.Duration) contex
 	if d, ok := parent.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	return &callContext{parent: parent, deadline: deadline, done: c.done(deadline)}
+	// Values are looked up through WithoutCancel, which hides the request's
+	// cancellation from context.Cause: a call past its deadline reports
+	// DeadlineExceeded as its cause, not the request's (nil) one.
+	return &callContext{values: context.WithoutCancel(parent), deadline: deadline, done: c.done(deadline)}
 }
 
 // done returns the channel closed at the end of deadline's tick.
@@ -76,14 +79,14 @@ func (c *callContexts) done(deadline time.Time) <-chan struct{} {
 
 // callContext is a store call's context: see [callContexts].
 type callContext struct {
-	parent   context.Context
+	values   context.Context // the request's, without its cancellation
 	deadline time.Time
 	done     <-chan struct{}
 }
 
 func (c *callContext) Deadline() (time.Time, bool) { return c.deadline, true }
 func (c *callContext) Done() <-chan struct{}       { return c.done }
-func (c *callContext) Value(key any) any           { return c.parent.Value(key) }
+func (c *callContext) Value(key any) any           { return c.values.Value(key) }
 
 func (c *callContext) Err() error {
 	select {

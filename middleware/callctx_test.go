@@ -8,20 +8,28 @@ import (
 )
 
 // TestCallContextIsDoneAtItsDeadline checks a store call's context: its
-// deadline is the budget's, it is not done before it, it is done at most a
-// tick after it (plus 50 ms of slack for a slow machine), and the tick's
+// deadline is the budget's, it is not done before it, not even when the
+// request is cancelled, it is done at most a tick after it (plus 50 ms of
+// slack for a slow machine) with the deadline as its cause, and the tick's
 // channel is forgotten once closed.
 func TestCallContextIsDoneAtItsDeadline(t *testing.T) {
 	const budget = 80 * time.Millisecond
 	cc := newCallContexts(budget)
 	start := time.Now()
-	ctx := cc.with(context.Background(), budget)
+	request, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	ctx := cc.with(request, budget)
 	deadline, ok := ctx.Deadline()
 	if !ok || deadline.Before(start.Add(budget)) || deadline.After(time.Now().Add(budget)) {
 		t.Fatalf("deadline %v (ok %v), want %v after the call", deadline.Sub(start), ok, budget)
 	}
 	if err := ctx.Err(); err != nil {
 		t.Fatalf("Err before the deadline: %v", err)
+	}
+	// The client goes away during the call: the call goes on.
+	cancel(errors.New("client gone"))
+	if err := ctx.Err(); err != nil {
+		t.Fatalf("Err after the request's cancellation, before the deadline: %v", err)
 	}
 	select {
 	case <-ctx.Done():
@@ -33,6 +41,9 @@ func TestCallContextIsDoneAtItsDeadline(t *testing.T) {
 	}
 	if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Err after the deadline: %v", err)
+	}
+	if err := context.Cause(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Cause after the deadline: %v", err)
 	}
 	waitFor(t, func() bool {
 		cc.mu.Lock()
