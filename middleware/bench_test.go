@@ -28,7 +28,8 @@ type wrapped struct{ sluice.Store }
 // BenchmarkHandler measures what the middleware adds to a request: one
 // per-API-key rule over 1k keys, every request admitted, headers written.
 // "memstore" calls get no deadline; "other store" is the same memstore
-// behind a wrapper, so its calls get the budget's (a timer per call).
+// behind a wrapper, so its calls get the budget's deadline (a call context
+// sharing its tick's timer: see callContexts).
 func BenchmarkHandler(b *testing.B) {
 	set := rules.MustNew(rules.Rule{Name: "per-key", Key: keyfunc.Must(keyfunc.Header("X-API-Key")), KeyKind: "api-key",
 		Limit: sluice.PerSecond(1_000_000).WithBurst(1 << 30)})

@@ -34,9 +34,10 @@ func (s *deadlineStore) Take(ctx context.Context, hits []sluice.Hit, out []sluic
 
 // callWatcher is a StoreCallObserver that records the context it is given.
 type callWatcher struct {
-	mu   sync.Mutex
-	errs []error
-	vals []any
+	mu        sync.Mutex
+	errs      []error
+	vals      []any
+	deadlines []bool
 }
 
 type requestKey struct{}
@@ -47,11 +48,14 @@ func (w *callWatcher) ObserveStoreCall(ctx context.Context, _ sluice.StoreCall) 
 	defer w.mu.Unlock()
 	w.errs = append(w.errs, ctx.Err())
 	w.vals = append(w.vals, ctx.Value(requestKey{}))
+	_, ok := ctx.Deadline()
+	w.deadlines = append(w.deadlines, ok)
 }
 
 // TestStoreCallsGetTheBudget checks that a store call's context carries the
 // latency budget as its deadline, and that the store-call observer is given
-// the request's context, live, rather than the call's, cancelled by then.
+// the request's context, live and without a deadline (the request has
+// none), rather than the call's.
 func TestStoreCallsGetTheBudget(t *testing.T) {
 	const budget = 40 * time.Second // far from anything a slow machine could eat
 	mem, _ := newMemstore(t)
@@ -65,7 +69,8 @@ func TestStoreCallsGetTheBudget(t *testing.T) {
 	if len(store.deadlines) != 1 || store.deadlines[0] <= budget-10*time.Second || store.deadlines[0] > budget {
 		t.Errorf("time left at the store call: %v, want a deadline just under the %v budget", store.deadlines, budget)
 	}
-	if len(watch.errs) != 1 || watch.errs[0] != nil || watch.vals[0] != "this request" {
-		t.Errorf("store-call observer saw context errors %v and values %v, want the live request context", watch.errs, watch.vals)
+	if len(watch.errs) != 1 || watch.errs[0] != nil || watch.vals[0] != "this request" || watch.deadlines[0] {
+		t.Errorf("store-call observer saw context errors %v, values %v and deadlines %v, want the live request context",
+			watch.errs, watch.vals, watch.deadlines)
 	}
 }

@@ -166,13 +166,16 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) boo
 // and reports it to an observer that wants store calls, with ctx, the
 // request's context, not the call's.
 func (l *Limiter) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) (time.Duration, error) {
-	call := ctx
+	call, release := ctx, context.CancelFunc(nil)
 	if !l.inProcess {
-		call = l.calls.with(ctx, l.cfg.budget)
+		call, release = l.calls.with(ctx)
 	}
 	start := time.Now()
 	err := l.store.Take(call, hits, out)
 	latency := time.Since(start)
+	if release != nil {
+		release()
+	}
 	if o, ok := l.cfg.observer.(sluice.StoreCallObserver); ok {
 		o.ObserveStoreCall(ctx, sluice.StoreCall{Latency: latency, Hits: len(hits), Err: err})
 	}

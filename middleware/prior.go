@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 
@@ -34,6 +35,10 @@ func (i *requestInfo) Value(key any) any {
 		return i
 	}
 	return i.Context.Value(key)
+}
+
+func (i *requestInfo) String() string {
+	return fmt.Sprintf("%v.WithValue(sluice request info, %d policies)", i.Context, len(i.policies))
 }
 
 // newRequestInfo copies policies: the caller's slice is pooled. A limiter

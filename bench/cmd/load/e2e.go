@@ -20,7 +20,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/bench"
 	"github.com/sluicehq/sluice/bench/internal/hist"
@@ -156,7 +155,7 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 		m := memstore.New(memstore.Config{})
 		st, cleanup = m, func() { m.Close() }
 	case "redis", "redis-coalesced":
-		client := redis.NewClient(env.Options())
+		client := env.NewClient() // as the floor's: the same options and round-trip hook
 		var cfg redisstore.Config
 		if store == "redis-coalesced" {
 			cfg.Coalesce = 64
@@ -165,7 +164,7 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		st, cleanup = r, func() { r.Close(); client.Close() }
+		st, cleanup = r, func() { r.Close(); _ = env.Close() }
 	default:
 		return nil, nil, fmt.Errorf("unknown store %q", store)
 	}

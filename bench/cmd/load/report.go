@@ -562,7 +562,10 @@ func renderE2E(b *strings.Builder, res *Results, chartDir string, charts map[str
 		"to the handler being called. %v measured per server and load, in %d slices "+
 		"interleaved with the other servers', after a %v warm-up each. "+
 		"The middleware's budget per Redis call is its default, 50 ms (memstore calls have none); a request the store does not decide in time "+
-		"is let through (on_fail: open) and counted under \"undecided\". Client, server and Redis share the same 2 cores.\n\n",
+		"is let through (on_fail: open) and counted under \"undecided\"; the floor has no budget (go-redis's 2 s "+
+		"timeouts), so compare its added latency with sluice's only where sluice's undecided count is 0. "+
+		"\"Server CPU per request\" is the server process's user and system time over the measured slices. "+
+		"Client, server and Redis share the same 2 cores.\n\n",
 		s.Keys, joinInts(s.E2ERates), s.E2EWorkers, s.E2EConc, s.E2EDuration, s.Rounds, s.Warmup)
 	chartLink(b, chartDir, "e2e.svg", "HTTP p99 and throughput", charts)
 	t.head("server", "load", "req/s", "p50", "p99", "p99.9", "max", "p50 added", "p99 added",
