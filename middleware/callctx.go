@@ -54,6 +54,7 @@ type tick struct {
 	ctx context.Context // done at the tick's end
 }
 
+// newCallContexts returns the call contexts of a limiter with budget.
 func newCallContexts(budget time.Duration) *callContexts {
 	return &callContexts{budget: budget, tick: max(budget/budgetTicks, time.Microsecond),
 		epoch: time.Now(), ticks: map[int64]*tick{}}
@@ -77,12 +78,12 @@ func (c *callContexts) with(parent context.Context) (context.Context, context.Ca
 		// has passed (its own timer has not fired yet).
 		return context.WithDeadline(values, deadline)
 	}
-	return &callContext{values: values, deadline: deadline, tick: c.tickOf(deadline, now)}, nil
+	return &callContext{values: values, deadline: deadline, tick: c.tickOf(deadline)}, nil
 }
 
 // tickOf returns the context done at the end of deadline's tick; deadline
-// is after now and at most a budget away.
-func (c *callContexts) tickOf(deadline, now time.Time) context.Context {
+// is in the future and at most a budget away.
+func (c *callContexts) tickOf(deadline time.Time) context.Context {
 	end := int64((deadline.Sub(c.epoch) + c.tick - 1) / c.tick) // ceiling
 	if t := c.last.Load(); t != nil && t.end == end {
 		return t.ctx
