@@ -25,9 +25,9 @@ type Limiter struct {
 	denials sampler   // denials
 	audit   bypassLog // samples the log records of bypass uses
 	pool    sync.Pool // *scratch
-	// inProcess: the store is a memstore, whose calls get no deadline.
-	inProcess bool
-	calls     *callContexts // the other stores' calls' contexts
+	// calls makes the store calls' contexts; nil for a memstore, whose
+	// calls get no deadline.
+	calls *callContexts
 }
 
 // scratch is one request's working memory, pooled so that deciding does not
@@ -65,8 +65,7 @@ func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 	// A memstore call does no I/O and ignores its context: a deadline
 	// would bound nothing (BenchmarkHandler: "memstore" against "other
 	// store").
-	_, l.inProcess = store.(*memstore.Store)
-	if !l.inProcess {
+	if _, inProcess := store.(*memstore.Store); !inProcess {
 		l.calls = newCallContexts(cfg.budget)
 	}
 	l.pool.New = func() any { return new(scratch) }
@@ -167,7 +166,7 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) boo
 // request's context, not the call's.
 func (l *Limiter) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) (time.Duration, error) {
 	call, release := ctx, context.CancelFunc(nil)
-	if !l.inProcess {
+	if l.calls != nil {
 		call, release = l.calls.with(ctx)
 	}
 	start := time.Now()
