@@ -14,9 +14,19 @@ type Hit struct {
 	Limit Limit
 	// Algorithm selects how Limit is enforced.
 	Algorithm Algorithm
-	// Cost is how much the request consumes, usually 1. 0 is a peek: the
-	// result is reported and nothing is consumed. Negative costs are refused.
+	// Cost is how much the request consumes. 0 means 1, so a Hit filled
+	// without a cost is limited like any other. Negative costs are refused.
 	Cost int64
+	// Peek reports the bucket's state as a hit of Cost would find it, and
+	// consumes nothing. A peek never blocks the request it belongs to.
+	Peek bool
+	// MinCost, when positive, makes the hit partial: it takes as much as
+	// the bucket holds, up to Cost, provided that is at least MinCost (a
+	// local lease's refill takes up to K tokens this way). It passes when
+	// MinCost would pass; the Result's Receipt.Taken says how much it took.
+	// 0, the default, takes exactly Cost. At most Cost; not with Peek or
+	// Force.
+	MinCost int64
 	// Shadow marks a dry-run hit: it never blocks the request, and its
 	// bucket consumes only when it passed on its own.
 	Shadow bool
@@ -27,6 +37,14 @@ type Hit struct {
 	Force bool
 }
 
+// Units returns the cost h is decided with: Cost, or 1 when Cost is 0.
+func (h *Hit) Units() int64 {
+	if h.Cost == 0 {
+		return 1
+	}
+	return h.Cost
+}
+
 // Check reports whether h can be decided, as an error wrapping
 // [ErrInvalidHit] or [ErrInvalidLimit], or nil. Stores call it for every
 // hit; rules check their limits once, at construction.
@@ -34,6 +52,14 @@ func (h *Hit) Check() error {
 	switch {
 	case h.Cost < 0:
 		return fmt.Errorf("%w: negative cost %d", ErrInvalidHit, h.Cost)
+	case h.MinCost < 0:
+		return fmt.Errorf("%w: negative minimum cost %d", ErrInvalidHit, h.MinCost)
+	case h.MinCost > h.Units():
+		return fmt.Errorf("%w: minimum cost %d above the cost %d", ErrInvalidHit, h.MinCost, h.Units())
+	case h.MinCost > 0 && (h.Peek || h.Force):
+		return fmt.Errorf("%w: a partial hit (MinCost) cannot be a peek or forced", ErrInvalidHit)
+	case h.Peek && h.Force:
+		return fmt.Errorf("%w: a hit cannot be both a peek and forced", ErrInvalidHit)
 	case h.Key == "":
 		return fmt.Errorf("%w: empty key", ErrInvalidHit)
 	case !h.Algorithm.Valid():
@@ -65,6 +91,10 @@ type Result struct {
 	// Unsatisfiable reports that the request's cost exceeds the capacity:
 	// it can never pass, however long the client waits.
 	Unsatisfiable bool
+	// Receipt records what the hit consumed, for a store that can give it
+	// back (see [Refunder]). It is zero for a hit that consumed nothing
+	// and for a forced hit.
+	Receipt Receipt
 }
 
 // CheckHits reports why a store cannot decide hits into out, or nil: too

@@ -13,9 +13,11 @@ import "context"
 // reported either way; for a hit that passed inside a request that was not
 // admitted, Remaining is what is left without consuming.
 //
-// out must have at least len(hits) elements. A hit with cost 0 is a peek: it
-// reports without consuming. A negative cost, an unknown algorithm or an
-// invalid limit is an error wrapping [ErrInvalidHit] or [ErrInvalidLimit].
+// out must have at least len(hits) elements. A hit's cost of 0 means 1. A
+// peek ([Hit.Peek]) reports without consuming and never blocks the
+// request; a partial hit ([Hit.MinCost]) takes what is there, up to its
+// cost. A negative cost, an unknown algorithm or an invalid limit is an
+// error wrapping [ErrInvalidHit] or [ErrInvalidLimit].
 // Being over the limit is never an error. A failure of the store itself is a
 // [*StoreError]; when it is ambiguous the hits may have been consumed.
 //
@@ -29,11 +31,21 @@ type Store interface {
 	Take(ctx context.Context, hits []Hit, out []Result) error
 }
 
+// InProcessStore is an optional interface of a [Store] that decides in
+// process, without I/O, such as the memory store. The middleware gives the
+// calls of a store whose InProcess returns true no latency budget: there is
+// nothing for a deadline to bound. A wrapper answers for what it wraps.
+type InProcessStore interface {
+	Store
+	InProcess() bool
+}
+
 // Admitted reports whether a request whose hits were decided into results is
-// admitted: whether every enforcing hit passed. Forced hits do not count.
+// admitted: whether every enforcing hit passed. Forced hits and peeks do
+// not count.
 func Admitted(hits []Hit, results []Result) bool {
 	for i := range hits {
-		if !hits[i].Shadow && !hits[i].Force && !results[i].Allowed {
+		if h := &hits[i]; !h.Shadow && !h.Force && !h.Peek && !results[i].Allowed {
 			return false
 		}
 	}

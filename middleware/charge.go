@@ -49,7 +49,7 @@ func (l *Limiter) settle(r *http.Request, s *scratch, info *requestInfo) {
 	hits := s.m.Hits[:0:0] // a fresh slice: s.m.Hits still describes the request
 	for _, h := range s.m.Hits {
 		if !h.Shadow {
-			h.Cost, h.Force = n, true
+			h.Cost, h.Force, h.Peek, h.MinCost = n, true, false, 0
 			hits = append(hits, h)
 		}
 	}

@@ -4,8 +4,8 @@
 // group.
 //
 // For each request the [Limiter] matches its rules, decides all of them in
-// one store call under a latency budget (see [WithBudget]; a memstore call,
-// which does no I/O, needs none), and then:
+// one store call under a latency budget (see [WithBudget]; an in-process
+// store's call, which does no I/O, needs none), and then:
 //
 //   - admitted: sets the rate-limit headers and calls the next handler;
 //   - refused by a rule: answers 429 Too Many Requests with Retry-After

@@ -11,7 +11,6 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/rules"
-	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // Limiter is the rate-limiting middleware. Create it with [New]; use
@@ -25,7 +24,7 @@ type Limiter struct {
 	denials sampler   // denials
 	audit   bypassLog // samples the log records of bypass uses
 	pool    sync.Pool // *scratch
-	// calls makes the store calls' contexts; nil for a memstore, whose
+	// calls makes the store calls' contexts; nil for an in-process store, whose
 	// calls get no deadline.
 	calls *callContexts
 }
@@ -62,10 +61,8 @@ func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	l := &Limiter{store: store, rules: set, cfg: cfg, local: newLocalFallback(cfg.instances)}
-	// A memstore call does no I/O and ignores its context: a deadline
-	// would bound nothing (BenchmarkHandler: "memstore" against "other
-	// store").
-	if _, inProcess := store.(*memstore.Store); !inProcess {
+	// An in-process store does no I/O: a deadline would bound nothing.
+	if ip, ok := store.(sluice.InProcessStore); !ok || !ip.InProcess() {
 		l.calls = newCallContexts(cfg.budget)
 	}
 	l.pool.New = func() any { return new(scratch) }

@@ -72,8 +72,9 @@ func WithHeaders(m headers.Mode) Option {
 // call short; a request already done before it is given its own done
 // context, which redisstore refuses without sending.
 //
-// A [github.com/sluicehq/sluice/store/memstore.Store] call gets no
-// deadline: it does no I/O and ignores its context.
+// The calls of an in-process store ([sluice.InProcessStore], such as
+// [github.com/sluicehq/sluice/store/memstore.Store]) get no deadline: they
+// do no I/O.
 func WithBudget(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if d <= 0 {

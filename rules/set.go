@@ -79,8 +79,9 @@ type Matched struct {
 // wraps [keyfunc.ErrNoKey] when the key function's error does.
 //
 // Each hit costs the rule's Cost, or, when r's context carries a cost
-// ([sluice.WithCost]), that cost capped by the rule's MaxCost. A negative
-// context cost is an error wrapping [sluice.ErrInvalidHit].
+// ([sluice.WithCost]), that cost capped by the rule's MaxCost. A context
+// cost of 0 makes every hit a peek ([sluice.Hit.Peek]) at the rule's Cost.
+// A negative context cost is an error wrapping [sluice.ErrInvalidHit].
 func (s *Set) Resolve(r *http.Request, m *Matched) error {
 	m.Rules, m.Hits, m.Bypass = m.Rules[:0], m.Hits[:0], ""
 	ctxCost, hasCost := sluice.CostFrom(r.Context())
@@ -100,7 +101,7 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 			return fmt.Errorf("rules: rule %q: %w", rule.Name, err)
 		}
 		cost := rule.Cost
-		if hasCost {
+		if hasCost && ctxCost > 0 {
 			cost = ctxCost
 			if rule.MaxCost > 0 {
 				cost = min(cost, rule.MaxCost)
@@ -112,6 +113,7 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 			Limit:     rule.Limit,
 			Algorithm: rule.Algorithm,
 			Cost:      cost,
+			Peek:      hasCost && ctxCost == 0,
 			Shadow:    rule.Shadow,
 		})
 	}

@@ -14,6 +14,7 @@ func (o *Outcome) Result(r *sluice.Result, l sluice.Limit, taken bool) {
 	r.Limit = l
 	r.RetryAfter = Micros(o.RetryAfter)
 	r.Unsatisfiable = o.Unsatisfiable
+	r.Receipt = sluice.Receipt{}
 	if taken {
 		r.Remaining = o.RemainingIf()
 		r.ResetAfter = Micros(o.ResetAfterIf)

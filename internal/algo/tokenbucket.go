@@ -97,7 +97,7 @@ func TokenBucketAdmits(now, tat, cost int64, n TBNums) (next int64, ok bool) {
 
 // AdmittedResult writes into r the result of a hit of cost that
 // [TokenBucketAdmits] admitted at now on bucket n, whose arrival time was
-// tat, storing next. A bucket not in debt (tat ≤ now, the usual case for
+// tat, storing next, with its receipt. A bucket not in debt (tat ≤ now, the usual case for
 // any key but a hot one) has capacity − cost tokens left, which spares the
 // division.
 func AdmittedResult(r *sluice.Result, l sluice.Limit, now, tat, next, cost int64, n TBNums) {
@@ -110,5 +110,6 @@ func AdmittedResult(r *sluice.Result, l sluice.Limit, now, tat, next, cost int64
 		Limit:      l,
 		Remaining:  left,
 		ResetAfter: Micros(next - now),
+		Receipt:    sluice.Receipt{Taken: cost, Mark: next},
 	}
 }

@@ -81,6 +81,7 @@ func TestTokenBucketAdmitsAgrees(t *testing.T) {
 		var got, ref sluice.Result
 		AdmittedResult(&got, l, now, tat, next, cost, n)
 		o.Result(&ref, l, true)
+		ref.Receipt = sluice.Receipt{Taken: cost, Mark: want}
 		if next != want || got != ref {
 			t.Fatalf("%v tat %d cost %d: fast path next %d %+v, TokenBucket next %d %+v", l, tat, cost, next, got, want, ref)
 		}

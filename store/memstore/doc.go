@@ -21,6 +21,13 @@
 // hits holds that bucket. Concurrent calls behave as if they ran one after
 // another.
 //
+// # Refunds and reset
+//
+// The store implements [sluice.Refunder] and [sluice.Resetter]: every result
+// that consumed carries a receipt, and [Store.Refund] gives back exactly what
+// it records (see internal/algo for the arithmetic the Redis store mirrors);
+// [Store.Reset] makes buckets full again.
+//
 // # Keys
 //
 // Keys are compared byte for byte. A key longer than 128 bytes is stored as

@@ -67,21 +67,29 @@ func (s *Store) Take(_ context.Context, hits []sluice.Hit, out []sluice.Result) 
 		return errClosed()
 	}
 	now := s.now()
-	if len(hits) == 1 { // not a token bucket: tokenHit took those
+	switch {
+	case len(hits) > 1:
+		s.takeMany(now, hits, out)
+	case hits[0].Algorithm == sluice.TokenBucket: // a partial hit: tokenHit passes those over
+		v, _ := s.limits.tokenBucket(hits[0].Limit)
+		s.takeToken(now, &hits[0], v, &out[0])
+	default:
 		s.takeOne(now, &hits[0], &out[0])
-		return nil
 	}
-	s.takeMany(now, hits, out)
 	return nil
 }
+
+// InProcess reports true: the store does no I/O, so its calls need no
+// latency budget (see [sluice.InProcessStore]).
+func (s *Store) InProcess() bool { return true }
 
 func errClosed() error { return &sluice.StoreError{Op: "memstore: take", Kind: sluice.ErrClosed} }
 
 // tokenHit returns the numbers of h's limit when h is a valid token-bucket
-// hit, else false (the general path then decides it, or reports why it
-// cannot).
+// hit that takes exactly its cost, else false (the general path then decides
+// it, or reports why it cannot).
 func (s *Store) tokenHit(h *sluice.Hit) (algo.TBNums, bool) {
-	if h.Algorithm != sluice.TokenBucket || h.Cost < 0 || h.Key == "" {
+	if h.Algorithm != sluice.TokenBucket || h.Cost < 0 || h.Key == "" || h.MinCost != 0 || h.Peek && h.Force {
 		return algo.TBNums{}, false
 	}
 	return s.limits.tokenBucket(h.Limit)
@@ -100,11 +108,10 @@ func (s *Store) now() int64 {
 // one bucket lock.
 func (s *Store) takeOne(now int64, h *sluice.Hit, out *sluice.Result) {
 	k := makeKey(h)
-	peek := h.Cost == 0 && !h.Force
 	for again := false; ; again = true {
-		b := s.table.bucket(k, !peek, again)
+		b := s.table.bucket(k, !h.Peek, again)
 		if b == nil { // a peek at a bucket never used: nothing to store
-			o, _ := decide(now, h, state{})
+			o, _, _ := decide(now, h, state{})
 			o.Result(out, h.Limit, false)
 			return
 		}
@@ -113,14 +120,15 @@ func (s *Store) takeOne(now int64, h *sluice.Hit, out *sluice.Result) {
 			b.mu.Unlock()
 			continue
 		}
-		o, next := decide(now, h, *b.win)
-		taken := o.Allowed || h.Force
+		o, next, rc := decide(now, h, *b.win)
+		taken := consumes(h, &o)
 		if taken {
 			next.settle(now)
 			*b.win = next
 		}
 		b.mu.Unlock()
 		o.Result(out, h.Limit, taken)
+		setReceipt(out, h, taken, rc)
 		return
 	}
 }
@@ -132,7 +140,8 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 	var bucketBuf, lockBuf [8]*bucket
 	var outBuf [8]algo.Outcome
 	var nextBuf [8]state
-	buckets, locked, outs, next := bucketBuf[:0], lockBuf[:0], outBuf[:0], nextBuf[:0]
+	var rcBuf [8]sluice.Receipt
+	buckets, locked, outs, next, rcs := bucketBuf[:0], lockBuf[:0], outBuf[:0], nextBuf[:0], rcBuf[:0]
 	for again := false; ; again = true {
 		buckets = buckets[:0]
 		for i := range hits {
@@ -162,27 +171,30 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 		// A later hit on the same bucket sees what the earlier ones that
 		// passed would leave.
 		for j := i - 1; j >= 0; j-- {
-			if (outs[j].Allowed || hits[j].Force) && buckets[j] == buckets[i] {
+			if consumes(&hits[j], &outs[j]) && buckets[j] == buckets[i] {
 				st = next[j]
 				break
 			}
 		}
-		o, n := decide(now, &hits[i], st)
+		o, n, rc := decide(now, &hits[i], st)
 		outs = append(outs, o)
 		next = append(next, n)
-		if !o.Allowed && !hits[i].Shadow && !hits[i].Force {
+		rcs = append(rcs, rc)
+		if h := &hits[i]; !o.Allowed && !h.Shadow && !h.Force && !h.Peek {
 			admitted = false
 		}
 	}
 	for i := range hits {
-		taken := hits[i].Force || admitted && outs[i].Allowed
+		h := &hits[i]
+		taken := h.Force || admitted && consumes(h, &outs[i])
 		if taken && !supersededLater(hits, outs, buckets, i) {
 			// Only the last taken hit on a bucket writes: its state already
 			// includes the earlier ones' (and may share their memory).
 			next[i].settle(now)
 			buckets[i].store(next[i])
 		}
-		outs[i].Result(&out[i], hits[i].Limit, taken)
+		outs[i].Result(&out[i], h.Limit, taken)
+		setReceipt(&out[i], h, taken, rcs[i])
 	}
 	for _, b := range locked {
 		b.thaw()
@@ -193,23 +205,56 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 // supersededLater reports whether a hit after i consumes on i's bucket.
 func supersededLater(hits []sluice.Hit, outs []algo.Outcome, buckets []*bucket, i int) bool {
 	for j := i + 1; j < len(hits); j++ {
-		if (outs[j].Allowed || hits[j].Force) && buckets[j] == buckets[i] {
+		if consumes(&hits[j], &outs[j]) && buckets[j] == buckets[i] {
 			return true
 		}
 	}
 	return false
 }
 
-// decide computes h's outcome on state st and the state to keep if it
-// consumes (it passed and the request was admitted, or it is forced).
-func decide(now int64, h *sluice.Hit, st state) (algo.Outcome, state) {
+// consumes reports whether h, decided as o, consumes if its request is
+// admitted: it passed and is not a peek, or it is forced.
+func consumes(h *sluice.Hit, o *algo.Outcome) bool { return o.Allowed && !h.Peek || h.Force }
+
+// setReceipt writes into r the receipt rc of h when h consumed and is not
+// forced (forced charges are never given back).
+func setReceipt(r *sluice.Result, h *sluice.Hit, taken bool, rc sluice.Receipt) {
+	if taken && !h.Force {
+		r.Receipt = rc
+	}
+}
+
+// decide computes h's outcome on state st, and the state to keep and the
+// receipt to report if it consumes (it passed and the request was admitted,
+// or it is forced). A partial hit is decided for its minimum cost first,
+// then takes what is left, up to its cost.
+func decide(now int64, h *sluice.Hit, st state) (algo.Outcome, state, sluice.Receipt) {
+	cost := h.Units()
+	if h.MinCost > 0 {
+		o, _ := decideCost(now, h, st, h.MinCost)
+		if !o.Allowed {
+			return o, st, sluice.Receipt{}
+		}
+		cost = algo.PartialCost(&o, cost)
+	}
+	o, next := decideCost(now, h, st, cost)
+	rc := sluice.Receipt{Taken: cost, Mark: next.a}
+	if l := next.log; l != nil {
+		rc = sluice.Receipt{Taken: l.pend.Cost, Mark: l.pend.TS, Seq: l.pend.Seq}
+	}
+	return o, next, rc
+}
+
+// decideCost computes the outcome of h with the given cost on state st and
+// the state to keep if it consumes.
+func decideCost(now int64, h *sluice.Hit, st state, cost int64) (algo.Outcome, state) {
 	l := h.Limit
 	switch h.Algorithm {
 	case sluice.FixedWindow:
-		o, idx, n := algo.FixedWindow(now, st.a, st.b, l.PeriodMicros(), l.Capacity(), h.Cost, h.Force)
+		o, idx, n := algo.FixedWindow(now, st.a, st.b, l.PeriodMicros(), l.Capacity(), cost, h.Force)
 		return o, state{a: idx, b: n, expires: now + o.ResetAfterIf}
 	case sluice.SlidingWindow:
-		o, n := algo.SlidingWindow(now, st.a, st.b, st.c, l.PeriodMicros(), l.Capacity(), h.Cost, h.Force)
+		o, n := algo.SlidingWindow(now, st.a, st.b, st.c, l.PeriodMicros(), l.Capacity(), cost, h.Force)
 		return o, state{a: n[0], b: n[1], c: n[2], expires: now + o.ResetAfterIf}
 	case sluice.SlidingLog:
 		var entries []algo.Entry
@@ -220,10 +265,10 @@ func decide(now int64, h *sluice.Hit, st state) (algo.Outcome, state) {
 			}
 		}
 		p := l.PeriodMicros()
-		o, e, add := algo.SlidingLog(now, entries, p, l.Capacity(), h.Cost, h.Force)
+		o, e, add := algo.SlidingLog(now, entries, p, l.Capacity(), cost, h.Force)
 		return o, state{log: &logState{entries: entries, period: p, pend: e, hasPend: add}, expires: now + o.ResetAfterIf}
 	default: // sluice.TokenBucket; Hit.Check refused unknown algorithms
-		o, tat := algo.TokenBucket(now, st.a, l.IntervalMicros(), l.Capacity(), h.Cost, h.Force)
+		o, tat := algo.TokenBucket(now, st.a, l.IntervalMicros(), l.Capacity(), cost, h.Force)
 		return o, state{a: tat, expires: tat}
 	}
 }

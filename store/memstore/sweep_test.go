@@ -27,7 +27,7 @@ func TestSweepForgetsFullBuckets(t *testing.T) {
 		}
 	}
 	// A peek on a bucket never used stores nothing.
-	if err := s.Take(context.Background(), []sluice.Hit{{Key: "peek", Limit: sluice.PerSecond(1), Cost: 0}}, out); err != nil {
+	if err := s.Take(context.Background(), []sluice.Hit{{Key: "peek", Limit: sluice.PerSecond(1), Peek: true}}, out); err != nil {
 		t.Fatal(err)
 	}
 	if n := s.Len(); n != 3 {

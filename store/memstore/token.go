@@ -26,23 +26,23 @@ const (
 // under a short key, is decided here in a few instructions with one
 // compare-and-swap; decideToken handles every other.
 func (s *Store) takeToken(now int64, h *sluice.Hit, v algo.TBNums, out *sluice.Result) {
-	if !h.Force && len(h.Key) <= maxKeyLen {
+	if !h.Force && !h.Peek && h.MinCost == 0 && len(h.Key) <= maxKeyLen {
 		if b := s.table.tb.find(h.Key); b != nil {
 			// A frozen or dead bucket's tat is below any time; the hit is
 			// then not admitted here.
 			tat := b.tat.Load()
-			if next, ok := algo.TokenBucketAdmits(now, tat, h.Cost, v); ok && tat > tatDead &&
+			cost := h.Units()
+			if next, ok := algo.TokenBucketAdmits(now, tat, cost, v); ok && tat > tatDead &&
 				(next == tat || b.tat.CompareAndSwap(tat, next)) {
-				algo.AdmittedResult(out, h.Limit, now, tat, next, h.Cost, v)
+				algo.AdmittedResult(out, h.Limit, now, tat, next, cost, v)
 				return
 			}
 		}
 	}
-	create := h.Cost != 0 || h.Force // a peek at a bucket never used stores nothing
 	for again := false; ; again = true {
-		b := s.table.tokenBucket(h, create, again)
+		b := s.table.tokenBucket(h, !h.Peek, again) // a peek at a bucket never used stores nothing
 		if b == nil {
-			o, _ := algo.TokenBucket(now, 0, v.Interval, v.Capacity, h.Cost, h.Force)
+			o, _ := algo.TokenBucket(now, 0, v.Interval, v.Capacity, h.Units(), false)
 			o.Result(out, h.Limit, false)
 			return
 		}
@@ -71,10 +71,20 @@ func (b *bucket) decideToken(now int64, h *sluice.Hit, v algo.TBNums, out *sluic
 			b.mu.Unlock()
 			return ok
 		}
-		o, next := algo.TokenBucket(now, tat, v.Interval, v.Capacity, h.Cost, h.Force)
-		taken := o.Allowed || h.Force
+		cost := h.Units()
+		if h.MinCost > 0 {
+			o, _ := algo.TokenBucket(now, tat, v.Interval, v.Capacity, h.MinCost, false)
+			if !o.Allowed {
+				o.Result(out, h.Limit, false)
+				return true
+			}
+			cost = algo.PartialCost(&o, cost)
+		}
+		o, next := algo.TokenBucket(now, tat, v.Interval, v.Capacity, cost, h.Force)
+		taken := consumes(h, &o)
 		if !taken || next == tat || b.tat.CompareAndSwap(tat, next) {
 			o.Result(out, h.Limit, taken)
+			setReceipt(out, h, taken, sluice.Receipt{Taken: cost, Mark: next})
 			return true
 		}
 	}

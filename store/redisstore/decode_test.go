@@ -44,7 +44,7 @@ func TestDecodeTBAgreesWithTokenBucket(t *testing.T) {
 		admitted := true
 		for i, h := range hits {
 			tat := tats[h.Key]
-			o, next := algo.TokenBucket(now, tat, h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost, false)
+			o, next := algo.TokenBucket(now, tat, h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Units(), false)
 			outcomes[i] = o
 			v := max(tat-now, 0)
 			if o.Allowed {

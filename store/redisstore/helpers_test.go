@@ -91,7 +91,7 @@ func miniRedis(t *testing.T) storetest.Harness {
 
 func peek(t testing.TB, s sluice.Store, h sluice.Hit) sluice.Result {
 	t.Helper()
-	h.Cost = 0
+	h.Peek, h.Shadow, h.Force, h.MinCost = true, false, false, 0
 	out := make([]sluice.Result, 1)
 	if err := s.Take(context.Background(), []sluice.Hit{h}, out); err != nil {
 		t.Fatal(err)

@@ -40,15 +40,16 @@ func (s *Store) clockArg() string {
 const maxTBHits = 100
 
 // tbForm reports whether a request of hits takes the script's token-bucket
-// form (see take.lua), the most common request: every hit a token bucket,
-// none forced, and none shadow unless it is alone (a single hit's shadow
+// form (see take.lua), the most common request: every hit a token bucket
+// that takes exactly its cost, none forced or a peek, and none shadow
+// unless it is alone (a single hit's shadow
 // flag changes nothing, as it cannot refuse the request for another).
 func tbForm(hits []sluice.Hit) bool {
 	if len(hits) == 0 || len(hits) > maxTBHits {
 		return false
 	}
 	for i := range hits {
-		if h := &hits[i]; h.Algorithm != sluice.TokenBucket || h.Force || (h.Shadow && len(hits) > 1) {
+		if h := &hits[i]; h.Algorithm != sluice.TokenBucket || h.Force || h.Peek || h.MinCost > 0 || (h.Shadow && len(hits) > 1) {
 			return false
 		}
 	}
@@ -80,9 +81,9 @@ func (s *Store) tbCommand(hits []sluice.Hit) []any {
 	if len(hits) == 1 { // the commonest call, in one allocation
 		h := &hits[0]
 		if s.now == nil {
-			return []any{"evalsha", s.sha, 1, s.keys.key(h), h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost}
+			return []any{"evalsha", s.sha, 1, s.keys.key(h), h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Units()}
 		}
-		return []any{"evalsha", s.sha, 1, s.keys.key(h), h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost, s.now()}
+		return []any{"evalsha", s.sha, 1, s.keys.key(h), h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Units(), s.now()}
 	}
 	cmd := make([]any, 0, 4+4*len(hits))
 	cmd = append(cmd, "evalsha", s.sha, len(hits))
@@ -91,7 +92,7 @@ func (s *Store) tbCommand(hits []sluice.Hit) []any {
 	}
 	for i := range hits {
 		h := &hits[i]
-		cmd = append(cmd, h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost)
+		cmd = append(cmd, h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Units())
 	}
 	return s.appendClock(cmd)
 }
@@ -138,12 +139,13 @@ func (s *Store) batchCommand(keys []string, requests [][]any) []any {
 	return cmd
 }
 
-// hitArgs is the number of script arguments per hit; flagShadow and
-// flagForce are the bits of its last, the flags.
+// hitArgs is the number of script arguments per hit; flagShadow,
+// flagForce and flagPeek are the bits of its flags.
 const (
-	hitArgs    = 6
+	hitArgs    = 7
 	flagShadow = 1
 	flagForce  = 2
+	flagPeek   = 4
 )
 
 // appendRequest appends the keys and script arguments of one request's
@@ -159,7 +161,10 @@ func (s *Store) appendRequest(keys []string, args []any, hits []sluice.Hit) ([]s
 		if h.Force {
 			flags |= flagForce
 		}
-		args = append(args, int(h.Algorithm), h.Limit.PeriodMicros(), h.Limit.Capacity(), h.Limit.IntervalMicros(), h.Cost, flags)
+		if h.Peek {
+			flags |= flagPeek
+		}
+		args = append(args, int(h.Algorithm), h.Limit.PeriodMicros(), h.Limit.Capacity(), h.Limit.IntervalMicros(), h.Units(), flags, h.MinCost)
 	}
 	return keys, args
 }
@@ -227,7 +232,7 @@ func decodeTBHit(v int64, admitted bool, h *sluice.Hit, r *sluice.Result) error 
 	if !passed {
 		reset = -1 - v
 	}
-	o, _ := algo.TokenBucket(0, reset, h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Cost, false)
+	o, _ := algo.TokenBucket(0, reset, h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Units(), false)
 	if o.Allowed != passed {
 		// Go and Lua disagree: a bug, or a script of another version.
 		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable, Ambiguous: true,

@@ -9,9 +9,11 @@
 -- ARGV[1]  '' to use the server clock (TIME), or a test clock in µs
 -- ARGV[2]  R, the number of requests
 -- ARGV[2+q] for q = 1..R: the number of hits of request q
--- ARGV[3+R+6(i-1) ..] for hit i: algorithm (0 token bucket, 1 sliding
+-- ARGV[3+R+7(i-1) ..] for hit i: algorithm (0 token bucket, 1 sliding
 --          window, 2 fixed window, 3 sliding log), period µs, limit
---          (capacity), emission interval µs, cost, flags (1 shadow, 2 force)
+--          (capacity), emission interval µs, cost, flags (1 shadow, 2 force,
+--          4 peek), minimum cost (0, or a partial hit's: it takes what is
+--          there, up to cost, if that is at least the minimum)
 --
 -- Returns five integers per hit: allowed (0/1), unsatisfiable (0/1),
 -- remaining, reset-after µs, retry-after µs.
@@ -31,7 +33,7 @@
 -- whether the request was admitted, as a token bucket's decision depends
 -- on tat - now alone: the caller works them out with
 -- internal/algo.TokenBucket(0, reset-after, ...). The batch form has at
--- least 3 + 6n arguments (one request), more than this form's 3n + 1.
+-- least 3 + 7n arguments (one request), more than this form's 3n + 1.
 --
 -- Arithmetic is integer microseconds kept below 2^53, so Lua's doubles are
 -- exact; every function mirrors its twin in internal/algo line for line.
@@ -393,6 +395,17 @@ local function slidinglog(st, period, limit, cost, force)
   return r, {log = nlog, added = added}
 end
 
+local function decidehit(al, st, p, limit, interval, cost, force)
+  if al == TB then
+    return tokenbucket(st, interval, limit, cost, force)
+  elseif al == SW then
+    return slidingwindow(st, p, limit, cost, force)
+  elseif al == FW then
+    return fixedwindow(st, p, limit, cost, force)
+  end
+  return slidinglog(st, p, limit, cost, force)
+end
+
 local nreq = tonumber(ARGV[2])
 local first = 3 + nreq -- ARGV index of the first hit's arguments
 local cur, alg, period = {}, {}, {}
@@ -404,7 +417,7 @@ local strkeys, stridx = {}, {}
 for i = 1, #KEYS do
   local k = KEYS[i]
   if alg[k] == nil then
-    local a = first + (i - 1) * 6
+    local a = first + (i - 1) * 7
     alg[k], period[k] = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
     if alg[k] == SL then
       local st, err = readlog(i, k, period[k])
@@ -451,32 +464,39 @@ for q = 1, nreq do
   for _ = 1, tonumber(ARGV[2 + q]) do
     i = i + 1
     local k = KEYS[i]
-    local a = first + (i - 1) * 6
+    local a = first + (i - 1) * 7
     local al, p = alg[k], period[k]
     local limit = tonumber(ARGV[a + 2])
     local interval = tonumber(ARGV[a + 3])
     local cost = tonumber(ARGV[a + 4])
     local flags = tonumber(ARGV[a + 5])
-    local shadow, force = flags % 2 == 1, flags >= 2
+    local mincost = tonumber(ARGV[a + 6])
+    local shadow, force, peek = flags % 2 == 1, math.floor(flags / 2) % 2 == 1, flags >= 4
     local st = cur[k]
     local r, nxt
-    if al == TB then
-      r, nxt = tokenbucket(st, interval, limit, cost, force)
-    elseif al == SW then
-      r, nxt = slidingwindow(st, p, limit, cost, force)
-    elseif al == FW then
-      r, nxt = fixedwindow(st, p, limit, cost, force)
+    if mincost > 0 then
+      -- A partial hit: decided for its minimum, then takes what is left,
+      -- up to its cost.
+      r, nxt = decidehit(al, st, p, limit, interval, mincost, false)
+      if r.allowed == 1 then
+        local avail = 0
+        if r.slack > 0 then avail = math.floor(r.slack / r.interval) end
+        r, nxt = decidehit(al, st, p, limit, interval, math.min(cost, avail), false)
+      else
+        nxt = st
+      end
     else
-      r, nxt = slidinglog(st, p, limit, cost, force)
+      r, nxt = decidehit(al, st, p, limit, interval, cost, force)
     end
-    if (r.allowed == 1 or force) and nxt ~= st then
+    local takes = force or (r.allowed == 1 and not peek)
+    if takes and nxt ~= st then
       if saved[k] == nil then saved[k] = st end
       cur[k] = nxt
       nxt.changed = true
     end
-    if r.allowed == 0 and not shadow and not force then admitted = false end
+    if r.allowed == 0 and not shadow and not force and not peek then admitted = false end
     r.force = force
-    r.taken = force or r.allowed == 1
+    r.taken = takes
     out[i] = r
   end
   if not admitted then

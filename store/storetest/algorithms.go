@@ -140,7 +140,7 @@ func testBoundaryBurst(t *testing.T, newHarness Factory) {
 
 func peekAlg(t *testing.T, s sluice.Store, h sluice.Hit) int64 {
 	t.Helper()
-	h.Cost, h.Shadow, h.Force = 0, false, false
+	h.Peek, h.Shadow, h.Force, h.MinCost = true, false, false, 0
 	return take1(t, s, h).Remaining
 }
 

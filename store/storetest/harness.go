@@ -44,4 +44,13 @@ func Run(t *testing.T, newHarness Factory) {
 	t.Run("ForcedCharges", func(t *testing.T) { testForcedCharges(t, newHarness) })
 	t.Run("HugeForcedCharge", func(t *testing.T) { testHugeForcedCharge(t, newHarness) })
 	t.Run("BoundaryBurst", func(t *testing.T) { testBoundaryBurst(t, newHarness) })
+	t.Run("ZeroCostIsOne", func(t *testing.T) { testZeroCostIsOne(t, newHarness) })
+	t.Run("Peek", func(t *testing.T) { testPeek(t, newHarness) })
+	t.Run("Partial", func(t *testing.T) { testPartial(t, newHarness) })
+	t.Run("PartialInRequest", func(t *testing.T) { testPartialInRequest(t, newHarness) })
+	t.Run("InvalidContract", func(t *testing.T) { testInvalidContract(t, newHarness) })
+	t.Run("RefundExact", func(t *testing.T) { testRefundExact(t, newHarness) })
+	t.Run("RefundAfterRefill", func(t *testing.T) { testRefundAfterRefill(t, newHarness) })
+	t.Run("RefundInvalid", func(t *testing.T) { testRefundInvalid(t, newHarness) })
+	t.Run("Reset", func(t *testing.T) { testReset(t, newHarness) })
 }
