@@ -91,9 +91,9 @@ type Result struct {
 	// Unsatisfiable reports that the request's cost exceeds the capacity:
 	// it can never pass, however long the client waits.
 	Unsatisfiable bool
-	// Receipt records what the hit consumed, for a store that can give it
-	// back (see [Refunder]). It is zero for a hit that consumed nothing
-	// and for a forced hit.
+	// Receipt records what the hit consumed, so that the store can give it
+	// back. Stores that implement [Refunder] fill it; it is zero for a hit
+	// that consumed nothing and for a forced hit.
 	Receipt Receipt
 }
 

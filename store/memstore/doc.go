@@ -24,9 +24,8 @@
 // # Refunds and reset
 //
 // The store implements [sluice.Refunder] and [sluice.Resetter]: every result
-// that consumed carries a receipt, and [Store.Refund] gives back exactly what
-// it records (see internal/algo for the arithmetic the Redis store mirrors);
-// [Store.Reset] makes buckets full again.
+// that consumed carries a receipt, [Store.Refund] gives back exactly what it
+// records, and [Store.Reset] makes buckets full again.
 //
 // # Keys
 //
