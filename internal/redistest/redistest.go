@@ -48,6 +48,12 @@ type Options struct {
 	// directory (appended to across restarts). Without it they are
 	// discarded.
 	Log bool
+	// Port is the port to listen on. 0 means a free one.
+	Port int
+	// ConfigFile, when set, is passed first on the command line: the
+	// server reads it before the other arguments (a sentinel needs one it
+	// can rewrite).
+	ConfigFile string
 }
 
 // Server is one redis-server process started by this package.
@@ -82,9 +88,11 @@ func Launch(opts Options) (*Server, error) {
 func launch(bin string, opts Options) (*Server, error) {
 	var lastErr error
 	for range attempts {
-		port, err := FreePort()
-		if err != nil {
-			return nil, fmt.Errorf("redistest: %w", err)
+		port, err := opts.Port, error(nil)
+		if port == 0 {
+			if port, err = FreePort(); err != nil {
+				return nil, fmt.Errorf("redistest: %w", err)
+			}
 		}
 		s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, bin: bin, dir: opts.Dir, log: opts.Log}
 		if s.dir == "" {
@@ -96,6 +104,9 @@ func launch(bin string, opts Options) (*Server, error) {
 		s.args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", "no", "--dir", s.dir, "--daemonize", "no",
 			"--protected-mode", "yes"}, opts.Args...)
+		if opts.ConfigFile != "" {
+			s.args = append([]string{opts.ConfigFile}, s.args...)
+		}
 		if lastErr = s.start(); lastErr == nil {
 			return s, nil
 		}
@@ -231,7 +242,17 @@ func Binary(t testing.TB) string {
 // (see Binary); it fails t when the server does not start.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	s, err := launch(Binary(t), Options{Dir: t.TempDir(), Args: extra})
+	return StartWith(t, Options{Args: extra})
+}
+
+// StartWith is Start with opts; an empty opts.Dir means a directory of t's.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
+	bin := Binary(t)
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	s, err := launch(bin, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
