@@ -1,7 +1,8 @@
-package rules
+package rulefile
 
 import (
 	"errors"
+	"github.com/sluicehq/sluice/rules"
 	"strconv"
 	"strings"
 )
@@ -16,7 +17,7 @@ var ErrInvalidFile = errors.New("rules: invalid rule file")
 //
 //	rules: limits.yaml:12: rule "per-ip": limit.burst: 3 is below the cost 5: no request could ever pass
 //
-// It wraps [ErrInvalidFile], [ErrInvalidRule] when the problem is inside a
+// It wraps [ErrInvalidFile], [rules.ErrInvalidRule] when the problem is inside a
 // rule or bypass entry, and the cause. Messages never quote an API key.
 type FileError struct {
 	// File is the path given to LoadFile or Watch, or the name given to
@@ -71,12 +72,12 @@ func (e *FileError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns [ErrInvalidFile], [ErrInvalidRule] for a problem inside a
+// Unwrap returns [ErrInvalidFile], [rules.ErrInvalidRule] for a problem inside a
 // rule or bypass entry, and the cause.
 func (e *FileError) Unwrap() []error {
 	errs := []error{ErrInvalidFile}
 	if e.section != "" {
-		errs = append(errs, ErrInvalidRule)
+		errs = append(errs, rules.ErrInvalidRule)
 	}
 	if e.Err != nil {
 		errs = append(errs, e.Err)

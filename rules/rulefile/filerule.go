@@ -1,49 +1,50 @@
-package rules
+package rulefile
 
 import (
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
 )
 
 // rule decodes the i-th (0-based) entry of the rules section, and reports
 // whether it is enabled. A disabled rule is checked all the same.
-func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]int) (Rule, bool, error) {
+func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]int) (rules.Rule, bool, error) {
 	d.enter("rule", i+1, peekName(n))
 	f, err := d.mapping(n, "", ruleFields...)
 	if err != nil {
-		return Rule{}, false, err
+		return rules.Rule{}, false, err
 	}
 	n = deref(n)
-	r := Rule{Algorithm: defs.algorithm, OnFail: defs.onFail, Shadow: defs.shadow}
+	r := rules.Rule{Algorithm: defs.algorithm, OnFail: defs.onFail, Shadow: defs.shadow}
 	if r.Name, err = d.entryName(n, f, names); err != nil {
-		return Rule{}, false, err
+		return rules.Rule{}, false, err
 	}
 	d.name = r.Name
 	ks, err := d.key(n, f["key"])
 	if err != nil {
-		return Rule{}, false, err
+		return rules.Rule{}, false, err
 	}
 	r.Key, r.KeyKind = ks.fn, ks.kind
 	if err := d.ruleLimit(n, f, &r); err != nil {
-		return Rule{}, false, err
+		return rules.Rule{}, false, err
 	}
 	enabled, err := d.ruleFlags(f, defs, &r)
 	if err != nil {
-		return Rule{}, false, err
+		return rules.Rule{}, false, err
 	}
 	m := &matcher{env: d.env, present: ks.present}
 	if err := d.match(f["match"], f["plans"], m); err != nil {
-		return Rule{}, false, err
+		return rules.Rule{}, false, err
 	}
 	r.Match = m.fn()
-	if err := r.validate(); err != nil { // the checks above should have caught it
-		return Rule{}, false, d.fail(n, "", "%w", err)
+	if err := r.Validate(); err != nil { // the checks above should have caught it
+		return rules.Rule{}, false, d.fail(n, "", "%w", err)
 	}
 	return r, enabled, nil
 }
 
 // ruleLimit reads a rule's algorithm, limit, cost and max_cost into r.
-func (d *decoder) ruleLimit(n *yaml.Node, f map[string]*yaml.Node, r *Rule) error {
+func (d *decoder) ruleLimit(n *yaml.Node, f map[string]*yaml.Node, r *rules.Rule) error {
 	var err error
 	if r.Algorithm, err = d.algorithm(f["algorithm"], "algorithm", r.Algorithm); err != nil {
 		return err
@@ -64,7 +65,7 @@ func (d *decoder) ruleLimit(n *yaml.Node, f map[string]*yaml.Node, r *Rule) erro
 
 // ruleFlags reads a rule's on_fail, expose and shadow into r, and returns
 // its enabled field.
-func (d *decoder) ruleFlags(f map[string]*yaml.Node, defs fileDefaults, r *Rule) (enabled bool, err error) {
+func (d *decoder) ruleFlags(f map[string]*yaml.Node, defs fileDefaults, r *rules.Rule) (enabled bool, err error) {
 	if r.OnFail, err = d.onFail(f["on_fail"], "on_fail", r.OnFail); err != nil {
 		return false, err
 	}

@@ -1,9 +1,11 @@
-package rules
+package rulefile
 
 import (
 	"strings"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/ascii"
+	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -25,13 +27,13 @@ const maxNameLen = 128
 // fileDefaults are the values of the defaults section.
 type fileDefaults struct {
 	algorithm sluice.Algorithm
-	onFail    OnFail
+	onFail    rules.OnFail
 	expose    bool
 	shadow    bool
 }
 
 // ruleFile decodes a whole file into a Set.
-func (d *decoder) ruleFile(root *yaml.Node) (*Set, error) {
+func (d *decoder) ruleFile(root *yaml.Node) (*rules.Set, error) {
 	if root == nil || deref(root).Kind == yaml.ScalarNode && deref(root).Tag == "!!null" {
 		return nil, d.fail(nil, "", "empty file: no rules")
 	}
@@ -55,17 +57,17 @@ func (d *decoder) ruleFile(root *yaml.Node) (*Set, error) {
 		}
 	}
 	names := make(map[string]int) // rule and bypass names, and their lines
-	enabled, err := d.rules(root, top["rules"], defs, names)
+	enabled, err := d.ruleList(root, top["rules"], defs, names)
 	if err != nil {
 		return nil, err
 	}
-	var bypass []Bypass
+	var bypass []rules.Bypass
 	if n, ok := top["bypass"]; ok {
 		if bypass, err = d.bypassList(n, defs, names); err != nil {
 			return nil, err
 		}
 	}
-	set, err := New(enabled...)
+	set, err := rules.New(enabled...)
 	if err == nil {
 		set, err = set.WithBypass(bypass...)
 	}
@@ -75,8 +77,8 @@ func (d *decoder) ruleFile(root *yaml.Node) (*Set, error) {
 	return set, nil
 }
 
-// rules decodes the rules section and returns the enabled rules.
-func (d *decoder) rules(root, n *yaml.Node, defs fileDefaults, names map[string]int) ([]Rule, error) {
+// ruleList decodes the rules section and returns the enabled rules.
+func (d *decoder) ruleList(root, n *yaml.Node, defs fileDefaults, names map[string]int) ([]rules.Rule, error) {
 	if n == nil {
 		return nil, d.fail(root, "rules", "missing: a rule file defines at least one rule")
 	}
@@ -87,7 +89,7 @@ func (d *decoder) rules(root, n *yaml.Node, defs fileDefaults, names map[string]
 	if len(seq.Content) == 0 {
 		return nil, d.fail(seq, "rules", "empty: a rule file defines at least one rule")
 	}
-	var enabled []Rule
+	var enabled []rules.Rule
 	for i, item := range seq.Content {
 		r, on, err := d.rule(item, i, defs, names)
 		if err != nil {
@@ -138,7 +140,7 @@ func (d *decoder) entryName(n *yaml.Node, f map[string]*yaml.Node, names map[str
 	switch {
 	case name == "":
 		return "", d.fail(v, "name", "must not be empty")
-	case !printableASCII(name):
+	case !ascii.Printable(name):
 		return "", d.fail(v, "name", "must be printable ASCII")
 	case len(name) > maxNameLen:
 		return "", d.fail(v, "name", "longer than %d bytes", maxNameLen)
@@ -159,7 +161,7 @@ func peekName(n *yaml.Node) string {
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if k, v := deref(n.Content[i]), deref(n.Content[i+1]); k.Value == "name" && v.Kind == yaml.ScalarNode {
-			if v.Tag != "!!null" && v.Value != "" && printableASCII(v.Value) && len(v.Value) <= maxNameLen {
+			if v.Tag != "!!null" && v.Value != "" && ascii.Printable(v.Value) && len(v.Value) <= maxNameLen {
 				return v.Value
 			}
 			return ""
@@ -185,7 +187,7 @@ func (d *decoder) algorithm(n *yaml.Node, path string, def sluice.Algorithm) (sl
 }
 
 // onFail reads an on_fail policy, or returns def when n is nil.
-func (d *decoder) onFail(n *yaml.Node, path string, def OnFail) (OnFail, error) {
+func (d *decoder) onFail(n *yaml.Node, path string, def rules.OnFail) (rules.OnFail, error) {
 	if n == nil {
 		return def, nil
 	}
@@ -193,7 +195,7 @@ func (d *decoder) onFail(n *yaml.Node, path string, def OnFail) (OnFail, error) 
 	if err != nil {
 		return 0, err
 	}
-	f, err := ParseOnFail(s)
+	f, err := rules.ParseOnFail(s)
 	if err != nil {
 		return 0, d.fail(deref(n), path, "unknown policy %s (known: open, closed, local)", quote(s))
 	}

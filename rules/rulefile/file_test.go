@@ -1,4 +1,4 @@
-package rules_test
+package rulefile_test
 
 import (
 	"context"
@@ -13,9 +13,10 @@ import (
 
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/rules/rulefile"
 )
 
-var update = flag.Bool("update", false, "rewrite the expected .want and .err files of testdata/rules")
+var update = flag.Bool("update", false, "rewrite the expected .want and .err files of testdata")
 
 type userKey struct{}
 
@@ -31,8 +32,8 @@ func userFrom(ctx context.Context) (string, bool) {
 
 // testConfig serves every valid file: users from the context, the plan
 // from X-Plan, and a custom "tenant" key from X-Tenant.
-func testConfig() rules.LoadConfig {
-	return rules.LoadConfig{
+func testConfig() rulefile.LoadConfig {
+	return rulefile.LoadConfig{
 		User: userFrom,
 		Plan: func(r *http.Request) string { return r.Header.Get("X-Plan") },
 		Keys: map[string]keyfunc.KeyFunc{"tenant": keyfunc.Must(keyfunc.Header("X-Tenant"))},
@@ -46,8 +47,8 @@ func describe(s *rules.Set) string {
 		fmt.Fprintf(&b, "rule %s: key=%s limit=%v algorithm=%v cost=%d max_cost=%d on_fail=%v shadow=%v hidden=%v match=%v\n",
 			r.Name, r.KeyKind, r.Limit, r.Algorithm, r.Cost, r.MaxCost, r.OnFail, r.Shadow, r.Hidden, r.Match != nil)
 	}
-	for _, n := range rules.BypassNames(s) {
-		fmt.Fprintf(&b, "bypass %s\n", n)
+	for _, e := range s.BypassEntries() {
+		fmt.Fprintf(&b, "bypass %s\n", e.Name)
 	}
 	return b.String()
 }
@@ -88,10 +89,10 @@ func expect(t *testing.T, path, got string) {
 }
 
 func TestValidFiles(t *testing.T) {
-	files := append(testFiles(t, "../testdata/rules/valid"), "../examples/gateway/rules.yaml")
+	files := append(testFiles(t, "testdata/valid"), "../../examples/gateway/rules.yaml")
 	for _, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			set, err := rules.LoadFile(path, testConfig())
+			set, err := rulefile.LoadFile(path, testConfig())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,16 +107,16 @@ func TestValidFiles(t *testing.T) {
 // Each invalid file is refused with exactly the message in its .err file,
 // naming the file, the line, the rule and the field.
 func TestInvalidFiles(t *testing.T) {
-	for _, path := range testFiles(t, "../testdata/rules/invalid") {
+	for _, path := range testFiles(t, "testdata/invalid") {
 		name := filepath.Base(path)
 		t.Run(name, func(t *testing.T) {
 			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = rules.Parse(name, data, testConfig())
-			var fe *rules.FileError
-			if !errors.As(err, &fe) || !errors.Is(err, rules.ErrInvalidFile) || fe.File != name {
+			_, err = rulefile.Parse(name, data, testConfig())
+			var fe *rulefile.FileError
+			if !errors.As(err, &fe) || !errors.Is(err, rulefile.ErrInvalidFile) || fe.File != name {
 				t.Fatalf("err = %v, want a *FileError for %s", err, name)
 			}
 			if fe.Rule != "" && !errors.Is(err, rules.ErrInvalidRule) {
@@ -125,7 +126,7 @@ func TestInvalidFiles(t *testing.T) {
 		})
 	}
 	// Every expectation has its file.
-	errs, _ := filepath.Glob("../testdata/rules/invalid/*.err")
+	errs, _ := filepath.Glob("testdata/invalid/*.err")
 	for _, e := range errs {
 		base := strings.TrimSuffix(e, ".err")
 		if _, err1 := os.Stat(base + ".yaml"); err1 != nil {
@@ -139,20 +140,20 @@ func TestInvalidFiles(t *testing.T) {
 // LoadFile names the path it was given; a missing file is a FileError
 // that still says why, for errors.Is.
 func TestLoadFileErrors(t *testing.T) {
-	_, err := rules.LoadFile("../testdata/rules/invalid/zero_rate.yaml", testConfig())
-	if err == nil || !strings.HasPrefix(err.Error(), "rules: ../testdata/rules/invalid/zero_rate.yaml:4: ") {
+	_, err := rulefile.LoadFile("testdata/invalid/zero_rate.yaml", testConfig())
+	if err == nil || !strings.HasPrefix(err.Error(), "rules: testdata/invalid/zero_rate.yaml:4: ") {
 		t.Errorf("err = %v", err)
 	}
-	_, err = rules.LoadFile("../testdata/rules/nope.yaml", testConfig())
-	if !errors.Is(err, os.ErrNotExist) || !errors.Is(err, rules.ErrInvalidFile) ||
-		err.Error() != "rules: ../testdata/rules/nope.yaml: open: no such file or directory" {
+	_, err = rulefile.LoadFile("testdata/nope.yaml", testConfig())
+	if !errors.Is(err, os.ErrNotExist) || !errors.Is(err, rulefile.ErrInvalidFile) ||
+		err.Error() != "rules: testdata/nope.yaml: open: no such file or directory" {
 		t.Errorf("err = %v", err)
 	}
 	big := filepath.Join(t.TempDir(), "big.yaml")
-	if err := os.WriteFile(big, make([]byte, rules.MaxFileSize+1), 0o644); err != nil {
+	if err := os.WriteFile(big, make([]byte, rulefile.MaxFileSize+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err = rules.LoadFile(big, testConfig()); err == nil || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
+	if _, err = rulefile.LoadFile(big, testConfig()); err == nil || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -164,7 +165,7 @@ func TestByteOrderMark(t *testing.T) {
 		if name == "bom.json" {
 			src = `{"rules": [{"name": "a", "key": "ip", "limit": {"rate": 1, "per": "1s"}}]}`
 		}
-		if _, err := rules.Parse(name, []byte("\xef\xbb\xbf"+src), rules.LoadConfig{}); err != nil {
+		if _, err := rulefile.Parse(name, []byte("\xef\xbb\xbf"+src), rulefile.LoadConfig{}); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package rules_test
+package rulefile_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/rules/rulefile"
 )
 
 // Parse builds a Set from a rule file's content. Everything is checked
@@ -31,11 +32,11 @@ rules:
     limit: {rate: 5000, per: 1m, burst: 500}
     on_fail: closed
 `
-	cfg := rules.LoadConfig{
+	cfg := rulefile.LoadConfig{
 		// The request's plan, as authentication would record it.
 		Plan: func(r *http.Request) string { return r.Header.Get("X-Plan") },
 	}
-	set, err := rules.Parse("limits.yaml", []byte(file), cfg)
+	set, err := rulefile.Parse("limits.yaml", []byte(file), cfg)
 	if err != nil {
 		panic(err)
 	}
@@ -52,9 +53,9 @@ rules:
 	}
 	fmt.Println("a free-plan API key request matches", len(m.Rules), "rules")
 
-	_, err = rules.Parse("limits.yaml", []byte("rules:\n  - name: per-ip\n    key: ip\n    limit: {rate: 100, per: 1m, burts: 200}\n"), cfg)
+	_, err = rulefile.Parse("limits.yaml", []byte("rules:\n  - name: per-ip\n    key: ip\n    limit: {rate: 100, per: 1m, burts: 200}\n"), cfg)
 	fmt.Println(err)
-	fmt.Println(errors.Is(err, rules.ErrInvalidFile))
+	fmt.Println(errors.Is(err, rulefile.ErrInvalidFile))
 	// Output:
 	// per-ip       key=ip       limit=100/1m           on_fail=open
 	// per-api-key  key=api_key  limit=20/1m            on_fail=open
@@ -85,9 +86,9 @@ func ExampleWatch() {
 	}
 	write(100)
 
-	w, err := rules.Watch(path, rules.LoadConfig{}, rules.WatchConfig{
+	w, err := rulefile.Watch(path, rulefile.LoadConfig{}, rulefile.WatchConfig{
 		Logger:  slog.New(slog.DiscardHandler),
-		OnError: func(err error) { fmt.Println("refused:", errors.Is(err, rules.ErrInvalidFile)) },
+		OnError: func(err error) { fmt.Println("refused:", errors.Is(err, rulefile.ErrInvalidFile)) },
 	})
 	if err != nil {
 		panic(err)

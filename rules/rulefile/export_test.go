@@ -1,15 +1,6 @@
-package rules
+package rulefile
 
 import "time"
-
-// BypassNames returns the names of s's bypass entries, for tests.
-func BypassNames(s *Set) []string {
-	names := make([]string, len(s.bypass))
-	for i := range s.bypass {
-		names[i] = s.bypass[i].rule.Name
-	}
-	return names
-}
 
 // WatchTicks is Watch polling on the ticks the test sends.
 func WatchTicks(path string, load LoadConfig, cfg WatchConfig, tick <-chan time.Time) (*Watcher, error) {

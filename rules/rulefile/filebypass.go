@@ -1,4 +1,4 @@
-package rules
+package rulefile
 
 import (
 	"crypto/sha256"
@@ -10,18 +10,19 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
 )
 
 var bypassFields = []string{"name", "cidrs", "api_keys", "users", "limit", "algorithm", "on_fail", "enabled"}
 
 // bypassList decodes the bypass section and returns the enabled entries.
-func (d *decoder) bypassList(n *yaml.Node, defs fileDefaults, names map[string]int) ([]Bypass, error) {
+func (d *decoder) bypassList(n *yaml.Node, defs fileDefaults, names map[string]int) ([]rules.Bypass, error) {
 	seq := deref(n)
 	if seq.Kind != yaml.SequenceNode {
 		return nil, d.fail(seq, "bypass", "must be a list of entries, not %s", describe(seq))
 	}
-	var out []Bypass
+	var out []rules.Bypass
 	for i, item := range seq.Content {
 		b, on, err := d.bypassEntry(item, i, defs, names)
 		if err != nil {
@@ -44,33 +45,33 @@ type fileBypass struct {
 }
 
 // bypassEntry decodes the i-th (0-based) entry of the bypass section.
-func (d *decoder) bypassEntry(n *yaml.Node, i int, defs fileDefaults, names map[string]int) (Bypass, bool, error) {
+func (d *decoder) bypassEntry(n *yaml.Node, i int, defs fileDefaults, names map[string]int) (rules.Bypass, bool, error) {
 	d.enter("bypass", i+1, peekName(n))
 	f, err := d.mapping(n, "", bypassFields...)
 	if err != nil {
-		return Bypass{}, false, err
+		return rules.Bypass{}, false, err
 	}
 	n = deref(n)
-	b := Bypass{OnFail: defs.onFail}
+	b := rules.Bypass{OnFail: defs.onFail}
 	if b.Name, err = d.entryName(n, f, names); err != nil {
-		return Bypass{}, false, err
+		return rules.Bypass{}, false, err
 	}
 	d.name = b.Name
 	fb := &fileBypass{env: d.env}
 	if err := d.identities(n, f, fb); err != nil {
-		return Bypass{}, false, err
+		return rules.Bypass{}, false, err
 	}
 	b.Identify = fb.identify
 	if b.Algorithm, err = d.algorithm(f["algorithm"], "algorithm", defs.algorithm); err != nil {
-		return Bypass{}, false, err
+		return rules.Bypass{}, false, err
 	}
 	lim, err := d.limit(n, f["limit"], b.Algorithm)
 	if err != nil {
-		return Bypass{}, false, err
+		return rules.Bypass{}, false, err
 	}
 	b.Limit = lim.Limit
 	if b.OnFail, err = d.onFail(f["on_fail"], "on_fail", b.OnFail); err != nil {
-		return Bypass{}, false, err
+		return rules.Bypass{}, false, err
 	}
 	enabled, err := d.optBool(f["enabled"], "enabled", true)
 	return b, enabled, err
@@ -131,7 +132,7 @@ func checkPrefix(s string) (string, error) {
 func checkKeyHash(s string) (string, error) {
 	h, ok := strings.CutPrefix(s, apiKeyHashPrefix)
 	if _, err := hex.DecodeString(h); !ok || err != nil || len(h) != 2*sha256.Size {
-		return "", errors.New(`not "sha256:" and 64 hex digits (see rules.HashAPIKey; keys are never written in clear); the value is not shown`)
+		return "", errors.New(`not "sha256:" and 64 hex digits (see rulefile.HashAPIKey; keys are never written in clear); the value is not shown`)
 	}
 	if h = strings.ToLower(h); h == emptyKeyHash {
 		return "", errors.New("the SHA-256 of an empty key: it would exempt requests that send an empty key")

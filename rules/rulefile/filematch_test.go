@@ -1,4 +1,4 @@
-package rules_test
+package rulefile_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/rules/rulefile"
 )
 
 // matched returns the names of the rules set applies to r, or the error.
@@ -26,9 +27,9 @@ func matched(t *testing.T, set *rules.Set, r *http.Request) []string {
 	return names
 }
 
-func mustParse(t *testing.T, src string, cfg rules.LoadConfig) *rules.Set {
+func mustParse(t *testing.T, src string, cfg rulefile.LoadConfig) *rules.Set {
 	t.Helper()
-	set, err := rules.Parse("test.yaml", []byte(src), cfg)
+	set, err := rulefile.Parse("test.yaml", []byte(src), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func (q req) build() *http.Request {
 }
 
 func TestPlansMatching(t *testing.T) {
-	set, err := rules.LoadFile("../testdata/rules/valid/plans.yaml", testConfig())
+	set, err := rulefile.LoadFile("testdata/valid/plans.yaml", testConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ rules:
 // Without a way to find the route before routing, a rule restricted to
 // routes applies (fails closed) rather than letting every request past.
 func TestRouteUnknownFailsClosed(t *testing.T) {
-	set := mustParse(t, "rules:\n  - {name: login, key: ip, match: {routes: [/login]}, limit: {rate: 5, per: 1m}}\n", rules.LoadConfig{})
+	set := mustParse(t, "rules:\n  - {name: login, key: ip, match: {routes: [/login]}, limit: {rate: 5, per: 1m}}\n", rulefile.LoadConfig{})
 	r := httptest.NewRequest("GET", "/anything", nil) // r.Pattern is empty: not routed yet
 	if got := matched(t, set, r); !slices.Equal(got, []string{"login"}) {
 		t.Fatalf("matched %v, want the rule to apply", got)
@@ -201,25 +202,25 @@ func TestLoadConfigRequirements(t *testing.T) {
 	cases := []struct {
 		name string
 		src  string
-		cfg  rules.LoadConfig
+		cfg  rulefile.LoadConfig
 		want string
 	}{
-		{"user_key", "rules:\n  - {name: u, key: user, limit: {rate: 1, per: 1s}}\n", rules.LoadConfig{}, `test.yaml:2: rule "u": key: user needs the signed-in user: set LoadConfig.User`},
-		{"user_endpoint_key", "rules:\n  - {name: u, key: user_endpoint, limit: {rate: 1, per: 1s}}\n", rules.LoadConfig{}, "set LoadConfig.User"},
-		{"plans", "rules:\n  - {name: p, key: ip, plans: [pro], limit: {rate: 1, per: 1s}}\n", rules.LoadConfig{}, `test.yaml:2: rule "p": plans: needs the request's plan: set LoadConfig.Plan`},
-		{"bypass_users", "rules:\n  - {name: p, key: ip, limit: {rate: 1, per: 1s}}\nbypass:\n  - {name: ops, users: [alice], limit: {rate: 1, per: 1s}}\n", rules.LoadConfig{}, `test.yaml:4: bypass "ops": users: needs the signed-in user`},
-		{"custom_key", "rules:\n  - {name: t, key: tenant, limit: {rate: 1, per: 1s}}\n", rules.LoadConfig{}, "registered in LoadConfig.Keys: none"},
+		{"user_key", "rules:\n  - {name: u, key: user, limit: {rate: 1, per: 1s}}\n", rulefile.LoadConfig{}, `test.yaml:2: rule "u": key: user needs the signed-in user: set LoadConfig.User`},
+		{"user_endpoint_key", "rules:\n  - {name: u, key: user_endpoint, limit: {rate: 1, per: 1s}}\n", rulefile.LoadConfig{}, "set LoadConfig.User"},
+		{"plans", "rules:\n  - {name: p, key: ip, plans: [pro], limit: {rate: 1, per: 1s}}\n", rulefile.LoadConfig{}, `test.yaml:2: rule "p": plans: needs the request's plan: set LoadConfig.Plan`},
+		{"bypass_users", "rules:\n  - {name: p, key: ip, limit: {rate: 1, per: 1s}}\nbypass:\n  - {name: ops, users: [alice], limit: {rate: 1, per: 1s}}\n", rulefile.LoadConfig{}, `test.yaml:4: bypass "ops": users: needs the signed-in user`},
+		{"custom_key", "rules:\n  - {name: t, key: tenant, limit: {rate: 1, per: 1s}}\n", rulefile.LoadConfig{}, "registered in LoadConfig.Keys: none"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := rules.Parse("test.yaml", []byte(tc.src), tc.cfg)
-			if !errors.Is(err, rules.ErrInvalidFile) || !strings.Contains(err.Error(), tc.want) {
+			_, err := rulefile.Parse("test.yaml", []byte(tc.src), tc.cfg)
+			if !errors.Is(err, rulefile.ErrInvalidFile) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to say %q", err, tc.want)
 			}
 		})
 	}
 	valid := []byte("rules:\n  - {name: p, key: ip, limit: {rate: 1, per: 1s}}\n")
-	for name, cfg := range map[string]rules.LoadConfig{
+	for name, cfg := range map[string]rulefile.LoadConfig{
 		"builtin_name":  {Keys: map[string]keyfunc.KeyFunc{"ip": keyfunc.Global()}},
 		"header_name":   {Keys: map[string]keyfunc.KeyFunc{"header:x": keyfunc.Global()}},
 		"upper_case":    {Keys: map[string]keyfunc.KeyFunc{"Tenant": keyfunc.Global()}},
@@ -227,7 +228,7 @@ func TestLoadConfigRequirements(t *testing.T) {
 		"ipv6_prefix":   {IPv6Prefix: 8},
 		"api_key_space": {APIKeyHeader: "X API Key"},
 	} {
-		if _, err := rules.Parse("test.yaml", valid, cfg); err == nil || !strings.HasPrefix(err.Error(), "rules: LoadConfig.") {
+		if _, err := rulefile.Parse("test.yaml", valid, cfg); err == nil || !strings.HasPrefix(err.Error(), "rules: LoadConfig.") {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
@@ -236,7 +237,7 @@ func TestLoadConfigRequirements(t *testing.T) {
 // Custom keys may not return an empty identity: keyfunc.Strict turns it
 // into a key error rather than a bucket shared by everyone.
 func TestCustomKeyIsStrict(t *testing.T) {
-	cfg := rules.LoadConfig{Keys: map[string]keyfunc.KeyFunc{
+	cfg := rulefile.LoadConfig{Keys: map[string]keyfunc.KeyFunc{
 		"tenant": func(*http.Request) (string, error) { return "", nil },
 	}}
 	set := mustParse(t, "rules:\n  - {name: t, key: tenant, limit: {rate: 1, per: 1s}}\n", cfg)
@@ -261,7 +262,7 @@ rules:
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
-	_, err := rules.Parse("test.yaml", []byte("rules:\n  - {name: a, key: ip, limit: {rate: 5, per: 1m}}\n  - {name: b, key: nope, limit: {rate: 5, per: 1m}, enabled: false}\n"), testConfig())
+	_, err := rulefile.Parse("test.yaml", []byte("rules:\n  - {name: a, key: ip, limit: {rate: 5, per: 1m}}\n  - {name: b, key: nope, limit: {rate: 5, per: 1m}, enabled: false}\n"), testConfig())
 	if err == nil || !strings.Contains(err.Error(), `rule "b": key: unknown key kind "nope"`) {
 		t.Fatalf("a disabled rule is not checked: %v", err)
 	}
@@ -270,7 +271,7 @@ rules:
 // A file's rules key their buckets exactly as the same rules written in
 // Go, so moving rules into a file keeps the clients' buckets.
 func TestFileRulesShareBucketsWithGoRules(t *testing.T) {
-	set := mustParse(t, "rules:\n  - {name: per-ip, key: ip, limit: {rate: 100, per: 1m}}\n", rules.LoadConfig{})
+	set := mustParse(t, "rules:\n  - {name: per-ip, key: ip, limit: {rate: 100, per: 1m}}\n", rulefile.LoadConfig{})
 	goSet := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), KeyKind: "ip", Limit: set.Rules()[0].Limit})
 	r := httptest.NewRequest("GET", "/", nil)
 	var a, b rules.Matched

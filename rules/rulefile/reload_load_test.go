@@ -1,4 +1,4 @@
-package rules_test
+package rulefile_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/middleware"
-	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/rules/rulefile"
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
@@ -64,7 +64,7 @@ func (s *genStore) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Res
 func TestReloadUnderLoad(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.yaml")
 	replace(t, path, generation("a"))
-	w, err := rules.WatchTicks(path, rules.LoadConfig{}, rules.WatchConfig{Logger: quiet()}, nil)
+	w, err := rulefile.WatchTicks(path, rulefile.LoadConfig{}, rulefile.WatchConfig{Logger: quiet()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,10 @@
-package rules
+package rulefile
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/sluicehq/sluice/rules"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,7 @@ type WatchConfig struct {
 	// nil means slog.Default().
 	Logger *slog.Logger
 	// OnReload, if set, is called with each new Set once it is in use.
-	OnReload func(*Set)
+	OnReload func(*rules.Set)
 	// OnError, if set, is called with the error (a *FileError) each time
 	// a changed file is refused; the last good rules stay in use. A file
 	// that stays broken is reported once, not at every poll.
@@ -37,7 +38,7 @@ type WatchConfig struct {
 }
 
 // Watcher keeps the rules of a file current: it implements the middleware
-// package's Source, so pass it where a *Set would go. Create it with
+// package's Source, so pass it where a *rules.Set would go. Create it with
 // [Watch]; stop it with [Watcher.Close]. It is safe for concurrent use.
 //
 // Every Interval it reads the file through its path, so it sees every way a
@@ -79,7 +80,7 @@ type Watcher struct {
 	load LoadConfig
 	cfg  WatchConfig
 	log  *slog.Logger
-	cur  atomic.Pointer[Set]
+	cur  atomic.Pointer[rules.Set]
 
 	mu       sync.Mutex // serialises reloads; guards the fields below
 	lastSum  [sha256.Size]byte
@@ -151,7 +152,7 @@ func (w *Watcher) loop(tick <-chan time.Time, stopTick func()) {
 
 // Current returns the rules in use. Call it once per request and use that
 // Set for the whole request.
-func (w *Watcher) Current() *Set { return w.cur.Load() }
+func (w *Watcher) Current() *rules.Set { return w.cur.Load() }
 
 // Reload reads and applies the file now, also when its content has not
 // changed. It returns the error that keeps the last good rules, also

@@ -1,4 +1,4 @@
-package rules
+package rulefile
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sluicehq/sluice/internal/ascii"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -67,7 +68,7 @@ func set(list []string) map[string]bool {
 }
 
 func checkPlan(s string) (string, error) {
-	if s == "" || !printableASCII(s) {
+	if s == "" || !ascii.Printable(s) {
 		return "", errors.New("a plan name is non-empty printable ASCII")
 	}
 	return s, nil
@@ -92,7 +93,7 @@ func checkRoute(s string) (string, error) {
 	switch {
 	case strings.ContainsAny(s, " \t"):
 		return "", fmt.Errorf("%s: a route pattern has no spaces (methods go in match.methods)", quote(s))
-	case !strings.Contains(s, "/") || !printableASCII(s):
+	case !strings.Contains(s, "/") || !ascii.Printable(s):
 		return "", fmt.Errorf("%s is not a route pattern such as /users/{id}", quote(s))
 	}
 	return s, nil
@@ -103,7 +104,7 @@ func checkRoute(s string) (string, error) {
 func checkHost(s string) (string, error) {
 	h := strings.ToLower(strings.TrimSuffix(s, "."))
 	rest := strings.TrimPrefix(h, "*.")
-	if rest == "" || strings.ContainsAny(rest, "*/:@ \t") || !printableASCII(rest) {
+	if rest == "" || strings.ContainsAny(rest, "*/:@ \t") || !ascii.Printable(rest) {
 		return "", fmt.Errorf("%s is not a host name (no port; *.example.com for subdomains)", quote(s))
 	}
 	if rest != h {

@@ -1,4 +1,4 @@
-package rules
+package rulefile
 
 import (
 	"bytes"
@@ -11,13 +11,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
 )
 
 // MaxFileSize is the size of the largest rule file accepted, 1 MiB.
 const MaxFileSize = 1 << 20
 
-// Parse builds a Set from the content of a rule file (the format is in the
+// Parse builds a [rules.Set] from the content of a rule file (the format is in the
 // package documentation). name appears in error messages, typically as the
 // file's path, and selects the syntax: JSON when it ends in ".json"
 // (compared without case), YAML otherwise.
@@ -25,7 +26,7 @@ const MaxFileSize = 1 << 20
 // Every problem is found here, none per request: an error is a
 // [*FileError] wrapping [ErrInvalidFile] that names the file, the line,
 // the rule and the field. Only an invalid cfg gives another error.
-func Parse(name string, data []byte, cfg LoadConfig) (*Set, error) {
+func Parse(name string, data []byte, cfg LoadConfig) (*rules.Set, error) {
 	e, err := cfg.env()
 	if err != nil {
 		return nil, err
@@ -43,7 +44,7 @@ func Parse(name string, data []byte, cfg LoadConfig) (*Set, error) {
 }
 
 // LoadFile reads the rule file at path and parses it (see [Parse]).
-func LoadFile(path string, cfg LoadConfig) (*Set, error) {
+func LoadFile(path string, cfg LoadConfig) (*rules.Set, error) {
 	data, err := readFile(path)
 	if err != nil {
 		return nil, err

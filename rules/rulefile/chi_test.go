@@ -1,4 +1,4 @@
-package rules_test
+package rulefile_test
 
 import (
 	"encoding/json"

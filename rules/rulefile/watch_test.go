@@ -1,4 +1,4 @@
-package rules_test
+package rulefile_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/rules/rulefile"
 )
 
 // ruleFile returns a one-rule file whose rule is named name.
@@ -46,8 +47,8 @@ type hooks struct {
 
 func newHooks() *hooks { return &hooks{reloaded: make(chan struct{}, 100)} }
 
-func (h *hooks) config(log *slog.Logger) rules.WatchConfig {
-	return rules.WatchConfig{
+func (h *hooks) config(log *slog.Logger) rulefile.WatchConfig {
+	return rulefile.WatchConfig{
 		Logger: log,
 		OnReload: func(s *rules.Set) {
 			h.mu.Lock()
@@ -69,7 +70,7 @@ func (h *hooks) counts() (reloads, errs int) {
 	return len(h.reloads), len(h.errs)
 }
 
-func current(w *rules.Watcher) string { return w.Current().Rules()[0].Name }
+func current(w *rulefile.Watcher) string { return w.Current().Rules()[0].Name }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -80,7 +81,7 @@ func TestWatcherSeesRenamesAndKeepsTheLastGoodRules(t *testing.T) {
 	replace(t, path, ruleFile("first", 10))
 	h := newHooks()
 	var logs bytes.Buffer
-	w, err := rules.WatchTicks(path, testConfig(), h.config(slog.New(slog.NewTextHandler(&logs, nil))), nil)
+	w, err := rulefile.WatchTicks(path, testConfig(), h.config(slog.New(slog.NewTextHandler(&logs, nil))), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestWatcherSeesRenamesAndKeepsTheLastGoodRules(t *testing.T) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !errors.Is(h.errs[0], rules.ErrInvalidFile) || !strings.Contains(h.errs[0].Error(), `rules.yaml:4: rule "third": limit.rate: 0`) {
+	if !errors.Is(h.errs[0], rulefile.ErrInvalidFile) || !strings.Contains(h.errs[0].Error(), `rules.yaml:4: rule "third": limit.rate: 0`) {
 		t.Errorf("OnError got %v", h.errs[0])
 	}
 	if !errors.Is(h.errs[1], os.ErrNotExist) {
@@ -152,7 +153,7 @@ func TestWatcherSeesConfigMapSymlinkSwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHooks()
-	w, err := rules.WatchTicks(path, testConfig(), h.config(quiet()), nil)
+	w, err := rulefile.WatchTicks(path, testConfig(), h.config(quiet()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestWatcherReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.yaml")
 	replace(t, path, ruleFile("first", 10))
 	h := newHooks()
-	w, err := rules.Watch(path, testConfig(), rules.WatchConfig{Interval: -1, Logger: quiet(), OnReload: h.config(nil).OnReload, OnError: h.config(nil).OnError})
+	w, err := rulefile.Watch(path, testConfig(), rulefile.WatchConfig{Interval: -1, Logger: quiet(), OnReload: h.config(nil).OnReload, OnError: h.config(nil).OnError})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestWatcherReload(t *testing.T) {
 		t.Fatalf("Reload: %v, %q", err, current(w))
 	}
 	replace(t, path, "rules: [")
-	if err := w.Reload(); !errors.Is(err, rules.ErrInvalidFile) || current(w) != "second" {
+	if err := w.Reload(); !errors.Is(err, rulefile.ErrInvalidFile) || current(w) != "second" {
 		t.Fatalf("Reload of a bad file: %v, %q", err, current(w))
 	}
 	if reloads, errs := h.counts(); reloads != 2 || errs != 1 {
@@ -212,7 +213,7 @@ func TestWatcherGoroutineStopsOnClose(t *testing.T) {
 	replace(t, path, ruleFile("first", 10))
 	h := newHooks()
 	tick := make(chan time.Time)
-	w, err := rules.WatchTicks(path, testConfig(), h.config(quiet()), tick)
+	w, err := rulefile.WatchTicks(path, testConfig(), h.config(quiet()), tick)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestWatchPollsOnItsOwn(t *testing.T) {
 	h := newHooks()
 	cfg := h.config(quiet())
 	cfg.Interval = time.Millisecond
-	w, err := rules.Watch(path, testConfig(), cfg)
+	w, err := rulefile.Watch(path, testConfig(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestWatchRefusesABadFile(t *testing.T) {
 	bad := filepath.Join(dir, "bad.yaml")
 	replace(t, bad, ruleFile("x", 0))
 	for _, path := range []string{bad, filepath.Join(dir, "missing.yaml")} {
-		if w, err := rules.Watch(path, testConfig(), rules.WatchConfig{}); err == nil || w != nil || !errors.Is(err, rules.ErrInvalidFile) {
+		if w, err := rulefile.Watch(path, testConfig(), rulefile.WatchConfig{}); err == nil || w != nil || !errors.Is(err, rulefile.ErrInvalidFile) {
 			t.Fatalf("%s: %v, %v", path, w, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package rules_test
+package rulefile_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/rules/rulefile"
 )
 
 // FuzzLoad feeds arbitrary files to the loader: it never panics, every
@@ -17,7 +18,7 @@ import (
 // same input always gives the same answer, and a Set it returns resolves
 // requests.
 func FuzzLoad(f *testing.F) {
-	for _, dir := range []string{"../testdata/rules/valid", "../testdata/rules/invalid"} {
+	for _, dir := range []string{"testdata/valid", "testdata/invalid"} {
 		for _, pattern := range []string{"*.yaml", "*.json"} {
 			files, _ := filepath.Glob(filepath.Join(dir, pattern))
 			for _, path := range files {
@@ -35,14 +36,14 @@ func FuzzLoad(f *testing.F) {
 		if json {
 			name = "fuzz.json"
 		}
-		set, err := rules.Parse(name, data, cfg)
-		_, again := rules.Parse(name, data, cfg)
+		set, err := rulefile.Parse(name, data, cfg)
+		_, again := rulefile.Parse(name, data, cfg)
 		if (err == nil) != (again == nil) || err != nil && err.Error() != again.Error() {
 			t.Fatalf("two parses disagree: %v / %v", err, again)
 		}
 		if err != nil {
-			var fe *rules.FileError
-			if !errors.As(err, &fe) || fe.File != name || !errors.Is(err, rules.ErrInvalidFile) {
+			var fe *rulefile.FileError
+			if !errors.As(err, &fe) || fe.File != name || !errors.Is(err, rulefile.ErrInvalidFile) {
 				t.Fatalf("not a *FileError for %s: %v", name, err)
 			}
 			if !strings.HasPrefix(err.Error(), "rules: "+name) {

@@ -1,4 +1,4 @@
-package rules_test
+package rulefile_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/rules/rulefile"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -17,7 +18,7 @@ import (
 // bucketProbe takes from the watcher's current rules for one client.
 type bucketProbe struct {
 	t     *testing.T
-	w     *rules.Watcher
+	w     *rulefile.Watcher
 	store *memstore.Store
 	path  string
 }
@@ -26,7 +27,7 @@ func newBucketProbe(t *testing.T, content string) *bucketProbe {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "rules.yaml")
 	replace(t, path, content)
-	w, err := rules.Watch(path, rules.LoadConfig{}, rules.WatchConfig{Interval: -1, Logger: quiet()})
+	w, err := rulefile.Watch(path, rulefile.LoadConfig{}, rulefile.WatchConfig{Interval: -1, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
