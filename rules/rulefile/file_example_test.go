@@ -61,7 +61,7 @@ rules:
 	// per-api-key  key=api_key  limit=20/1m            on_fail=open
 	// global       key=global   limit=5000/1m burst 500 on_fail=closed
 	// a free-plan API key request matches 3 rules
-	// rules: limits.yaml:4: rule "per-ip": limit: unknown field "burts" (did you mean "burst"?)
+	// rulefile: limits.yaml:4: rule "per-ip": limit: unknown field "burts" (did you mean "burst"?)
 	// true
 }
 

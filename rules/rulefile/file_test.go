@@ -141,12 +141,12 @@ func TestInvalidFiles(t *testing.T) {
 // that still says why, for errors.Is.
 func TestLoadFileErrors(t *testing.T) {
 	_, err := rulefile.LoadFile("testdata/invalid/zero_rate.yaml", testConfig())
-	if err == nil || !strings.HasPrefix(err.Error(), "rules: testdata/invalid/zero_rate.yaml:4: ") {
+	if err == nil || !strings.HasPrefix(err.Error(), "rulefile: testdata/invalid/zero_rate.yaml:4: ") {
 		t.Errorf("err = %v", err)
 	}
 	_, err = rulefile.LoadFile("testdata/nope.yaml", testConfig())
 	if !errors.Is(err, os.ErrNotExist) || !errors.Is(err, rulefile.ErrInvalidFile) ||
-		err.Error() != "rules: testdata/nope.yaml: open: no such file or directory" {
+		err.Error() != "rulefile: testdata/nope.yaml: open: no such file or directory" {
 		t.Errorf("err = %v", err)
 	}
 	big := filepath.Join(t.TempDir(), "big.yaml")

@@ -9,13 +9,13 @@ import (
 
 // ErrInvalidFile reports a rule file [Parse], [LoadFile] or a [Watcher]
 // refuses. Every such error is a [*FileError]; test with [errors.Is].
-var ErrInvalidFile = errors.New("rules: invalid rule file")
+var ErrInvalidFile = errors.New("rulefile: invalid rule file")
 
 // FileError describes why a rule file was refused: where (the file, the
 // line, the rule or bypass entry, the field) and what is wrong. Its message
 // reads
 //
-//	rules: limits.yaml:12: rule "per-ip": limit.burst: 3 is below the cost 5: no request could ever pass
+//	rulefile: limits.yaml:12: rule "per-ip": limit.burst: 3 is below the cost 5: no request could ever pass
 //
 // It wraps [ErrInvalidFile], [rules.ErrInvalidRule] when the problem is inside a
 // rule or bypass entry, and the cause. Messages never quote an API key.
@@ -45,7 +45,7 @@ type FileError struct {
 // Error returns the message shown above.
 func (e *FileError) Error() string {
 	var b strings.Builder
-	b.WriteString("rules: ")
+	b.WriteString("rulefile: ")
 	b.WriteString(e.File)
 	if e.Line > 0 {
 		b.WriteByte(':')

@@ -228,7 +228,7 @@ func TestLoadConfigRequirements(t *testing.T) {
 		"ipv6_prefix":   {IPv6Prefix: 8},
 		"api_key_space": {APIKeyHeader: "X API Key"},
 	} {
-		if _, err := rulefile.Parse("test.yaml", valid, cfg); err == nil || !strings.HasPrefix(err.Error(), "rules: LoadConfig.") {
+		if _, err := rulefile.Parse("test.yaml", valid, cfg); err == nil || !strings.HasPrefix(err.Error(), "rulefile: LoadConfig.") {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}

@@ -46,7 +46,7 @@ func FuzzLoad(f *testing.F) {
 			if !errors.As(err, &fe) || fe.File != name || !errors.Is(err, rulefile.ErrInvalidFile) {
 				t.Fatalf("not a *FileError for %s: %v", name, err)
 			}
-			if !strings.HasPrefix(err.Error(), "rules: "+name) {
+			if !strings.HasPrefix(err.Error(), "rulefile: "+name) {
 				t.Fatalf("the error does not name the file first: %v", err)
 			}
 			if fe.Rule != "" && !strings.Contains(err.Error(), strconv.Quote(fe.Rule)) {

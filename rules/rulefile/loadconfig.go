@@ -82,10 +82,10 @@ func (c LoadConfig) env() (*env, error) {
 	}
 	var err error
 	if e.ip, err = keyfunc.IP(keyfunc.IPConfig{Resolver: c.ClientIP, IPv6Prefix: c.IPv6Prefix}); err != nil {
-		return nil, fmt.Errorf("rules: LoadConfig.IPv6Prefix: %w", err)
+		return nil, fmt.Errorf("rulefile: LoadConfig.IPv6Prefix: %w", err)
 	}
 	if e.apiKey, err = keyfunc.APIKey(e.apiHeader); err != nil {
-		return nil, fmt.Errorf("rules: LoadConfig.APIKeyHeader: %w", err)
+		return nil, fmt.Errorf("rulefile: LoadConfig.APIKeyHeader: %w", err)
 	}
 	e.apiHeader = http.CanonicalHeaderKey(e.apiHeader)
 	if e.endpoint == nil {
@@ -98,10 +98,10 @@ func (c LoadConfig) env() (*env, error) {
 	e.custom = make(map[string]keyfunc.KeyFunc, len(c.Keys))
 	for name, fn := range c.Keys {
 		if err := checkCustomName(name); err != nil {
-			return nil, fmt.Errorf("rules: LoadConfig.Keys: %w", err)
+			return nil, fmt.Errorf("rulefile: LoadConfig.Keys: %w", err)
 		}
 		if fn == nil {
-			return nil, fmt.Errorf("rules: LoadConfig.Keys: %q: nil key function", name)
+			return nil, fmt.Errorf("rulefile: LoadConfig.Keys: %q: nil key function", name)
 		}
 		e.custom[name] = keyfunc.Strict(fn)
 	}
