@@ -8,8 +8,9 @@ import (
 
 // TestImportDirection enforces DESIGN.md's import rules on non-test code:
 // the root imports the standard library only, only store/redisstore imports
-// go-redis, stores import no HTTP-facing package, and nothing imports
-// middleware or the examples.
+// go-redis, stores import no HTTP-facing package, rules leaves the file
+// format to rules/rulefile, and nothing imports middleware, rules/rulefile
+// or the examples.
 func TestImportDirection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -40,6 +41,10 @@ func TestImportDirection(t *testing.T) {
 				t.Errorf("%s imports %s: stores depend on the root only", pkg, imp)
 			case rel == "keyfunc" && external:
 				t.Errorf("keyfunc imports %s: it must use the standard library only", imp)
+			case rel == "rules" && external && !strings.HasPrefix(imp, mod):
+				t.Errorf("rules imports %s: the rule-file format, and its YAML parser, belong to rules/rulefile", imp)
+			case imp == mod+"/rules/rulefile" && !strings.HasPrefix(rel, "examples/"):
+				t.Errorf("%s imports rules/rulefile: only applications read rule files", pkg)
 			}
 		}
 	}

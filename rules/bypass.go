@@ -1,12 +1,11 @@
 package rules
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/ascii"
 )
 
 // Bypass exempts requests from a Set's rules: an office network, a
@@ -45,8 +44,8 @@ const bypassKind = "bypass"
 // bypassEntry is a validated Bypass with the hidden rule its limit is
 // decided as.
 type bypassEntry struct {
-	identify func(*http.Request) (string, bool)
-	rule     Rule
+	src  Bypass
+	rule Rule
 }
 
 // WithBypass returns a copy of s in which each request is first offered to
@@ -83,7 +82,7 @@ func newBypassEntry(b Bypass) (bypassEntry, error) {
 	switch {
 	case b.Name == "":
 		return bypassEntry{}, fmt.Errorf("%w: a bypass entry has no name", ErrInvalidRule)
-	case !printableASCII(b.Name):
+	case !ascii.Printable(b.Name):
 		return bypassEntry{}, fail("name", "must be printable ASCII")
 	case b.Identify == nil:
 		return bypassEntry{}, fail("identify", "no function")
@@ -96,7 +95,7 @@ func newBypassEntry(b Bypass) (bypassEntry, error) {
 		return bypassEntry{}, fail("limit", "%v", err)
 	}
 	return bypassEntry{
-		identify: b.Identify,
+		src: b,
 		rule: Rule{
 			Name: b.Name, KeyKind: bypassKind, Limit: b.Limit, Algorithm: b.Algorithm,
 			Cost: 1, OnFail: b.OnFail, Hidden: true,
@@ -109,7 +108,7 @@ func newBypassEntry(b Bypass) (bypassEntry, error) {
 func (s *Set) resolveBypass(r *http.Request, m *Matched) bool {
 	for i := range s.bypass {
 		e := &s.bypass[i]
-		id, ok := e.identify(r)
+		id, ok := e.src.Identify(r)
 		if !ok || id == "" {
 			continue
 		}
@@ -126,16 +125,12 @@ func (s *Set) resolveBypass(r *http.Request, m *Matched) bool {
 	return false
 }
 
-// apiKeyHashPrefix starts the form in which rule files list API keys.
-const apiKeyHashPrefix = "sha256:"
-
-// HashAPIKey returns the form in which a rule file's bypass entries list
-// an API key: "sha256:" and the hexadecimal SHA-256 of the key. Files hold
-// only this hash, never the key; a request's key is hashed and looked up,
-// so no comparison ever runs on the key itself.
-//
-//	printf %s "$KEY" | sha256sum    # the same digest, from a shell
-func HashAPIKey(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return apiKeyHashPrefix + hex.EncodeToString(sum[:])
+// BypassEntries returns a copy of the set's bypass entries, in the order
+// they are offered each request (see [Set.WithBypass]).
+func (s *Set) BypassEntries() []Bypass {
+	out := make([]Bypass, len(s.bypass))
+	for i := range s.bypass {
+		out[i] = s.bypass[i].src
+	}
+	return out
 }

@@ -17,72 +17,15 @@
 //
 // # Rule files
 //
-// Rules can also come from a YAML file (or JSON, for a name ending in
-// .json), read with [Parse], [LoadFile] or [Watch]:
-//
-//	version: 1                     # optional
-//	defaults:                      # optional: algorithm, on_fail, expose, shadow
-//	  on_fail: open
-//	rules:
-//	  - name: per-ip               # required, unique
-//	    key: ip                    # required, see below
-//	    limit: {rate: 100, per: 1m, burst: 200}   # burst optional (token_bucket only)
-//	    algorithm: token_bucket    # or sliding_window, fixed_window, sliding_log
-//	    cost: 1                    # optional, default 1
-//	    max_cost: 10               # optional cap on a sluice.WithCost cost
-//	    on_fail: open              # open | closed (local: not supported yet)
-//	    expose: true               # false: kept out of the headers (Rule.Hidden)
-//	    shadow: false              # dry run
-//	    enabled: true              # false: checked, then left out
-//	    plans: [free]              # only requests on these plans
-//	    match:                     # only matching requests
-//	      methods: [GET, POST]     # GET also matches HEAD
-//	      routes: ["/items/{id}"]  # route patterns, never raw paths
-//	      host: [api.example.com, "*.example.org"]
-//	bypass:                        # optional
-//	  - name: office
-//	    cidrs: [203.0.113.0/24]    # and/or api_keys: ["sha256:..."], users: [alice]
-//	    limit: {rate: 50, per: 1s} # required
-//
-// A key is ip (the client address, from [LoadConfig].ClientIP), api_key
-// (the [LoadConfig].APIKeyHeader header), user and user_endpoint (from
-// [LoadConfig].User), endpoint (the route pattern, from
-// [LoadConfig].Endpoint), header:NAME, global, or a name registered in
-// [LoadConfig].Keys. A rule keyed on an identity a request may lack (an
-// API key, a header, a user) applies only to requests that carry it; its
-// key kind is the KeyKind of the same rule written in Go, so moving rules
-// between Go and a file keeps their buckets.
-//
-// A rule with plans applies to requests whose plan ([LoadConfig].Plan) is
-// listed; a request without a plan matches only rules without plans. A rule
-// with match applies to requests that meet every condition given. Routes
-// are compared with the route pattern the endpoint function finds; when it
-// cannot find one (before routing, without [LoadConfig].Endpoint) the rule
-// applies, so a misconfiguration limits too much rather than too little.
-// A rule file's rules combine like any others: every rule that applies is
-// decided, a global rule alongside per-key ones, and the headers describe
-// the binding one (see [Binding]).
-//
-// Unknown fields are errors, so a misspelt field never passes unnoticed;
-// so are values of the wrong type (rate: "100", enabled: no), rates that
-// are not whole numbers of at least 1, periods under 1ms, a burst below the
-// cost, a max_cost below the cost, unknown algorithms and key kinds,
-// duplicate names, and a file without enabled rules. See [FileError].
+// Rules can also come from a YAML or JSON file: package
+// [github.com/sluicehq/sluice/rules/rulefile] reads, validates and
+// reloads them, and builds a Set through this package's API.
 //
 // # Bypass
 //
 // A bypass entry ([Bypass], [Set.WithBypass]) exempts the requests it
 // identifies (by client address, by API key, by user) from the rules and
 // decides them by its own limit instead, keyed by the identity it matched,
-// so a leaked bypass credential buys a bounded rate. API keys are listed by
-// their SHA-256 ([HashAPIKey]), never in clear; a request's key is hashed
-// and looked up. The middleware reports each use to its observer and logs
-// it, sampled.
-//
-// # Reloading
-//
-// A [Watcher] reads its file again at an interval and on [Watcher.Reload],
-// swaps the new Set in atomically, and keeps the last good one when a new
-// file is invalid. Its documentation says what a changed limit does to the
-// buckets that exist.
+// so a leaked bypass credential buys a bounded rate. The middleware reports
+// each use to its observer and logs it, sampled.
 package rules

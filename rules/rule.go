@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/ascii"
 	"github.com/sluicehq/sluice/keyfunc"
 )
 
@@ -94,14 +95,17 @@ func (r *Rule) Exposed() bool { return !r.Shadow && !r.Hidden }
 // and the field.
 var ErrInvalidRule = errors.New("rules: invalid rule")
 
-func (r *Rule) validate() error {
+// Validate checks r as [New] does, without the checks that need the
+// whole set (unique names). Errors wrap [ErrInvalidRule] and name the rule
+// and the field.
+func (r *Rule) Validate() error {
 	fail := func(field, format string, args ...any) error {
 		return fmt.Errorf("%w %q: %s: %s", ErrInvalidRule, r.Name, field, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case r.Name == "":
 		return fmt.Errorf("%w: a rule has no name", ErrInvalidRule)
-	case !printableASCII(r.Name):
+	case !ascii.Printable(r.Name):
 		return fail("name", "must be printable ASCII")
 	case r.Key == nil:
 		return fail("key", "no key function")
@@ -130,13 +134,4 @@ func (r *Rule) cost() int64 {
 		return 1
 	}
 	return r.Cost
-}
-
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }

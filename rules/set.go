@@ -25,7 +25,7 @@ func New(rules ...Rule) (*Set, error) {
 	s := &Set{rules: make([]Rule, len(rules))}
 	seen := make(map[string]bool, len(rules))
 	for i, r := range rules {
-		if err := r.validate(); err != nil {
+		if err := r.Validate(); err != nil {
 			return nil, err
 		}
 		if seen[r.Name] {

@@ -7,7 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/sluicehq/sluice/keyfunc/chikey"
 	"github.com/sluicehq/sluice/middleware"
-	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/rules/rulefile"
 )
 
 type planKey struct{}
@@ -22,8 +22,8 @@ func planOf(r *http.Request) string {
 // fileConfig tells a rule file where the demo keeps users, plans and
 // route patterns. The limiter runs in r.Use, before routing, so route
 // patterns are looked up in router.
-func fileConfig(router chi.Routes) rules.LoadConfig {
-	return rules.LoadConfig{
+func fileConfig(router chi.Routes) rulefile.LoadConfig {
+	return rulefile.LoadConfig{
 		User:     userFrom,
 		Plan:     planOf,
 		Endpoint: chikey.Endpoint(router),
@@ -32,9 +32,9 @@ func fileConfig(router chi.Routes) rules.LoadConfig {
 
 // fileRules returns a rulesSource that watches the rule file at path, and
 // where it stores the watcher, for the caller to close.
-func fileRules(path string, log *slog.Logger, w **rules.Watcher) rulesSource {
+func fileRules(path string, log *slog.Logger, w **rulefile.Watcher) rulesSource {
 	return func(router chi.Routes) (middleware.Source, error) {
-		watcher, err := rules.Watch(path, fileConfig(router), rules.WatchConfig{Logger: log})
+		watcher, err := rulefile.Watch(path, fileConfig(router), rulefile.WatchConfig{Logger: log})
 		if err != nil {
 			return nil, err
 		}

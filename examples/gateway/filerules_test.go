@@ -16,7 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/middleware"
-	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/rules/rulefile"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -24,7 +24,7 @@ import (
 // newFileServer serves the demo on the rules of a copy of rules.yaml, on a
 // memstore whose clock stands still, and returns the copy's path and the
 // watcher.
-func newFileServer(t *testing.T, opts ...middleware.Option) (*httptest.Server, string, *rules.Watcher) {
+func newFileServer(t *testing.T, opts ...middleware.Option) (*httptest.Server, string, *rulefile.Watcher) {
 	t.Helper()
 	data, err := os.ReadFile("rules.yaml")
 	if err != nil {
@@ -37,7 +37,7 @@ func newFileServer(t *testing.T, opts ...middleware.Option) (*httptest.Server, s
 	store := memstore.New(memstore.Config{Clock: storetest.NewClock(time.Unix(1_800_000_000, 0))})
 	t.Cleanup(func() { store.Close() })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var w *rules.Watcher
+	var w *rulefile.Watcher
 	router, err := newRouterWith(store, log, fileRules(path, log, &w), opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ import (
 	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/middleware"
-	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/rules/rulefile"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/redisstore"
 )
@@ -82,7 +82,7 @@ func run() error {
 	defer closeStore()
 
 	src := rulesSource(goRules)
-	var watcher *rules.Watcher
+	var watcher *rulefile.Watcher
 	if *rulesFile != "" {
 		src = fileRules(*rulesFile, log, &watcher)
 	}
@@ -121,7 +121,7 @@ func run() error {
 // reloadOnHangup reloads the rule file on every SIGHUP, for operators who
 // push a new file and want it applied at once. (Errors are logged by the
 // watcher.)
-func reloadOnHangup(w *rules.Watcher) {
+func reloadOnHangup(w *rulefile.Watcher) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	for range hup {
