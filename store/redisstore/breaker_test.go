@@ -37,9 +37,9 @@ func TestBreakerTransitions(t *testing.T) {
 	b := newBreaker("r1", BreakerConfig{Failures: 3, OpenFor: time.Second, Clock: clock}, events)
 
 	call := func(err error) (ok bool) {
-		ok, probe, _ := b.allow()
+		ok, _ = b.allow()
 		if ok {
-			b.record(probe, err)
+			b.record(err)
 		}
 		return ok
 	}
@@ -53,43 +53,62 @@ func TestBreakerTransitions(t *testing.T) {
 	if b.State() != sluice.BreakerClosed {
 		t.Fatalf("opened after 2 consecutive failures: %v", b.State())
 	}
+	if due, wait := b.probeDue(); due || wait != 0 {
+		t.Fatalf("closed breaker: probe due=%v wait=%v", due, wait)
+	}
 	call(errTimeout) // third consecutive: timeout, (cancelled), down, timeout
 	if b.State() != sluice.BreakerOpen {
 		t.Fatalf("state %v after 3 consecutive failures, want open", b.State())
 	}
+	select {
+	case <-b.opened:
+	default:
+		t.Fatal("opening did not signal the prober")
+	}
 	// Open: nothing goes through, and the retry hint counts down.
-	ok, _, retry := b.allow()
+	ok, retry := b.allow()
 	if ok || retry != time.Second {
 		t.Fatalf("open breaker: ok=%v retry=%v", ok, retry)
 	}
 	clock.Advance(400 * time.Millisecond)
-	if ok, _, retry := b.allow(); ok || retry != 600*time.Millisecond {
+	if ok, retry := b.allow(); ok || retry != 600*time.Millisecond {
 		t.Fatalf("open breaker after 400ms: ok=%v retry=%v", ok, retry)
 	}
-	// Half-open: exactly one probe.
+	if due, wait := b.probeDue(); due || wait != 600*time.Millisecond {
+		t.Fatalf("probe before OpenFor: due=%v wait=%v", due, wait)
+	}
+	// After OpenFor: requests still fail at once; the background probe
+	// runs, one at a time.
 	clock.Advance(600 * time.Millisecond)
-	ok, probe, _ := b.allow()
-	if !ok || !probe || b.State() != sluice.BreakerHalfOpen {
-		t.Fatalf("after OpenFor: ok=%v probe=%v state=%v", ok, probe, b.State())
+	if ok, retry := b.allow(); ok || retry != time.Second {
+		t.Fatalf("after OpenFor, no probe yet: ok=%v retry=%v", ok, retry)
 	}
-	if ok, _, _ := b.allow(); ok {
-		t.Fatal("a half-open breaker let a second call through while the probe was out")
+	if due, _ := b.probeDue(); !due || b.State() != sluice.BreakerHalfOpen {
+		t.Fatalf("after OpenFor: probe due=%v state=%v", due, b.State())
 	}
-	b.record(true, errTimeout) // the probe fails: open again for a full OpenFor
-	if ok, _, retry := b.allow(); ok || retry != time.Second || b.State() != sluice.BreakerOpen {
+	if due, _ := b.probeDue(); due {
+		t.Fatal("a second probe while the first is out")
+	}
+	if ok, _ := b.allow(); ok {
+		t.Fatal("a half-open breaker let a request through")
+	}
+	b.probed(errTimeout) // the probe fails: open again for a full OpenFor
+	if ok, retry := b.allow(); ok || retry != time.Second || b.State() != sluice.BreakerOpen {
 		t.Fatalf("after a failed probe: ok=%v retry=%v state=%v", ok, retry, b.State())
 	}
 	clock.Advance(time.Second)
-	ok, probe, _ = b.allow()
-	b.record(probe, nil) // the probe succeeds
-	if !ok || b.State() != sluice.BreakerClosed {
+	if due, _ := b.probeDue(); !due {
+		t.Fatal("no probe after the second OpenFor")
+	}
+	b.probed(nil) // the probe succeeds
+	if ok, _ := b.allow(); !ok || b.State() != sluice.BreakerClosed {
 		t.Fatalf("after a good probe: state %v", b.State())
 	}
 	// A call that started before the breaker opened cannot close it.
 	for range 3 {
 		call(errDown)
 	}
-	b.record(false, nil)
+	b.record(nil)
 	if b.State() != sluice.BreakerOpen {
 		t.Fatalf("a late success closed an open breaker")
 	}
@@ -104,7 +123,7 @@ func TestBreakerDisabled(t *testing.T) {
 		t.Fatal("a disabled breaker exists")
 	}
 	b := newBreaker("x", BreakerConfig{}, nil)
-	if b.failures != defaultBreakerFailures || b.openFor != defaultBreakerOpenFor {
-		t.Fatalf("defaults: %d %v", b.failures, b.openFor)
+	if b.failures != defaultBreakerFailures || b.openFor != defaultBreakerOpenFor || b.probeFor != defaultProbeTimeout {
+		t.Fatalf("defaults: %d %v %v", b.failures, b.openFor, b.probeFor)
 	}
 }

@@ -174,7 +174,7 @@ func (s *Store) appendRequest(keys []string, args []any, hits []sluice.Hit) ([]s
 // once: Redis did not run the script, so this cannot consume twice.
 func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 	c := redis.NewCmd(ctx, cmd...)
-	_ = s.client.Process(ctx, c)
+	_ = s.process(ctx, c)
 	reply, err := c.Result()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		s.reloads.Add(1)
@@ -184,7 +184,7 @@ func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 		// A fresh slice: a hook may keep the first command.
 		cmd = append([]any{"eval", takeSource}, cmd[2:]...)
 		c = redis.NewCmd(ctx, cmd...)
-		_ = s.client.Process(ctx, c)
+		_ = s.process(ctx, c)
 		reply, err = c.Result()
 	}
 	return reply, err

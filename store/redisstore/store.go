@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -21,13 +22,14 @@ type Store struct {
 	log    *slog.Logger
 
 	reloads  atomic.Int64 // scripts re-sent after NOSCRIPT
-	breaker  *breaker     // nil when disabled
-	coalesce *coalescer   // nil when off
+	ep       *endpoint
+	coalesce *coalescer // nil when off
 	events   sluice.StoreEvents
-	endpoint string
+	endpoint string // ep.name
 	closed   atomic.Bool
 	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // background goroutines
+	checked  chan struct{}  // closed when the start-up check is over
 
 	// now, when set, replaces the server clock. Only tests set it, through
 	// export_test.go: production code has no way to.
@@ -55,11 +57,31 @@ func New(client Client, cfg Config) (*Store, error) {
 	if err := checkClient(client, cfg.AllowUnsafeClient); err != nil {
 		return nil, err
 	}
-	endpoint := cfg.Endpoint
-	if endpoint == "" {
-		endpoint = "redis"
-		if oc, ok := client.(interface{ Options() *redis.Options }); ok && oc.Options().Addr != "" {
-			endpoint = oc.Options().Addr
+	var opt *redis.Options
+	if oc, ok := client.(interface{ Options() *redis.Options }); ok {
+		opt = oc.Options()
+	}
+	conns, err := cfg.conns(opt)
+	if err != nil {
+		return nil, err
+	}
+	name := cfg.Endpoint
+	if name == "" {
+		name = "redis"
+		if opt != nil && opt.Addr != "" {
+			name = opt.Addr
+		}
+	}
+	ep := &endpoint{name: name, client: client, breaker: newBreaker(name, cfg.Breaker, cfg.Events)}
+	// Only a client of go-redis's own type: a wrapper that overrides
+	// Process must see every command.
+	if src, ok := client.(*redis.Client); ok && conns > 0 {
+		if readySafe(opt) {
+			ep.ready = newReadySet(src, opt, conns, cfg.SetupTimeout, cfg.Logger, name)
+		} else {
+			cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn,
+				"redisstore: the client's connections are set up on first use, inside a request's budget; build it with redisstore.NewClient, or set Protocol: 2 or MaintNotificationsConfig Mode disabled in redis.Options, so that the store keeps connections ready",
+				slog.String("endpoint", name))
 		}
 	}
 	s := &Store{
@@ -67,19 +89,37 @@ func New(client Client, cfg Config) (*Store, error) {
 		sha:      takeSHA,
 		keys:     newKeyer(cfg.Prefix, cfg.Secret),
 		log:      cfg.Logger,
-		breaker:  newBreaker(endpoint, cfg.Breaker, cfg.Events),
+		ep:       ep,
 		events:   cfg.Events,
-		endpoint: endpoint,
+		endpoint: name,
 	}
 	if cfg.Coalesce > 1 {
-		s.coalesce = &coalescer{s: s, max: cfg.Coalesce}
+		s.coalesce = &coalescer{s: s, max: cfg.Coalesce, lanes: cfg.CoalesceLanes}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	if cfg.StartupCheckTimeout > 0 {
+	if ep.ready != nil {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			ep.ready.run(ctx)
+		}()
+	}
+	if ep.breaker != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			ep.watch(ctx)
+		}()
+	}
+	s.checked = make(chan struct{})
+	if cfg.StartupCheckTimeout <= 0 {
+		close(s.checked)
+	} else {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer close(s.checked)
 			ctx, cancel := context.WithTimeout(ctx, cfg.StartupCheckTimeout)
 			defer cancel()
 			s.checkServer(ctx)
@@ -121,40 +161,52 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 // call runs a script command (see tbCommand and batchCommand) through
 // the circuit breaker and classifies its error.
 func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
-	probe := false
-	if s.breaker != nil {
-		ok, p, retry := s.breaker.allow()
-		if !ok {
+	b := s.ep.breaker
+	if b != nil {
+		if ok, retry := b.allow(); !ok {
 			return nil, &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrBreakerOpen, RetryAfter: retry}
 		}
-		probe = p
 	}
 	reply, err := s.run(ctx, cmd)
+	var se *sluice.StoreError
+	if errors.As(err, &se) {
+		// Already classified: no ready connection within the budget,
+		// which says nothing about Redis (see errNoConn).
+		return nil, err
+	}
 	if err != nil {
 		err = classify("redisstore: take", err)
 	}
-	if s.breaker != nil {
-		s.breaker.record(probe, err)
+	if b != nil {
+		b.record(err)
 	}
 	return reply, err
+}
+
+// process sends cmd to the store's endpoint: on a ready connection when
+// the store keeps them (see the package documentation).
+func (s *Store) process(ctx context.Context, cmd redis.Cmder) error {
+	return s.ep.process(ctx, cmd)
 }
 
 // BreakerState returns the state of the store's circuit breaker
 // ([sluice.BreakerClosed] when it is disabled).
 func (s *Store) BreakerState() sluice.BreakerState {
-	if s.breaker == nil {
+	if s.ep.breaker == nil {
 		return sluice.BreakerClosed
 	}
-	return s.breaker.State()
+	return s.ep.breaker.State()
 }
 
 // ScriptReloads returns how many times the store re-sent its script after
 // Redis reported it missing.
 func (s *Store) ScriptReloads() int64 { return s.reloads.Load() }
 
-// Close stops the background start-up check and waits for it. Later calls to
-// Take fail with [sluice.ErrClosed]. The client stays open. Close is
-// idempotent and always returns nil.
+// Close stops the store's background work (the start-up check, the breaker's
+// probe, the policy check) and waits for it, and gives its ready connections
+// back to the client's pool. Later calls to Take fail with
+// [sluice.ErrClosed]. The client stays open. Close is idempotent and always
+// returns nil.
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	s.cancel()
