@@ -38,6 +38,10 @@
 //	    "half_open".
 //	sluice_script_reloads_total{endpoint}                counter
 //	    Times an endpoint had lost the store's script and it was sent again.
+//	sluice_memstore_evictions_total                      counter
+//	    Buckets the in-process store evicted at its bound (memstore's
+//	    Config.MaxBuckets), each forgiven what it had used. Give the
+//	    Collector to memstore.Config's Events field.
 //
 // A single gauge carries the breaker state, rather than one series per
 // state, so that "sluice_breaker_state > 0" selects every endpoint whose

@@ -79,6 +79,7 @@ type Collector struct {
 	breaker     *prometheus.GaugeVec
 	transitions *prometheus.CounterVec
 	reloads     *prometheus.CounterVec
+	evictions   prometheus.Counter
 
 	// The hot path reads rules without locking: an immutable table,
 	// replaced whole (under mu) when a rule name is first seen.
@@ -183,6 +184,8 @@ func New(cfg Config) (*Collector, error) {
 		Help: "Times a store endpoint had lost the limiter script and it was loaded again.",
 	}, []string{"endpoint"})
 
+	c.evictions = newEvictions(ns, cfg.ConstLabels)
+
 	c.latencyOK = c.latency.WithLabelValues("ok")
 	c.latencyErr = c.latency.WithLabelValues("error")
 	for k := range numKinds {
@@ -225,6 +228,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.breaker.Describe(ch)
 	c.transitions.Describe(ch)
 	c.reloads.Describe(ch)
+	c.evictions.Describe(ch)
 }
 
 // Collect sends the collector's current metrics to ch. It implements
@@ -236,6 +240,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.breaker.Collect(ch)
 	c.transitions.Collect(ch)
 	c.reloads.Collect(ch)
+	c.evictions.Collect(ch)
 }
 
 // Observe counts d in sluice_decisions_total under d.Rule and d.Outcome.

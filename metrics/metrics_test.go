@@ -302,6 +302,7 @@ func TestLabelsCarryNoKeys(t *testing.T) {
 		"sluice_breaker_state":               {"endpoint"},
 		"sluice_breaker_transitions_total":   {"endpoint", "from", "to"},
 		"sluice_script_reloads_total":        {"endpoint"},
+		"sluice_memstore_evictions_total":    nil,
 	}
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -631,6 +632,7 @@ func TestScrape(t *testing.T) {
 		"sluice_breaker_state":               "gauge",
 		"sluice_breaker_transitions_total":   "counter",
 		"sluice_script_reloads_total":        "counter",
+		"sluice_memstore_evictions_total":    "counter",
 	} {
 		if types[name] != typ {
 			t.Errorf("# TYPE %s = %q, want %q", name, types[name], typ)
