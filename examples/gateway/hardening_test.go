@@ -30,7 +30,7 @@ func TestRedisNeedsASecret(t *testing.T) {
 type brokenStore struct{ err error }
 
 func (s brokenStore) Take(context.Context, []sluice.Hit, []sluice.Result) error { return s.err }
-func (s brokenStore) Close() error                                               { return nil }
+func (s brokenStore) Close() error                                              { return nil }
 
 // TestStoreFailuresAreLoggedWithTheirCause: the gateway logs why the store
 // failed, and not once per request.
