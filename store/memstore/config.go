@@ -24,7 +24,9 @@ type Config struct {
 	// needs a new bucket when the store is full first evicts: buckets that
 	// are full again, then those closest to being full again (see
 	// "Bounded memory" in the package documentation for what that
-	// forgives). Default: [DefaultMaxBuckets]. Negative: no bound.
+	// forgives). Callers creating buckets at the same moment may exceed the
+	// bound by their number, briefly. Default: [DefaultMaxBuckets].
+	// Negative: no bound.
 	MaxBuckets int
 	// Events, if not nil, is told how many buckets each eviction removed.
 	// The metrics package's Collector implements it. Default: nil.
@@ -32,7 +34,7 @@ type Config struct {
 }
 
 // DefaultMaxBuckets is the bound on buckets of a [Config] that sets none:
-// about 200 MB of token buckets under keys such as the rules build (see
+// about 150 MB of token buckets under keys such as the rules build (see
 // "Bounded memory" in the package documentation).
 const DefaultMaxBuckets = 1 << 20
 
