@@ -38,6 +38,8 @@
 //	    "half_open".
 //	sluice_script_reloads_total{endpoint}                counter
 //	    Times an endpoint had lost the store's script and it was sent again.
+//	sluice_resets_total{rule}                            counter
+//	    Buckets an operator reset (see the rules/admin package), by rule.
 //
 // A single gauge carries the breaker state, rather than one series per
 // state, so that "sluice_breaker_state > 0" selects every endpoint whose

@@ -70,7 +70,8 @@ type Config struct {
 // Prometheus metrics (see the package documentation for the list).
 //
 // It implements [prometheus.Collector], [sluice.Observer],
-// [sluice.StoreCallObserver] and [sluice.StoreEvents]. Create it with [New].
+// [sluice.StoreCallObserver], [sluice.ResetObserver] and
+// [sluice.StoreEvents]. Create it with [New].
 // It is safe for concurrent use.
 type Collector struct {
 	decisions   *prometheus.CounterVec
@@ -79,6 +80,7 @@ type Collector struct {
 	breaker     *prometheus.GaugeVec
 	transitions *prometheus.CounterVec
 	reloads     *prometheus.CounterVec
+	resets      *prometheus.CounterVec
 
 	// The hot path reads rules without locking: an immutable table,
 	// replaced whole (under mu) when a rule name is first seen.
@@ -183,6 +185,11 @@ func New(cfg Config) (*Collector, error) {
 		Help: "Times a store endpoint had lost the limiter script and it was loaded again.",
 	}, []string{"endpoint"})
 
+	c.resets = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "resets_total", ConstLabels: cfg.ConstLabels,
+		Help: "Buckets an operator reset, by rule.",
+	}, []string{"rule"})
+
 	c.latencyOK = c.latency.WithLabelValues("ok")
 	c.latencyErr = c.latency.WithLabelValues("error")
 	for k := range numKinds {
@@ -225,6 +232,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.breaker.Describe(ch)
 	c.transitions.Describe(ch)
 	c.reloads.Describe(ch)
+	c.resets.Describe(ch)
 }
 
 // Collect sends the collector's current metrics to ch. It implements
@@ -236,6 +244,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.breaker.Collect(ch)
 	c.transitions.Collect(ch)
 	c.reloads.Collect(ch)
+	c.resets.Collect(ch)
 }
 
 // Observe counts d in sluice_decisions_total under d.Rule and d.Outcome.
@@ -348,6 +357,12 @@ func (c *Collector) BreakerChanged(endpoint string, from, to sluice.BreakerState
 // sluice_script_reloads_total. It implements [sluice.StoreEvents].
 func (c *Collector) ScriptReloaded(endpoint string) {
 	c.reloads.WithLabelValues(strings.ToValidUTF8(endpoint, "\uFFFD")).Inc()
+}
+
+// ObserveReset counts a bucket an operator reset under rule in
+// sluice_resets_total. It implements [sluice.ResetObserver].
+func (c *Collector) ObserveReset(_ context.Context, rule string) {
+	c.resets.WithLabelValues(strings.ToValidUTF8(rule, "\uFFFD")).Inc()
 }
 
 // Error kinds, the values of the kind label of sluice_store_errors_total.
