@@ -4,6 +4,7 @@
 //	go run ./examples/gateway                         # in-memory store, :8080
 //	go run ./examples/gateway -redis 127.0.0.1:6379   # Redis store
 //	go run ./examples/gateway -rules examples/gateway/rules.yaml
+//	go run ./examples/gateway -admin 127.0.0.1:9090   # operator API, off by default
 //
 // Then, from another terminal:
 //
@@ -21,6 +22,12 @@
 // rule and a bypass entry. The file is read again every 5 seconds and on
 // SIGHUP; a file with a mistake is refused and logged, and the last good
 // rules stay.
+//
+// With -admin the operator API (package rules/admin) listens on an address
+// of its own: why is this client limited, and unblock it now.
+//
+//	curl -s -d '{"rule":"per-ip","identity":"127.0.0.1"}' localhost:9090/inspect
+//	curl -s -d '{"rule":"per-ip","identity":"127.0.0.1"}' localhost:9090/reset
 package main
 
 import (
@@ -61,6 +68,7 @@ func run() error {
 	secret := flag.String("secret", os.Getenv("SLUICE_SECRET"), "secret for hashing identities into Redis keys (default $SLUICE_SECRET)")
 	mode := flag.String("headers", "ietf", "rate-limit header modes: ietf, draft06, x-ratelimit, none, or a comma-separated combination")
 	budget := flag.Duration("budget", middleware.DefaultBudget, "latency budget of each store call")
+	adminAddr := flag.String("admin", "", "listen address of the operator API (inspect and reset buckets; no authentication, keep it private); empty: off")
 	rulesFile := flag.String("rules", "", "rule file (YAML, or JSON if named *.json) to load and watch; empty uses the built-in rules")
 	flag.Parse()
 
@@ -86,7 +94,8 @@ func run() error {
 	if *rulesFile != "" {
 		src = fileRules(*rulesFile, log, &watcher)
 	}
-	router, err := newRouterWith(store, log, src, middleware.WithHeaders(hdr), middleware.WithBudget(*budget), middleware.WithObserver(collector))
+	var limited middleware.Source
+	router, err := newRouterWith(store, log, capture(src, &limited), middleware.WithHeaders(hdr), middleware.WithBudget(*budget), middleware.WithObserver(collector))
 	if watcher != nil {
 		defer watcher.Close()
 		go reloadOnHangup(watcher)
@@ -107,6 +116,9 @@ func run() error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
+	if _, err := serveAdmin(ctx, *adminAddr, store, limited, log, collector); err != nil {
+		return err
+	}
 	backend := "memory"
 	if *redisAddr != "" {
 		backend = "redis " + *redisAddr
