@@ -236,8 +236,10 @@ func (p *sfParser) bareItem() (sfKind, int64, string, error) {
 
 func (p *sfParser) number() (sfKind, int64, string, error) {
 	start := p.i
-	neg := p.s[p.i] == '-'
-	if neg {
+	if p.i == len(p.s) {
+		return 0, 0, "", errSF
+	}
+	if p.s[p.i] == '-' {
 		p.i++
 	}
 	digits, dot, frac := 0, -1, 0

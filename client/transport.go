@@ -216,10 +216,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, t.refuse(resp, attempt, wait, fmt.Errorf("waiting %v would outlast the request's context: %w", wait, context.DeadlineExceeded))
 		}
 		discard(resp)
-		if err := t.sleep(ctx, wait); err != nil {
-			return nil, err
+		if wait > 0 {
+			if err := t.sleep(ctx, wait); err != nil {
+				return nil, err
+			}
+			waited += wait
 		}
-		waited += wait
 	}
 }
 
