@@ -167,8 +167,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := t.pacer(req.URL.Host)
 	var waited time.Duration
 	for attempt := 1; ; attempt++ {
+		probing := false
 		if t.pace {
-			if d := p.reserve(t.now()); d > 0 && t.fits(ctx, waited, d) {
+			d, isProbe, err := p.reserve(ctx, t.now)
+			if err != nil {
+				return nil, err
+			}
+			probing = isProbe
+			if d > 0 && t.fits(ctx, waited, d) {
 				if err := t.sleep(ctx, d); err != nil {
 					return nil, err
 				}
@@ -184,12 +190,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		resp, err := t.base.RoundTrip(send)
 		if err != nil {
+			if probing {
+				p.answered(nil, time.Time{})
+			}
 			return nil, err
 		}
 		now := t.now()
 		q, hasQuota := ParseQuota(resp.Header, now)
 		if hasQuota {
-			p.observe(q, now)
+			p.answered(&q, now)
+		} else {
+			p.answered(nil, now)
 		}
 		if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
 			return resp, nil
@@ -208,7 +219,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if attempt > t.maxRetries || !retryable(req, resp.StatusCode) {
 			return resp, nil
 		}
-		wait += time.Duration(rand.Float64() * t.jitter * float64(wait))
+		// The jitter's range doubles with each refusal of this request,
+		// so clients that keep colliding spread further apart.
+		wait += time.Duration(rand.Float64() * t.jitter * float64(wait) * float64(int64(1)<<min(attempt-1, 5)))
 		switch {
 		case waited+wait > t.maxWait:
 			return nil, t.refuse(resp, attempt, wait, fmt.Errorf("%w: %v, with %v waited of at most %v", ErrWaitTooLong, wait, waited, t.maxWait))
@@ -290,49 +303,92 @@ func (t *Transport) pacer(host string) *pacer {
 	return p
 }
 
-// pacer spaces the requests to one host while its quota is exhausted.
+// probeWait bounds how long a request waits for the first answer of a
+// host it has not heard from before sending anyway.
+const probeWait = 2 * time.Second
+
+// pacer spaces the requests to one host by what its answers said.
 type pacer struct {
-	mu   sync.Mutex
-	next time.Time     // no request before this
-	gap  time.Duration // while exhausted: the space between requests; 0 otherwise
+	mu    sync.Mutex
+	next  time.Time     // no request before this
+	gap   time.Duration // the space between requests; 0: none
+	heard bool          // the host has answered
+	// probe, while the first request to a host is in flight, is closed
+	// when its answer is in: concurrent requests wait for it rather than
+	// all being sent blind.
+	probe chan struct{}
 }
 
-// reserve returns how long a request made at now waits, and books its
-// slot.
-func (p *pacer) reserve(now time.Time) time.Duration {
+// reserve returns how long a request made now waits, and books its slot.
+// The first request to a host is its probe: requests made while it is in
+// flight wait for its answer (at most probeWait, or until ctx ends).
+func (p *pacer) reserve(ctx context.Context, now func() time.Time) (d time.Duration, probe bool, err error) {
 	p.mu.Lock()
+	if !p.heard {
+		if p.probe == nil {
+			p.probe = make(chan struct{})
+			p.mu.Unlock()
+			return 0, true, nil
+		}
+		ch := p.probe
+		p.mu.Unlock()
+		tm := time.NewTimer(probeWait)
+		defer tm.Stop()
+		select {
+		case <-ch:
+		case <-tm.C:
+		case <-ctx.Done():
+			return 0, false, context.Cause(ctx)
+		}
+		p.mu.Lock()
+	}
 	defer p.mu.Unlock()
-	if now.Before(p.next) {
+	t := now()
+	if t.Before(p.next) {
 		slot := p.next
 		p.next = p.next.Add(p.gap)
-		return slot.Sub(now)
+		return slot.Sub(t), false, nil
 	}
 	if p.gap > 0 {
-		p.next = now.Add(p.gap)
+		p.next = t.Add(p.gap)
 	}
-	return 0
+	return 0, false, nil
 }
 
-// observe records what a response said about the quota.
-func (p *pacer) observe(q Quota, now time.Time) {
+// answered records an answer from the host at now and what it said about
+// the quota (nil: nothing), and ends a probe. A nil q with a zero now is
+// a request that got no answer.
+//
+// With no quota remaining, requests are spaced by one unit's share of the
+// policy's window (w/q), or by the reset when the policy is unknown; with
+// r remaining, by the reset spread over r+1 requests, so the client does
+// not spend its remaining quota before the reset.
+func (p *pacer) answered(q *Quota, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if q.Remaining > 0 {
+	if p.probe != nil {
+		close(p.probe)
+		p.probe = nil
+	}
+	if now.IsZero() {
+		return
+	}
+	p.heard = true
+	if q == nil {
 		p.gap = 0
 		return
 	}
-	gap := q.Reset
-	if q.Limit > 0 && q.Window > 0 {
+	gap := q.Reset / time.Duration(q.Remaining+1)
+	if q.Remaining == 0 && q.Limit > 0 && q.Window > 0 {
 		if share := q.Window / time.Duration(q.Limit); share > 0 && (gap == 0 || share < gap) {
 			gap = share
 		}
 	}
-	if gap <= 0 {
-		return
-	}
 	p.gap = gap
-	if until := now.Add(gap); p.next.Before(until) {
-		p.next = until
+	if q.Remaining == 0 && gap > 0 {
+		if until := now.Add(gap); p.next.Before(until) {
+			p.next = until
+		}
 	}
 }
 
