@@ -2,8 +2,8 @@ package admin
 
 import (
 	"strings"
-	"unicode"
 	"testing"
+	"unicode"
 
 	"github.com/sluicehq/sluice/keyfunc"
 )
