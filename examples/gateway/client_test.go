@@ -228,3 +228,76 @@ func TestClientsConverge(t *testing.T) {
 		})
 	}
 }
+
+// liar rewrites the gateway's refusals: Retry-After becomes retryAfter,
+// and every RateLimit field is replaced by a malformed one.
+type liar struct {
+	http.ResponseWriter
+	retryAfter string
+}
+
+func (l *liar) WriteHeader(code int) {
+	h := l.Header()
+	if h.Get("Retry-After") != "" {
+		h.Set("Retry-After", l.retryAfter)
+	}
+	if h.Get("RateLimit") != "" {
+		h.Set("RateLimit", `"per-ip";r=;t=oops`)
+	}
+	l.ResponseWriter.WriteHeader(code)
+}
+
+// TestClientAgainstALyingGateway: the demo gateway, made to lie in its
+// refusals, costs the client a bounded wait and a clear error.
+func TestClientAgainstALyingGateway(t *testing.T) {
+	for _, tc := range []struct {
+		retryAfter string
+		want       error
+	}{
+		{"31536000", client.ErrWaitTooLong},
+		{"Fri, 31 Dec 9999 23:59:59 GMT", client.ErrWaitTooLong},
+		{"later", client.ErrMalformed},
+	} {
+		t.Run(tc.retryAfter, func(t *testing.T) {
+			sim := &simTime{t: time.Unix(1_800_000_000, 0)}
+			store := memstore.New(memstore.Config{Clock: sim, SweepInterval: -1})
+			t.Cleanup(func() { store.Close() })
+			router, err := newRouterWith(store, slog.New(slog.NewTextHandler(io.Discard, nil)), tinyRules, middleware.WithClock(sim))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				router.ServeHTTP(&liar{ResponseWriter: w, retryAfter: tc.retryAfter}, r)
+			}))
+			t.Cleanup(srv.Close)
+			var slept []time.Duration
+			tr, err := client.New(nil, client.WithMaxWait(time.Minute), client.WithTime(sim.Now, func(_ context.Context, d time.Duration) error {
+				slept = append(slept, d)
+				return nil
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			hc := &http.Client{Transport: tr}
+			for i := range 3 {
+				resp, err := hc.Get(srv.URL + "/items")
+				if i < 2 {
+					if err != nil || resp.StatusCode != http.StatusOK {
+						t.Fatalf("request %d within the limit: %v %v", i+1, resp, err)
+					}
+					resp.Body.Close()
+					continue
+				}
+				var re *client.RefusedError
+				if !errors.As(err, &re) || !errors.Is(err, tc.want) || re.StatusCode != http.StatusTooManyRequests {
+					t.Fatalf("the refused request: %v, %v; want a RefusedError wrapping %v", resp, err, tc.want)
+				}
+			}
+			// Pacing spaced the third request by the policy's 500 ms; the
+			// lie itself was never waited for.
+			if len(slept) != 1 || slept[0] != 500*time.Millisecond {
+				t.Fatalf("slept %v, want only the 500ms of pacing", slept)
+			}
+		})
+	}
+}
