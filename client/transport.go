@@ -48,8 +48,8 @@ const maxHosts = 1024
 // that would take the request past its maximum total wait, or past its
 // context's deadline, is not started: the transport returns at once a
 // [*RefusedError] wrapping [ErrWaitTooLong] or [context.DeadlineExceeded],
-// as it does for a Retry-After it cannot read ([ErrMalformed]). A
-// cancelled context ends a wait at once.
+// as it does for a Retry-After it cannot read ([ErrMalformed]) on a
+// request it would have retried. A cancelled context ends a wait at once.
 //
 // # Pacing
 //
@@ -206,18 +206,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		var wait time.Duration
+		var malformed error
 		if v := resp.Header.Get("Retry-After"); v != "" {
-			if wait, err = ParseRetryAfter(v, now); err != nil {
-				return nil, t.refuse(resp, attempt, 0, err)
-			}
+			wait, malformed = ParseRetryAfter(v, now)
 		} else if resp.StatusCode == http.StatusTooManyRequests && hasQuota && q.Reset > 0 {
 			wait = q.Reset
 		} else {
 			return resp, nil // no word on when: the caller decides
 		}
-		p.block(now.Add(min(wait, t.maxWait)))
+		if malformed == nil {
+			p.block(now.Add(min(wait, t.maxWait)))
+		}
 		if attempt > t.maxRetries || !retryable(req, resp.StatusCode) {
 			return resp, nil
+		}
+		if malformed != nil {
+			return nil, t.refuse(resp, attempt, 0, malformed)
 		}
 		// The jitter's range doubles with each refusal of this request,
 		// so clients that keep colliding spread further apart.

@@ -127,6 +127,7 @@ func TestRetries(t *testing.T) {
 		{"503 POST not retried", "POST", "x=1", []func(http.ResponseWriter){status(503, "Retry-After", "1"), ok}, nil, 503, 1, nil},
 		{"429 POST with a replayable body retried", "POST", "x=1", []func(http.ResponseWriter){status(429, "Retry-After", "1"), ok}, nil, 200, 2, []time.Duration{time.Second}},
 		{"retries run out", "GET", "", []func(http.ResponseWriter){status(429, "Retry-After", "1")}, []client.Option{client.WithMaxRetries(2)}, 429, 3, []time.Duration{time.Second, time.Second}},
+		{"503 POST with a malformed Retry-After handed back", "POST", "x=1", []func(http.ResponseWriter){status(503, "Retry-After", "soon"), ok}, nil, 503, 1, nil},
 		{"500 untouched", "GET", "", []func(http.ResponseWriter){status(500, "Retry-After", "1"), ok}, nil, 500, 1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
