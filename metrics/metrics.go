@@ -70,8 +70,8 @@ type Config struct {
 // Prometheus metrics (see the package documentation for the list).
 //
 // It implements [prometheus.Collector], [sluice.Observer],
-// [sluice.StoreCallObserver], [sluice.ResetObserver] and
-// [sluice.StoreEvents]. Create it with [New].
+// [sluice.StoreCallObserver], [sluice.ResetObserver], [sluice.StoreEvents]
+// and [sluice.StateHealedEvents]. Create it with [New].
 // It is safe for concurrent use.
 type Collector struct {
 	decisions   *prometheus.CounterVec
@@ -80,6 +80,7 @@ type Collector struct {
 	breaker     *prometheus.GaugeVec
 	transitions *prometheus.CounterVec
 	reloads     *prometheus.CounterVec
+	healed      *prometheus.CounterVec
 	resets      *prometheus.CounterVec
 
 	// The hot path reads rules without locking: an immutable table,
@@ -184,6 +185,10 @@ func New(cfg Config) (*Collector, error) {
 		Namespace: ns, Name: "script_reloads_total", ConstLabels: cfg.ConstLabels,
 		Help: "Times a store endpoint had lost the limiter script and it was loaded again.",
 	}, []string{"endpoint"})
+	c.healed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "state_healed_total", ConstLabels: cfg.ConstLabels,
+		Help: "Bucket keys of a store endpoint found holding something that is not a bucket's state, and replaced.",
+	}, []string{"endpoint"})
 
 	c.resets = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: ns, Name: "resets_total", ConstLabels: cfg.ConstLabels,
@@ -232,6 +237,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.breaker.Describe(ch)
 	c.transitions.Describe(ch)
 	c.reloads.Describe(ch)
+	c.healed.Describe(ch)
 	c.resets.Describe(ch)
 }
 
@@ -244,6 +250,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.breaker.Collect(ch)
 	c.transitions.Collect(ch)
 	c.reloads.Collect(ch)
+	c.healed.Collect(ch)
 	c.resets.Collect(ch)
 }
 
@@ -359,6 +366,13 @@ func (c *Collector) ScriptReloaded(endpoint string) {
 	c.reloads.WithLabelValues(strings.ToValidUTF8(endpoint, "\uFFFD")).Inc()
 }
 
+// StateHealed counts a bucket key of endpoint replaced because it held
+// something that is not a bucket's state, in sluice_state_healed_total. It
+// implements [sluice.StateHealedEvents].
+func (c *Collector) StateHealed(endpoint string) {
+	c.healed.WithLabelValues(strings.ToValidUTF8(endpoint, "\uFFFD")).Inc()
+}
+
 // ObserveReset counts a bucket an operator reset under rule in
 // sluice_resets_total. It implements [sluice.ResetObserver].
 func (c *Collector) ObserveReset(_ context.Context, rule string) {
@@ -451,4 +465,5 @@ var (
 	_ sluice.Observer          = (*Collector)(nil)
 	_ sluice.StoreCallObserver = (*Collector)(nil)
 	_ sluice.StoreEvents       = (*Collector)(nil)
+	_ sluice.StateHealedEvents = (*Collector)(nil)
 )
