@@ -284,6 +284,22 @@ func TestStateHealed(t *testing.T) {
 	})
 }
 
+func TestResets(t *testing.T) {
+	c, reg := newCollector(t, metrics.Config{})
+	var o sluice.Observer = c
+	ro, ok := o.(sluice.ResetObserver)
+	if !ok {
+		t.Fatal("the collector is not a sluice.ResetObserver")
+	}
+	ro.ObserveReset(context.Background(), "per-ip")
+	ro.ObserveReset(context.Background(), "per-ip")
+	ro.ObserveReset(context.Background(), "per-user")
+	want(t, series(t, reg), map[string]float64{
+		`sluice_resets_total{rule="per-ip"}`:   2,
+		`sluice_resets_total{rule="per-user"}`: 1,
+	})
+}
+
 // TestLabelsCarryNoKeys feeds decisions and store calls whose results and
 // errors mention keys, identities and addresses, and checks that no label
 // has any of them, and that each metric has exactly its documented labels.

@@ -5,6 +5,7 @@
 //	export SLUICE_SECRET=$(openssl rand -hex 32)      # the same on every instance
 //	go run ./examples/gateway -redis 127.0.0.1:6379   # Redis store
 //	go run ./examples/gateway -rules examples/gateway/rules.yaml
+//	go run ./examples/gateway -admin 127.0.0.1:9090   # operator API, off by default
 //
 // Then, from another terminal:
 //
@@ -32,6 +33,12 @@
 // server bounds how long a client may take to send its headers and its
 // request, how long an idle connection stays open, and the size of the
 // headers (see server.go).
+//
+// With -admin the operator API (package rules/admin) listens on an address
+// of its own: why is this client limited, and unblock it now.
+//
+//	curl -s -d '{"rule":"per-ip","identity":"127.0.0.1"}' localhost:9090/inspect
+//	curl -s -d '{"rule":"per-ip","identity":"127.0.0.1"}' localhost:9090/reset
 package main
 
 import (
@@ -73,6 +80,7 @@ func run() error {
 	secret := flag.String("secret", os.Getenv("SLUICE_SECRET"), "secret for hashing identities into Redis keys (default $SLUICE_SECRET)")
 	mode := flag.String("headers", "ietf", "rate-limit header modes: ietf, draft06, x-ratelimit, none, or a comma-separated combination")
 	budget := flag.Duration("budget", middleware.DefaultBudget, "latency budget of each store call")
+	adminAddr := flag.String("admin", "", "listen address of the operator API (inspect and reset buckets; no authentication, keep it private); empty: off")
 	rulesFile := flag.String("rules", "", "rule file (YAML, or JSON if named *.json) to load and watch; empty uses the built-in rules")
 	flag.Parse()
 
@@ -101,7 +109,8 @@ func run() error {
 	if *rulesFile != "" {
 		src = fileRules(*rulesFile, log, &watcher)
 	}
-	router, err := newRouterWith(store, log, src, middleware.WithHeaders(hdr), middleware.WithBudget(*budget), middleware.WithObserver(collector))
+	var limited middleware.Source
+	router, err := newRouterWith(store, log, capture(src, &limited), middleware.WithHeaders(hdr), middleware.WithBudget(*budget), middleware.WithObserver(collector))
 	if watcher != nil {
 		defer watcher.Close()
 		go reloadOnHangup(watcher)
@@ -119,6 +128,9 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if _, err := serveAdmin(ctx, *adminAddr, store, limited, log, collector); err != nil {
+		return err
+	}
 	backend := "memory"
 	if *redisAddr != "" {
 		backend = "redis " + *redisAddr
