@@ -16,7 +16,7 @@ import (
 type counting struct {
 	sluice.Refunder
 	takes, refunds, hits atomic.Int64
-	down               atomic.Bool
+	down                 atomic.Bool
 }
 
 var errDown = &sluice.StoreError{Op: "test: take", Kind: sluice.ErrUnavailable}
