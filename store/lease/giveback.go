@@ -23,7 +23,7 @@ func (s *Store) giveBack(ctx context.Context, all bool) error {
 			return false
 		}
 		exp := e.expires.Load()
-		if !all && e.live(now, e.left.Load()) {
+		if !all && e.live(now) {
 			return false
 		}
 		if n := e.left.Swap(0); n > 0 {

@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +18,8 @@ type counting struct {
 	sluice.Refunder
 	takes, refunds, hits atomic.Int64
 	down                 atomic.Bool
+	mu                   sync.Mutex
+	keys                 map[string]int // backing hits by key, when not nil
 }
 
 var errDown = &sluice.StoreError{Op: "test: take", Kind: sluice.ErrUnavailable}
@@ -27,6 +30,13 @@ func (c *counting) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Res
 	}
 	c.takes.Add(1)
 	c.hits.Add(int64(len(hits)))
+	c.mu.Lock()
+	if c.keys != nil {
+		for i := range hits {
+			c.keys[hits[i].Key]++
+		}
+	}
+	c.mu.Unlock()
 	return c.Refunder.Take(ctx, hits, out)
 }
 
@@ -78,4 +88,36 @@ func noLeak(t *testing.T, f func()) {
 		buf := make([]byte, 1<<16)
 		t.Fatalf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
+}
+
+// recorder is an Observer that keeps what it is told.
+type recorder struct {
+	mu                       sync.Mutex
+	refilled, returned, lost int64
+	refills                  int
+	hot, cooled              map[string]int // by handling
+	leasedKeys               int
+}
+
+func newRecorder() *recorder {
+	return &recorder{hot: map[string]int{}, cooled: map[string]int{}}
+}
+
+func (r *recorder) LeaseRefilled(_ string, n int64) {
+	r.mu.Lock()
+	r.refilled += n
+	r.refills++
+	r.mu.Unlock()
+}
+func (r *recorder) LeaseReturned(_ string, n int64) { r.mu.Lock(); r.returned += n; r.mu.Unlock() }
+func (r *recorder) LeaseLost(_ string, n int64)     { r.mu.Lock(); r.lost += n; r.mu.Unlock() }
+func (r *recorder) LeasedKeys(n int)                { r.mu.Lock(); r.leasedKeys = n; r.mu.Unlock() }
+func (r *recorder) HotKey(_ string, hot bool, handling string) {
+	r.mu.Lock()
+	if hot {
+		r.hot[handling]++
+	} else {
+		r.cooled[handling]++
+	}
+	r.mu.Unlock()
 }

@@ -123,7 +123,7 @@ func (s *Store) takeLocal(h *sluice.Hit, out *sluice.Result) bool {
 	gen := e.gen.Load()
 	for {
 		l := e.left.Load()
-		if l < c || !e.live(now, l) {
+		if l < c || !e.live(now) {
 			return false
 		}
 		if e.left.CompareAndSwap(l, l-c) {

@@ -34,14 +34,13 @@ type entry struct {
 	deny       denial
 }
 
-// live reports whether e's lease may serve now while holding left
-// tokens: before it expires, and, for a token bucket, before the bucket
-// would be full counting the held tokens as back in it. Past that point
-// an exact bucket would have lost the refill the held tokens stand in
-// for, so they go back (by an exact refund) instead of being served.
-func (e *entry) live(now, left int64) bool {
-	return now < e.expires.Load() && (e.interval == 0 || now < e.fullAt.Load()-left*e.interval)
-}
+// live reports whether e's lease may serve now: before it expires. Held
+// tokens are served even once the bucket, counting them as back in it,
+// would be full again: an exact bucket would have let that refill go, so
+// the instance may admit up to what it holds beyond an exact bucket's
+// answer. That is the drift Instances × K bounds (see [MaxLease]), and it
+// is what lets a key under its limit be served from leases at all.
+func (e *entry) live(now int64) bool { return now < e.expires.Load() }
 
 // windowEnd returns when a fixed window lease's window ends.
 func (e *entry) windowEnd() int64 { return e.winEnd.Load() }

@@ -30,7 +30,6 @@ type plan struct {
 	det      *detector
 	slot     *hotSlot // a split hit's hot slot
 	sub      sluice.Hit
-	ret      sluice.Refund // stale tokens to give back before the refill
 }
 
 type scratch struct {
@@ -154,15 +153,8 @@ func (s *Store) plan(now int64, hits []sluice.Hit, plans []plan, mayWait bool) <
 		// cost (they do not age); a fixed window's from a past window are
 		// worth nothing.
 		held := e.left.Swap(0)
-		if held > 0 && !e.live(now, held) && (e.interval == 0 || now >= e.fullAt.Load()-held*e.interval) {
-			// Stale: give them back before taking anew (a fixed window's
-			// from a past window are worth nothing).
-			if e.receipt.Taken > 0 && (e.interval > 0 || now < e.windowEnd()) {
-				p.ret = sluice.Refund{Hit: e.hit, Receipt: e.receipt, Units: min(held, e.receipt.Taken)}
-				e.receipt = sluice.Receipt{}
-			} else {
-				s.obs.LeaseLost(pol.Rule, held)
-			}
+		if held > 0 && e.interval == 0 && now >= e.windowEnd() {
+			s.obs.LeaseLost(pol.Rule, held) // tokens of a past window
 			held = 0
 		}
 		if held >= c { // a refund came back meanwhile
@@ -187,7 +179,7 @@ func (s *Store) plan(now int64, hits []sluice.Hit, plans []plan, mayWait bool) <
 func reserve(e *entry, c, now int64) bool {
 	for {
 		l := e.left.Load()
-		if l < c || !e.live(now, l) {
+		if l < c || !e.live(now) {
 			return false
 		}
 		if e.left.CompareAndSwap(l, l-c) {
@@ -268,7 +260,6 @@ func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []
 			need = true
 		}
 	}
-	s.returnStale(ctx, sc.plans)
 	if need {
 		// A remembered denial only stands in for the backing store when
 		// nothing else needs it: otherwise it is a refill like any other.
@@ -475,19 +466,3 @@ func (s *Store) withLease(now int64, h *sluice.Hit, e *entry, r sluice.Result, p
 	return r
 }
 
-// returnStale gives back, in one refund call, the stale tokens the plans
-// found while claiming refills. A failure is counted and logged, never
-// retried.
-func (s *Store) returnStale(ctx context.Context, plans []plan) {
-	var buf [4]sluice.Refund
-	rets := buf[:0]
-	for i := range plans {
-		if p := &plans[i]; p.ret.Receipt.Taken > 0 {
-			rets = append(rets, p.ret)
-			p.ret = sluice.Refund{}
-		}
-	}
-	if len(rets) > 0 {
-		_ = s.refund(ctx, rets) // counted and logged inside
-	}
-}

@@ -48,6 +48,12 @@ func testRefundExact(t *testing.T, newHarness Factory) {
 					a.Cost, b.Cost = cost, cost
 					ra, rb := take1(t, h.Store, a), take1(t, h.Store, b)
 					if ra.Allowed != rb.Allowed {
+						if h.leaseExplains(ra, rb, cost) {
+							// The twins' leases hold different tokens: from
+							// here on they differ by more than a lease.
+							t.Logf("step %d: twins decided a take of %d differently, within a lease: %+v and %+v", i, cost, ra, rb)
+							return
+						}
 						t.Fatalf("step %d: twins decided a take of %d differently: %+v and %+v", i, cost, ra, rb)
 					}
 				} else {
@@ -237,4 +243,15 @@ func (h Harness) sameAnswer(l sluice.Limit, a, b sluice.Result) bool {
 		within(int64(a.ResetAfter), int64(b.ResetAfter), int64(slack)) &&
 		within(int64(a.RetryAfter), int64(b.RetryAfter), int64(slack)) &&
 		(a.Allowed == b.Allowed || !within(a.Remaining, b.Remaining, 0))
+}
+
+// leaseExplains reports whether a store of leases (see [Harness.Lease])
+// may decide a take of cost differently in two buckets whose exact state
+// is the same: the one refused holds within a lease of the cost.
+func (h Harness) leaseExplains(a, b sluice.Result, cost int64) bool {
+	refused := a
+	if a.Allowed {
+		refused = b
+	}
+	return h.Lease > 0 && !refused.Unsatisfiable && refused.Remaining+h.Lease >= cost
 }
