@@ -465,4 +465,3 @@ func (s *Store) withLease(now int64, h *sluice.Hit, e *entry, r sluice.Result, p
 	}
 	return r
 }
-
