@@ -13,12 +13,11 @@ import (
 	"testing"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
-	"github.com/rs/zerolog"
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/faultproxy"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/metrics"
@@ -27,7 +26,7 @@ import (
 	"github.com/sluicehq/sluice/store/redisstore"
 )
 
-// Fault tests: a real redis-server behind an in-process toxiproxy. Every
+// Fault tests: a real redis-server behind an in-process fault proxy. Every
 // latency assertion is a ceiling against hangs, with generous slack, not a
 // speed measurement.
 const (
@@ -68,7 +67,7 @@ func (o *outcomes) get(k sluice.Outcome) int {
 
 type faultEnv struct {
 	srv          *redistest.Server
-	px           *toxiproxy.Proxy
+	px           *faultproxy.Proxy
 	direct       *redis.Client // to the server, not through the proxy
 	client       *redis.Client // the store's, through the proxy
 	store        *redisstore.Store
@@ -85,16 +84,11 @@ type faultEnv struct {
 func newFaultEnv(t *testing.T, poolSize int) *faultEnv {
 	t.Helper()
 	e := &faultEnv{srv: redistest.Start(t), seen: &outcomes{}}
-	ts := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	e.px = toxiproxy.NewProxy(ts, "redis", "127.0.0.1:0", e.srv.Addr)
-	if err := e.px.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.px.Stop)
+	e.px = faultproxy.Start(t, e.srv.Addr)
 	e.direct = redis.NewClient(&redis.Options{Addr: e.srv.Addr, MaxRetries: -1})
 	t.Cleanup(func() { e.direct.Close() })
 	client := redis.NewClient(&redis.Options{
-		Addr:                  e.px.Listen,
+		Addr:                  e.px.Addr,
 		MaxRetries:            -1,
 		ContextTimeoutEnabled: true,
 		DialerRetries:         1,
@@ -239,7 +233,7 @@ func commandCalls(t *testing.T, c *redis.Client, cmd string) (n int64, exact boo
 	return 0, true
 }
 
-// warm opens several pooled connections (toxics then hit commands, not
+// warm opens several pooled connections (faults then hit commands, not
 // handshakes) and sends healthy requests.
 func (e *faultEnv) warm(t *testing.T) {
 	t.Helper()
@@ -262,36 +256,29 @@ func (e *faultEnv) warm(t *testing.T) {
 	}
 }
 
-func toxic(t *testing.T, px *toxiproxy.Proxy, json string) {
-	t.Helper()
-	if _, err := px.Toxics.AddToxicJson(strings.NewReader(json)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestFaultToxics(t *testing.T) {
 	cases := []struct {
 		name  string
-		toxic string
+		fault func(*faultproxy.Proxy)
 	}{
-		{"latency beyond the budget", `{"name":"slow","type":"latency","stream":"downstream","attributes":{"latency":300}}`},
-		{"black hole", `{"name":"hole","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`},
-		{"reset_peer after the script ran", `{"name":"rst","type":"reset_peer","stream":"downstream","attributes":{"timeout":10}}`},
+		{"latency beyond the budget", func(p *faultproxy.Proxy) { p.SetLatency(faultproxy.Downstream, 300*time.Millisecond) }},
+		{"black hole", func(p *faultproxy.Proxy) { p.BlackHole(faultproxy.Upstream, true) }},
+		{"reset after the script ran", func(p *faultproxy.Proxy) { p.ResetAfter(faultproxy.Downstream, 10*time.Millisecond) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newFaultEnv(t, 0)
 			e.warm(t)
-			toxic(t, e.px, tc.toxic)
+			tc.fault(e.px)
 			e.expectFailModes(t, 10)
 			if e.store.BreakerState() != sluice.BreakerOpen {
 				t.Errorf("breaker %v after repeated failures, want open", e.store.BreakerState())
 			}
-			e.px.Toxics.ResetToxics(context.Background())
+			e.px.Heal()
 			d := e.recover(t)
 			time.Sleep(400 * time.Millisecond) // let delayed commands reach Redis before counting
 			e.checkBounds(t, e.scriptRuns(t))
-			t.Logf("recovered %v after the toxic was removed; %d requests, %d fail-open, %d fail-closed",
+			t.Logf("recovered %v after the fault was removed; %d requests, %d fail-open, %d fail-closed",
 				d, e.sent.Load(), e.seen.get(sluice.OutcomeFailedOpen), e.seen.get(sluice.OutcomeFailedClosed))
 		})
 	}
@@ -351,7 +338,7 @@ func TestFaultRedisKilledUnderLoad(t *testing.T) {
 func TestFaultPoolExhaustion(t *testing.T) {
 	e := newFaultEnv(t, 2)
 	e.warm(t)
-	toxic(t, e.px, `{"name":"slow","type":"latency","stream":"downstream","attributes":{"latency":200}}`)
+	e.px.SetLatency(faultproxy.Downstream, 200*time.Millisecond)
 	var wg sync.WaitGroup
 	var codes sync.Map
 	for i := range 20 {
@@ -374,7 +361,7 @@ func TestFaultPoolExhaustion(t *testing.T) {
 		}
 		return true
 	})
-	e.px.Toxics.ResetToxics(context.Background())
+	e.px.Heal()
 	e.recover(t)
 	time.Sleep(300 * time.Millisecond)
 	e.checkBounds(t, e.scriptRuns(t))
@@ -431,7 +418,7 @@ func TestFaultMetrics(t *testing.T) {
 	if got := e.scrape(t, calls); got != 6 {
 		t.Fatalf("%s = %v, want 6", calls, got)
 	}
-	toxic(t, e.px, `{"name":"hole","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`)
+	e.px.BlackHole(faultproxy.Upstream, true)
 	e.expectFailModes(t, 5)
 	if got := e.scrape(t, failedOpen); got != 5 {
 		t.Errorf("%s = %v, want 5", failedOpen, got)
@@ -448,7 +435,7 @@ func TestFaultMetrics(t *testing.T) {
 	if got := e.scrape(t, breaker); got != 1 {
 		t.Errorf("%s = %v during the fault, want 1 (open)", breaker, got)
 	}
-	e.px.Toxics.ResetToxics(context.Background())
+	e.px.Heal()
 	e.recover(t)
 	if got := e.scrape(t, breaker); got != 0 {
 		t.Errorf("%s = %v after recovery, want 0 (closed)", breaker, got)

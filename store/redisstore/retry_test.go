@@ -2,16 +2,13 @@ package redisstore_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
-	"github.com/rs/zerolog"
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/faultproxy"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/store/redisstore"
 )
@@ -22,12 +19,7 @@ import (
 // MaxRetries -1 runs the script once.
 func TestClientRetriesWouldApplyTwice(t *testing.T) {
 	srv := redistest.Start(t)
-	px := toxiproxy.NewProxy(toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop()),
-		"redis", "127.0.0.1:0", srv.Addr)
-	if err := px.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer px.Stop()
+	px := faultproxy.Start(t, srv.Addr)
 	direct := newClient(t, srv.Addr)
 	runs := func() int64 { return commandCalls(t, direct, "evalsha") + commandCalls(t, direct, "eval") }
 
@@ -37,7 +29,7 @@ func TestClientRetriesWouldApplyTwice(t *testing.T) {
 		wantRuns   int64
 	}{{"MaxRetries 3", 3, 4}, {"MaxRetries -1", -1, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := redis.NewClient(&redis.Options{Addr: px.Listen, MaxRetries: tc.maxRetries, ReadTimeout: 100 * time.Millisecond, PoolSize: 8})
+			c := redis.NewClient(&redis.Options{Addr: px.Addr, MaxRetries: tc.maxRetries, ReadTimeout: 100 * time.Millisecond, PoolSize: 8})
 			defer c.Close()
 			s, err := redisstore.New(c, redisstore.Config{AllowUnsafeClient: true, StartupCheckTimeout: -1, Breaker: redisstore.BreakerConfig{Disabled: true}, Logger: quiet})
 			if err != nil {
@@ -47,7 +39,7 @@ func TestClientRetriesWouldApplyTwice(t *testing.T) {
 			hit := []sluice.Hit{{Key: tc.name, Limit: sluice.PerHour(100), Cost: 1}}
 			out := make([]sluice.Result, 1)
 			// Warm the pool (8 connections at once) and load the script
-			// before the toxic, so retries find open connections.
+			// before the latency, so retries find open connections.
 			var wg sync.WaitGroup
 			for range 8 {
 				wg.Add(1)
@@ -62,12 +54,10 @@ func TestClientRetriesWouldApplyTwice(t *testing.T) {
 			if err := s.Take(context.Background(), hit, out); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := px.Toxics.AddToxicJson(strings.NewReader(`{"name":"slow","type":"latency","stream":"downstream","attributes":{"latency":300}}`)); err != nil {
-				t.Fatal(err)
-			}
+			px.SetLatency(faultproxy.Downstream, 300*time.Millisecond)
 			before := runs()
 			err = s.Take(context.Background(), hit, out)
-			px.Toxics.ResetToxics(context.Background())
+			px.Heal()
 			time.Sleep(700 * time.Millisecond) // let every attempt reach Redis
 			if err == nil {
 				t.Fatal("the call succeeded through a 60 ms latency with a 20 ms read timeout")
