@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,7 +149,7 @@ func TestDriftFourInstances(t *testing.T) {
 		rate      = 100
 		burst     = 100
 		run       = 25 * time.Second
-		perInst   = 2 // goroutines per instance, each every 4 ms: 20× the limit in all
+		perInst   = 2 // goroutines per instance, each every 4 ms on average: 20× the limit in all
 	)
 	limit := sluice.PerSecond(rate).WithBurst(burst)
 	k := lease.MaxLease(limit, sluice.TokenBucket, instances, 0.05)
@@ -164,19 +165,24 @@ func TestDriftFourInstances(t *testing.T) {
 	var wg sync.WaitGroup
 	var checks atomic.Int64
 	for i, s := range stores {
-		for range perInst {
+		for g := range perInst {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				tick := time.NewTicker(4 * time.Millisecond)
-				defer tick.Stop()
+				// Arrivals 2 to 6 ms apart, at random: a fixed tick would
+				// let the goroutine whose phase comes first after each
+				// refill win every token, with any store.
+				rng := rand.New(rand.NewPCG(uint64(i), uint64(g)))
+				timer := time.NewTimer(time.Millisecond)
+				defer timer.Stop()
 				hits := []sluice.Hit{{Key: "drift", Limit: limit, Lease: leased}}
 				out := make([]sluice.Result, 1)
 				for {
 					select {
 					case <-stop:
 						return
-					case <-tick.C:
+					case <-timer.C:
+						timer.Reset(2*time.Millisecond + time.Duration(rng.Int64N(int64(4*time.Millisecond))))
 					}
 					checks.Add(1)
 					if err := s.Take(context.Background(), hits, out); err != nil {

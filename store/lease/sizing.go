@@ -50,11 +50,13 @@ func MaxLease(l sluice.Limit, alg sluice.Algorithm, instances int, budget float6
 
 // nextK adapts a key's lease size to how fast it is used: it doubles when
 // the last lease ran out within half its TTL (a busy key), halves when the
-// last lease expired with tokens unused (a quiet one), and stays within
-// [1, kmax]. A key seen once takes only its cost: it holds nothing.
-func nextK(k, kmax int64, ranOutFast, expiredUnused bool) int64 {
+// last lease expired with tokens unused (a quiet one) or when the last
+// refill found less than it asked for (the bucket is dry: the instances
+// share what refills, so each asks for less), and stays within [1, kmax].
+// A key seen once takes only its cost: it holds nothing.
+func nextK(k, kmax int64, ranOutFast, expiredUnused, dry bool) int64 {
 	switch {
-	case expiredUnused:
+	case expiredUnused || dry:
 		k /= 2
 	case ranOutFast:
 		k *= 2

@@ -30,6 +30,7 @@ type entry struct {
 	receipt    sluice.Receipt
 	k          int64 // the lease size the next refill asks for
 	refilledAt int64 // µs
+	dry        bool  // the last refill found less than it asked for
 	ttl        int64 // µs
 	deny       denial
 }

@@ -164,7 +164,7 @@ func (s *Store) plan(now int64, hits []sluice.Hit, plans []plan, mayWait bool) <
 			continue
 		}
 		ttl := e.ttl
-		k := nextK(e.k, kmax, e.refilledAt > 0 && now < e.expires.Load() && now-e.refilledAt < ttl/2, e.refilledAt > 0 && now >= e.expires.Load())
+		k := nextK(e.k, kmax, e.refilledAt > 0 && now < e.expires.Load() && now-e.refilledAt < ttl/2, e.refilledAt > 0 && now >= e.expires.Load(), e.dry)
 		e.k = k
 		e.refilling = make(chan struct{})
 		e.mu.Unlock()
@@ -381,6 +381,7 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 	}
 	e.expires.Store(exp)
 	e.refilledAt = now
+	e.dry = taken < p.upTo
 	e.deny = denial{}
 	close(e.refilling)
 	e.refilling = nil
@@ -420,6 +421,9 @@ func (s *Store) refused(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 	e.mu.Lock()
 	if held > 0 && e.gen.Load() == p.gen {
 		e.left.Add(held)
+	}
+	if !r.Allowed {
+		e.dry = true
 	}
 	if !r.Allowed && r.RetryAfter > 0 {
 		e.deny = denial{cost: h.Units(), until: now + int64(r.RetryAfter/time.Microsecond), remaining: r.Remaining,
