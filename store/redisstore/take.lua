@@ -55,9 +55,11 @@ end
 local n = #KEYS
 
 -- Single hits of a token bucket or a sliding window, taking exactly their
--- cost, neither forced nor a peek (mode 64 or 65): the commonest calls,
--- decided here without the tables of the general path below.
-if n == 1 and (ARGV[2] == '64' or ARGV[2] == '65') then
+-- cost, neither forced nor a peek (mode 64 or 65, or 68 or 69 for a shadow
+-- hit, which alone refuses nothing else): the commonest calls, decided here
+-- without the tables of the general path below.
+local single = ARGV[2]
+if n == 1 and (single == '64' or single == '65' or single == '68' or single == '69') then
   local k = KEYS[1]
   local p, limit, c = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
   local v = redis.pcall('GET', k)
@@ -65,7 +67,7 @@ if n == 1 and (ARGV[2] == '64' or ARGV[2] == '65') then
   if type(v) == 'table' then
     healed, v = 1, false -- another type
   end
-  if ARGV[2] == '64' then
+  if single == '64' or single == '68' then
     local tat = 0
     if v then
       tat = tonumber(v)
