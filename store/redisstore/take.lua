@@ -54,12 +54,13 @@ end
 
 local n = #KEYS
 
--- Single hits of a token bucket or a sliding window, taking exactly their
--- cost, neither forced nor a peek (mode 64 or 65, or 68 or 69 for a shadow
--- hit, which alone refuses nothing else): the commonest calls, decided here
--- without the tables of the general path below.
+-- Single hits of a token bucket, a sliding window or a fixed window, taking
+-- exactly their cost, neither forced nor a peek (mode 64, 65 or 66, or 68,
+-- 69 or 70 for a shadow hit, which alone refuses nothing else): the
+-- commonest calls, decided here without the tables of the general path
+-- below.
 local single = ARGV[2]
-if n == 1 and (single == '64' or single == '65' or single == '68' or single == '69') then
+if n == 1 and (single == '64' or single == '65' or single == '66' or single == '68' or single == '69' or single == '70') then
   local k = KEYS[1]
   local p, limit, c = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
   local v = redis.pcall('GET', k)
@@ -96,6 +97,42 @@ if n == 1 and (single == '64' or single == '65' or single == '68' or single == '
     if now + tau - nxt > 0 then rem = math.floor((now + tau - nxt) / p) end
     if healed == 1 then return {1, 1, 1 + 4 * c, rem, nxt - now, 0, nxt} end
     return {0, 1 + 4 * c, rem, nxt - now, 0, nxt}
+  end
+  if single == '66' or single == '70' then
+    -- A fixed window: see the general path below.
+    local idx = math.floor(now / p)
+    local st, count = idx, 0
+    if v then
+      local x = tonumber(v)
+      if x == nil or x < 0 or x >= BIG or x ~= math.floor(x) then
+        healed = 1
+        redis.call('DEL', k)
+      else
+        st, count = math.floor(x / (p + 1)), x % (p + 1)
+      end
+    end
+    if st > idx then idx = st end
+    if idx ~= st then count = 0 end
+    local el = now - idx * p
+    if el < 0 then el = 0 end
+    local left = p - el
+    if c > limit or count + c > limit then
+      local unsat, retry = 0, left
+      if c > limit then unsat, retry = 2, 0 end
+      local reset = 0
+      if count > 0 then reset = left end
+      local rem = limit - count
+      if rem < 0 then rem = 0 end
+      if healed == 1 then return {1, 1, unsat, rem, reset, retry, 0} end
+      return {0, unsat, rem, reset, retry, 0}
+    end
+    local cap = math.min(2 * limit, p)
+    count = math.min(count + math.min(c, cap), cap)
+    redis.call('SET', k, string.format('%d', idx * (p + 1) + count), 'PX', string.format('%d', math.max(MINPX, math.ceil((left + pad) / 1000))))
+    local rem = limit - count
+    if rem < 0 then rem = 0 end
+    if healed == 1 then return {1, 1, 1 + 4 * c, rem, left, 0, idx} end
+    return {0, 1 + 4 * c, rem, left, 0, idx}
   end
   -- A sliding window counter: see the general path below.
   local idx = math.floor(now / p)
