@@ -138,15 +138,16 @@ if n == 1 and (single == '64' or single == '65' or single == '66' or single == '
   local idx = math.floor(now / p)
   local cur, prev, st = 0, 0, idx
   if v then
-    if #v > 18 or string.find(v, '%D') or tonumber(string.sub(v, -6)) == nil then
-      healed = 1
-      redis.call('DEL', k)
-    else
-      cur = tonumber(string.sub(v, -6))
-      prev = tonumber(string.sub(v, -12, -7)) or 0
-      local d = (idx - (tonumber(string.sub(v, 1, -13)) or 0)) % WINDOWMOD
+    local lo, hi = tonumber(string.sub(v, -6)), 0
+    if #v > 6 then hi = tonumber(string.sub(v, 1, -7)) end
+    if lo and hi and lo >= 0 and lo < 1000000 and lo == math.floor(lo) and hi >= 0 and hi < 1000000000000 and hi == math.floor(hi) then
+      cur, prev = lo, hi % 1000000
+      local d = (idx - math.floor(hi / 1000000)) % WINDOWMOD
       if d > WINDOWMOD / 2 then d = d - WINDOWMOD end
       st = idx - d
+    else
+      healed = 1
+      redis.call('DEL', k)
     end
   end
   if st > idx then idx = st end
@@ -287,18 +288,21 @@ for j = 1, #strk do
     local al, p = alg[k], kper[k]
     if al == 1 then
       -- A sliding window counter: decimal digits [window index mod 10^6]
-      -- [previous count, 6 digits][count, 6 digits], no leading zeros. The
+      -- [previous count, 6 digits][count, 6 digits], no leading zeros, read
+      -- as the last six digits and the (at most twelve) before them. The
       -- index is recovered from the clock: only the current and previous
       -- windows matter, and a bucket expires two windows after its last
       -- write or MINPX after it, at most 1000 windows of the shortest
       -- period (1 ms), far fewer than the WINDOWMOD / 2 told apart.
-      if #v > 18 or string.find(v, '%D') or tonumber(string.sub(v, -6)) == nil then
-        healed[k] = 1
-      else
+      local lo, hi = tonumber(string.sub(v, -6)), 0
+      if #v > 6 then hi = tonumber(string.sub(v, 1, -7)) end
+      if lo and hi and lo >= 0 and lo < 1000000 and lo == math.floor(lo) and hi >= 0 and hi < 1000000000000 and hi == math.floor(hi) then
         local idx = math.floor(now / p)
-        local d = (idx - (tonumber(string.sub(v, 1, -13)) or 0)) % WINDOWMOD
+        local d = (idx - math.floor(hi / 1000000)) % WINDOWMOD
         if d > WINDOWMOD / 2 then d = d - WINDOWMOD end -- a window ahead: the clock went back
-        sa[k], sb[k], sc[k] = idx - d, tonumber(string.sub(v, -6)), tonumber(string.sub(v, -12, -7)) or 0
+        sa[k], sb[k], sc[k] = idx - d, lo, hi % 1000000
+      else
+        healed[k] = 1
       end
     else
       local x = tonumber(v)
