@@ -203,6 +203,92 @@ if n == 1 and (single == '64' or single == '65' or single == '66' or single == '
   return {0, 1 + 4 * c, rem, left + p, 0, idx}
 end
 
+-- One request of several plain token-bucket hits (every mode 0, the last
+-- 64), the commonest request with more than one rule: decided without the
+-- tables of the general path. A key that does not hold a token bucket's
+-- state leaves it to the general path, which replaces it.
+local plain = n > 1 and n <= 100 -- the keys are unpacked onto Lua's stack
+if plain then
+  for i = 1, n - 1 do
+    if ARGV[4 * i - 2] ~= '0' then
+      plain = false
+      break
+    end
+  end
+  plain = plain and ARGV[4 * n - 2] == '64'
+end
+if plain then
+  local vals = redis.call('MGET', unpack(KEYS, 1, n))
+  local tats, orig, missing = {}, {}, {}
+  for i = 1, n do
+    local k = KEYS[i]
+    if orig[k] == nil then
+      local tat = 0
+      if vals[i] then
+        tat = tonumber(vals[i])
+        if tat == nil or tat < 0 or tat >= BIG or tat ~= math.floor(tat) then
+          plain = false
+          break
+        end
+      else
+        missing[#missing + 1] = k
+      end
+      orig[k], tats[k] = tat, tat
+    end
+  end
+  -- MGET answers false for a key of another type as for a missing one.
+  if plain and #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then plain = false end
+  if plain then
+    -- Decide hit after hit against the tentative arrival times; then
+    -- report each as taken if every hit passed, else as taking nothing.
+    local base, nxt = {}, {}
+    local admitted = true
+    for i = 1, n do
+      local k, a = KEYS[i], 4 * i - 1
+      local p, limit, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+      local b = tats[k]
+      if b < now then b = now end
+      base[i] = b
+      if c <= limit and b + c * p - now <= limit * p then
+        nxt[i] = b + c * p
+        tats[k] = nxt[i]
+      else
+        admitted = false
+      end
+    end
+    local reply, r = {0}, 1
+    for i = 1, n do
+      local a = 4 * i - 1
+      local p, limit, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+      local b, x, tau = base[i], nxt[i], limit * p
+      local code, slack, reset, retry, mark = 0, now + tau - b, b - now, 0, 0
+      if x then
+        code = 1
+        if admitted then code, slack, reset, mark = 1 + 4 * c, now + tau - x, x - now, x end
+      elseif c > limit then
+        code = 2
+      else
+        retry = b + c * p - tau - now
+      end
+      local rem = 0
+      if slack > 0 then rem = math.floor(slack / p) end
+      reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5] = code, rem, reset, retry, mark
+      r = r + 5
+    end
+    if admitted then
+      for i = 1, n do
+        local k = KEYS[i]
+        local tat = tats[k]
+        if tat ~= orig[k] and tat > now then
+          redis.call('SET', k, string.format('%d', tat), 'PX', string.format('%d', math.max(MINPX, math.ceil((tat - now + pad) / 1000))))
+          orig[k] = tat
+        end
+      end
+    end
+    return reply
+  end
+end
+
 -- The general path. Read every argument, and every key's state, first.
 local mode, per, lim, cost, minc = {}, {}, {}, {}, {}
 local alg, kper = {}, {} -- by key: its algorithm and p
