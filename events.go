@@ -63,6 +63,15 @@ type StoreEvents interface {
 	ScriptReloaded(endpoint string)
 }
 
+// StateHealedEvents is an optional interface of [StoreEvents]: a store
+// reports to it each bucket it found holding something that is not a
+// bucket's state (a key of another type, a value that does not parse) and
+// replaced with an empty bucket. The metrics package implements it.
+type StateHealedEvents interface {
+	// StateHealed reports one bucket of endpoint replaced.
+	StateHealed(endpoint string)
+}
+
 // Observers returns an [Observer] that forwards every decision, and every
 // store call (see [StoreCallObserver]), to each of obs in turn: metrics and
 // a custom sink side by side. nil observers are skipped.

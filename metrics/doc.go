@@ -11,8 +11,8 @@
 //	limiter, err := middleware.New(store, set, middleware.WithObserver(c))
 //	mux.Handle("/metrics", promhttp.Handler())
 //
-// (redisstore.Config's Events field reports circuit-breaker transitions and
-// script reloads; without it those metrics stay empty.)
+// (redisstore.Config's Events field reports circuit-breaker transitions,
+// script reloads and healed keys; without it those metrics stay empty.)
 //
 // # Metrics
 //
@@ -38,6 +38,10 @@
 //	    "half_open".
 //	sluice_script_reloads_total{endpoint}                counter
 //	    Times an endpoint had lost the store's script and it was sent again.
+//	sluice_state_healed_total{endpoint}                  counter
+//	    Bucket keys an endpoint held with something that is not a bucket's
+//	    state (another type, a value that does not parse), which the store
+//	    replaced with an empty bucket.
 //
 // A single gauge carries the breaker state, rather than one series per
 // state, so that "sluice_breaker_state > 0" selects every endpoint whose

@@ -15,6 +15,24 @@
 // store reloads it transparently with one EVAL: Redis did not run the script,
 // so this cannot consume twice.
 //
+// Every hit that consumed gets a receipt ([sluice.Receipt]), and the store is
+// a [sluice.Refunder]: Refund gives back what hits took, in one call of a
+// second script, by the rules of the in-process store (a token bucket gets
+// back at most what the take still holds, a window only while the take's
+// window still counts, a sliding log shrinks the entry the take added). A
+// refund is never retried. It is a [sluice.Resetter] too: Reset deletes the
+// buckets' keys.
+//
+// # State that heals
+//
+// A bucket key holding something that is not a bucket's state (a key of
+// another type, a value or a log entry that does not parse) is read as an
+// empty bucket and replaced by the check that finds it: deleted, then
+// written as any bucket is if the check consumed. The store counts it
+// ([sluice.StateHealedEvents], which the metrics package implements, through
+// [Config.Events]) and logs it as a warning, once per key found, naming the
+// key as stored, which holds no identity.
+//
 // # Keys
 //
 // A bucket's Redis key is a fixed prefix, a hash tag, and the algorithm with

@@ -16,7 +16,6 @@ import (
 // use. Take is atomic across every client of the same Redis node.
 type Store struct {
 	client Client
-	sha    any // takeSHA, boxed once, not on every call
 	keys   *keyer
 	log    *slog.Logger
 
@@ -28,10 +27,6 @@ type Store struct {
 	closed   atomic.Bool
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-
-	// now, when set, replaces the server clock. Only tests set it, through
-	// export_test.go: production code has no way to.
-	now func() int64
 }
 
 var _ sluice.Store = (*Store)(nil)
@@ -64,7 +59,6 @@ func New(client Client, cfg Config) (*Store, error) {
 	}
 	s := &Store{
 		client:   client,
-		sha:      takeSHA,
 		keys:     newKeyer(cfg.Prefix, cfg.Secret),
 		log:      cfg.Logger,
 		breaker:  newBreaker(endpoint, cfg.Breaker, cfg.Events),
@@ -110,15 +104,11 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if s.coalesce != nil {
 		return s.coalesce.take(ctx, hits, out)
 	}
-	cmd, tb := s.command(hits)
-	reply, err := s.call(ctx, cmd)
-	if err != nil {
-		return err
-	}
-	return decodeAs(tb, reply, hits, out)
+	r := s.newRequest(hits, out)
+	return s.decide(ctx, []*request{&r})
 }
 
-// call runs a script command (see tbCommand and batchCommand) through
+// call runs a script command (see takeCommand and refundCommand) through
 // the circuit breaker and classifies its error.
 func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
 	probe := false
