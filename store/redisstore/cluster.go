@@ -80,7 +80,7 @@ func (cl *cluster) breakerFor(ctx context.Context, key string) *breaker {
 // that died move to its promoted replica about as soon as the cluster
 // promotes it, rather than at the next periodic reload.
 func (cl *cluster) failed(ctx context.Context, err error) {
-	if countsAsFailure(err) && !errors.Is(err, sluice.ErrBreakerOpen) {
+	if countsAsFailure(err) || errors.Is(err, sluice.ErrBreakerOpen) {
 		cl.c.ReloadState(ctx)
 	}
 }
@@ -462,9 +462,9 @@ func (cl *cluster) runManyReloading(ctx context.Context, op string, cmds [][]any
 		if g.b != nil && !errors.Is(g.err, sluice.ErrBreakerOpen) {
 			g.b.record(g.probe, g.err)
 		}
-		if g.err != nil && !reloaded && !errors.Is(g.err, sluice.ErrBreakerOpen) && countsAsFailure(g.err) {
+		if g.err != nil && !reloaded {
 			reloaded = true
-			cl.c.ReloadState(ctx)
+			cl.failed(ctx, g.err)
 		}
 	}
 	return replies, errs, resent

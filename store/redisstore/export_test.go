@@ -43,3 +43,6 @@ const ModeLast = modeLast
 // RefundFailures returns how many refunds of refused cross-slot requests
 // failed.
 func RefundFailures(s *Store) int64 { return s.cluster.refundFailures.Load() }
+
+// Endpoint returns the name s gives its Redis endpoint in events and logs.
+func Endpoint(s *Store) string { return s.endpoint }

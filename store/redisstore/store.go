@@ -136,6 +136,9 @@ func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
 	if b != nil {
 		ok, p, retry := b.allow()
 		if !ok {
+			if s.cluster != nil { // the slot may have moved to a promoted replica
+				s.cluster.c.ReloadState(ctx)
+			}
 			return nil, &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrBreakerOpen, RetryAfter: retry}
 		}
 		probe = p
