@@ -210,6 +210,10 @@ func replyLen(hits []sluice.Hit) int {
 	return n
 }
 
+// maxExact bounds every integer in a take script reply: the script keeps
+// its arithmetic below 2^53, where Lua's doubles are exact.
+const maxExact = 1 << 53
+
 // decode writes r's results from its part of a take script reply: per hit
 // a code (allowed, unsatisfiable, 4 × the units taken), remaining,
 // reset-after and retry-after µs, the receipt's mark and, for a sliding
@@ -227,14 +231,14 @@ func (r *request) decode(vals []any) error {
 		}
 		for j := range w {
 			v, ok := vals[j].(int64)
-			if !ok {
+			if !ok || v < 0 || v > maxExact {
 				return badReply("take", vals)
 			}
 			n[j] = v
 		}
 		vals = vals[w:]
 		code, taken := n[0], n[0]>>2
-		if code < 0 || n[1] < 0 || n[2] < 0 || n[3] < 0 || taken > h.Units() || taken > 0 && h.Force {
+		if taken > h.Units() || taken > 0 && h.Force {
 			return badReply("take", n)
 		}
 		out := &r.out[i]
