@@ -9,7 +9,7 @@ import (
 	"github.com/sluicehq/sluice/bench"
 )
 
-// The headline is one table of a run's figures against issue 6's targets,
+// The headline is one table of a run's figures against the performance targets,
 // each with its verdict. -publish writes it into BENCHMARKS.md and
 // README.md between the headline markers, from the same results as the
 // rest, so neither file carries a figure copied by hand
@@ -53,7 +53,7 @@ func renderHeadline(res *Results) string {
 	fmt.Fprintf(&b, "From the run of %s (sluice %s), ratios within that run (noise ±30 %%). ", res.Machine.Date, rev)
 	b.WriteString("Written by `go run ./cmd/load -publish`, like the tables in BENCHMARKS.md.\n\n")
 	t := table{&b}
-	t.head("what", "this run", "target (issue 6)", "verdict")
+	t.head("what", "this run", "target", "verdict")
 	for _, r := range headlineRows(res) {
 		t.row(r.what, r.figure, r.target, verdictCell(r))
 	}
