@@ -467,6 +467,17 @@ func renderRedis(b *strings.Builder, res *Results, chartDir string, charts map[s
 		b.WriteString("\n")
 	}
 
+	var ctl []string
+	for _, c := range cs {
+		if x, ok := redisControl(res, c); ok {
+			ctl = append(ctl, fmt.Sprintf("%d gor. %s checks/s, %s p99", c, fmtRatio(x.perSec), fmtRatio(x.p99)))
+		}
+	}
+	if len(ctl) > 0 {
+		fmt.Fprintf(b, "This run's noise: the A/A control, a second plain-Lua instance on its own client, made %s "+
+			"the first's.\n\n", strings.Join(ctl, "; "))
+	}
+
 	b.WriteString("All figures. Round trips are counted by a go-redis hook (a pipeline or MULTI/EXEC is one); Redis commands " +
 		"come from `INFO commandstats` (commands run inside scripts and transactions included); Redis CPU from `INFO cpu` " +
 		"(used_cpu_sys + used_cpu_user); client CPU is this process's getrusage, all per check.\n\n")
@@ -526,7 +537,7 @@ func renderRace(b *strings.Builder, res *Results) {
 			"with a limit of %d and a negligible refill (100 per hour). A correct limiter admits exactly %d.\n\n",
 			r.Instances, r.Goroutines, r.Attempts, r.Limit, r.Limit)
 	}
-	t.head("peer", "checks", "limit", "admitted", "denied", "errors", "verdict")
+	t.head("peer", "checks", "limit", "admitted", "denied", "errors", "outcome")
 	for _, r := range res.Race {
 		verdict := "exact"
 		switch d := r.Admitted - r.Limit; {
@@ -600,6 +611,40 @@ func renderE2E(b *strings.Builder, res *Results, chartDir string, charts map[str
 			}
 			t.row(srv, desc, fmtRate(r.PerSec), fmtDur(r.P50), fmtDur(r.P99), fmtDur(r.P999), fmtDur(r.Max), add50, add99,
 				inMW, fmtDur(r.ServerCPU), fmt.Sprintf("%d / %d", r.Errors, r.Non200), fmt.Sprint(r.StoreFailures))
+		}
+	}
+	b.WriteString("\n")
+
+	fmt.Fprintf(b, "Ratios to the server without a limiter (`none`) and to the floor (`%s`) under the same load; "+
+		"`%s` against `none` is this run's noise:\n\n", e2eFloor, e2eControl)
+	t.head("server", "load", "p99 ÷ none", "p99 ÷ floor", "req/s ÷ none", "server CPU ÷ none", "server CPU ÷ floor")
+	ratio := func(a, b float64) string {
+		if a <= 0 || b <= 0 {
+			return "–"
+		}
+		return fmtRatio(a / b)
+	}
+	for _, l := range loads {
+		base, floor := e2eRun(res, "none", l.mode, l.rate), e2eRun(res, e2eFloor, l.mode, l.rate)
+		if base == nil {
+			continue
+		}
+		for _, srv := range E2EServers {
+			r := e2eRun(res, srv, l.mode, l.rate)
+			if r == nil || srv == "none" {
+				continue
+			}
+			desc, perSec := fmt.Sprintf("open, %d/s", r.Rate), "–"
+			if l.mode == "closed" {
+				desc, perSec = fmt.Sprintf("closed, %d clients", r.Concurrency), ratio(r.PerSec, base.PerSec)
+			}
+			toFloor99, toFloorCPU := "–", "–"
+			if floor != nil && srv != e2eFloor && srv != e2eControl {
+				toFloor99 = ratio(float64(r.P99), float64(floor.P99))
+				toFloorCPU = ratio(float64(r.ServerCPU), float64(floor.ServerCPU))
+			}
+			t.row(srv, desc, ratio(float64(r.P99), float64(base.P99)), toFloor99, perSec,
+				ratio(float64(r.ServerCPU), float64(base.ServerCPU)), toFloorCPU)
 		}
 	}
 	b.WriteString("\n")
