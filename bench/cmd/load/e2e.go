@@ -134,7 +134,7 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 		return nil, nil, err
 	}
 	var st sluice.Store
-	cleanup := func() {}
+	var cleanup func()
 	switch store {
 	case "memstore":
 		m := memstore.New(memstore.Config{})

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"github.com/sluicehq/sluice/bench"
 )
 
 // The headline is one short table of a run: each figure a ratio to the
@@ -72,7 +74,14 @@ func headlineRows(res *Results) []headlineRow {
 	return append(rows, httpClosedRow(res))
 }
 
-var inprocModes = []string{"sequential", "parallel-10k-keys", "parallel-hot-key"}
+// inprocModes are the names of [bench.InProcessModes], in order.
+var inprocModes = func() []string {
+	var names []string
+	for _, m := range bench.InProcessModes {
+		names = append(names, m.Name)
+	}
+	return names
+}()
 
 func inProcessRow(res *Results) headlineRow {
 	r := headlineRow{what: "In process (memstore): peer ns/op ÷ sluice ns/op, sequential / parallel over 10k keys / " +
