@@ -58,6 +58,8 @@ func TestRunEveryPhase(t *testing.T) {
 	if testing.Short() {
 		cfg.phases = []string{"redis", "race"}
 	}
+	var printed strings.Builder
+	cfg.stdout = &printed
 	if err := run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +110,17 @@ func TestRunEveryPhase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"### The run", "### Redis-backed limiters", "### Correctness", "| **sluice** |"} {
+	wants := []string{"### The run", "### Redis-backed limiters", "This run's noise, the A/A control", "### Correctness", "| **sluice** |"}
+	if !testing.Short() {
+		wants = append(wants, "Ratios to the server without a limiter", "| none (again) | closed, 2 clients |")
+	}
+	for _, want := range wants {
 		if !strings.Contains(string(tables), want) {
 			t.Errorf("tables.md lacks %q", want)
 		}
+	}
+	if want := renderHeadline(&res) + "\n" + string(tables); printed.String() != want {
+		t.Errorf("printed:\n%s\nwant the headline and tables.md:\n%s", printed.String(), want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "report", "redis.svg")); err != nil {
 		t.Error(err)

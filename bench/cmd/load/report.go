@@ -470,12 +470,12 @@ func renderRedis(b *strings.Builder, res *Results, chartDir string, charts map[s
 	var ctl []string
 	for _, c := range cs {
 		if x, ok := redisControl(res, c); ok {
-			ctl = append(ctl, fmt.Sprintf("%d gor. %s checks/s, %s p99", c, fmtRatio(x.perSec), fmtRatio(x.p99)))
+			ctl = append(ctl, fmt.Sprintf("at %d gor. %s checks/s and %s p99", c, fmtRatio(x.perSec), fmtRatio(x.p99)))
 		}
 	}
 	if len(ctl) > 0 {
-		fmt.Fprintf(b, "This run's noise: the A/A control, a second plain-Lua instance on its own client, made %s "+
-			"the first's.\n\n", strings.Join(ctl, "; "))
+		fmt.Fprintf(b, "This run's noise, the A/A control (a second plain-Lua instance on its own client) ÷ the first: %s.\n\n",
+			strings.Join(ctl, "; "))
 	}
 
 	b.WriteString("All figures. Round trips are counted by a go-redis hook (a pipeline or MULTI/EXEC is one); Redis commands " +
