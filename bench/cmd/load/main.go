@@ -129,7 +129,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&cfg.e2eConc, "e2e-conc", 32, "clients in the closed-loop HTTP run")
 	fs.IntVar(&cfg.e2eWorkers, "e2e-workers", 64, "connections, each with its own sender, in the open-loop HTTP run")
 	fs.StringVar(&cfg.out, "out", "results", "directory for results.json and tables.md")
-	fs.BoolVar(&cfg.publish, "publish", false, "also write charts and results.json to -report and the tables into -benchmarks")
+	fs.BoolVar(&cfg.publish, "publish", false, "also write the charts and results.json to -report, the tables and headline into -benchmarks, and the headline into -readme")
 	fs.BoolVar(&cfg.rerender, "rerender", false, "measure nothing: rewrite the charts, tables and headline of -publish from -report's results.json")
 	fs.StringVar(&cfg.reportDir, "report", "report", "directory of the published charts and results.json (committed)")
 	fs.StringVar(&cfg.benchmarks, "benchmarks", "../BENCHMARKS.md", "file whose generated sections (tables, headline) -publish rewrites")
