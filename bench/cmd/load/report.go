@@ -539,18 +539,18 @@ func renderRace(b *strings.Builder, res *Results) {
 	}
 	t.head("peer", "checks", "limit", "admitted", "denied", "errors", "outcome")
 	for _, r := range res.Race {
-		verdict := "exact"
+		outcome := "exact"
 		switch d := r.Admitted - r.Limit; {
 		case d > 0:
-			verdict = fmt.Sprintf("**over-admits by %d (%.0f%%)**", d, 100*float64(d)/float64(r.Limit))
+			outcome = fmt.Sprintf("**over-admits by %d (%.0f%%)**", d, 100*float64(d)/float64(r.Limit))
 		case d < 0:
-			verdict = fmt.Sprintf("under-admits by %d", -d)
+			outcome = fmt.Sprintf("under-admits by %d", -d)
 		}
 		if r.Errors > 0 {
-			verdict += fmt.Sprintf("; %.0f%% of checks failed: %s", 100*float64(r.Errors)/float64(r.Attempts), r.FirstError)
+			outcome += fmt.Sprintf("; %.0f%% of checks failed: %s", 100*float64(r.Errors)/float64(r.Attempts), r.FirstError)
 		}
 		t.row(bold(r.Peer), fmt.Sprint(r.Attempts), fmt.Sprint(r.Limit), fmt.Sprint(r.Admitted), fmt.Sprint(r.Denied),
-			fmt.Sprint(r.Errors), verdict)
+			fmt.Sprint(r.Errors), outcome)
 	}
 	b.WriteString("\n")
 }
