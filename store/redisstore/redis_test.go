@@ -236,7 +236,7 @@ func TestWarnsWhenKeysCanBeEvicted(t *testing.T) {
 	srv := redistest.Start(t, "--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru")
 	var buf syncBuffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
-	s, err := redisstore.New(newClient(t, srv.Addr), redisstore.Config{Logger: logger})
+	s, err := redisstore.New(newClient(t, srv.Addr), redisstore.Config{Secret: []byte("test secret"), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestWarnsWhenKeysCanBeEvicted(t *testing.T) {
 
 	ok := redistest.Start(t, "--maxmemory", "100mb", "--maxmemory-policy", "noeviction")
 	buf.Reset()
-	s, _ = redisstore.New(newClient(t, ok.Addr), redisstore.Config{Logger: logger})
+	s, _ = redisstore.New(newClient(t, ok.Addr), redisstore.Config{Secret: []byte("test secret"), Logger: logger})
 	redisstore.WaitStartupCheck(s)
 	s.Close()
 	if out := buf.String(); out != "" {

@@ -43,6 +43,7 @@ func New(client Client, cfg Config) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrUnsupportedClient)
 	}
+	publicSecret := len(cfg.Secret) == 0
 	cfg = cfg.withDefaults()
 	if strings.ContainsAny(cfg.Prefix, "{}") {
 		return nil, fmt.Errorf("redisstore: prefix %q contains a brace, which would change the keys' hash tag", cfg.Prefix)
@@ -67,6 +68,9 @@ func New(client Client, cfg Config) (*Store, error) {
 	}
 	if cfg.Coalesce > 1 {
 		s.coalesce = &coalescer{s: s, max: cfg.Coalesce}
+	}
+	if publicSecret {
+		warnPublicSecret(cfg.Logger)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
