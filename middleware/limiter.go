@@ -60,6 +60,9 @@ func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if src, ok := store.(sluice.ObserverSource); ok && cfg.observer == nil {
+		cfg.observer = src.Observer() // the store's events receiver: metrics in one place
+	}
 	l := &Limiter{store: store, rules: set, cfg: cfg, local: newLocalFallback(cfg.instances)}
 	// An in-process store does no I/O: a deadline would bound nothing.
 	if ip, ok := store.(sluice.InProcessStore); !ok || !ip.InProcess() {
