@@ -47,3 +47,14 @@ func TestObserverIsTheEventsReceiver(t *testing.T) {
 		})
 	}
 }
+
+func TestMustNew(t *testing.T) {
+	s := redisstore.MustNew(newClient(t, "127.0.0.1:1"), redisstore.Config{StartupCheckTimeout: -time.Second, Logger: quiet})
+	s.Close()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("MustNew accepted a nil client")
+		}
+	}()
+	redisstore.MustNew(nil, redisstore.Config{})
+}
