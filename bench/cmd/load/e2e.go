@@ -127,7 +127,7 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 	}
 	spec := bench.HighLimit(nil)
 	set, err := rules.New(rules.Rule{
-		Name: "per-api-key", Key: keyfunc.Must(keyfunc.APIKey("X-API-Key")), KeyKind: "api_key",
+		Name: "per-api-key", Key: keyfunc.APIKey("X-API-Key"),
 		Limit: sluice.Limit{Rate: spec.Rate, Period: spec.Period, Burst: spec.Burst},
 	})
 	if err != nil {
