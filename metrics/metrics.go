@@ -70,7 +70,8 @@ type Config struct {
 // Prometheus metrics (see the package documentation for the list).
 //
 // It implements [prometheus.Collector], [sluice.Observer],
-// [sluice.StoreCallObserver] and [sluice.StoreEvents]. Create it with [New].
+// [sluice.StoreCallObserver], [sluice.ResetObserver], [sluice.StoreEvents]
+// and [sluice.StateHealedEvents]. Create it with [New].
 // It is safe for concurrent use.
 type Collector struct {
 	decisions   *prometheus.CounterVec
@@ -79,6 +80,9 @@ type Collector struct {
 	breaker     *prometheus.GaugeVec
 	transitions *prometheus.CounterVec
 	reloads     *prometheus.CounterVec
+	healed      *prometheus.CounterVec
+	evictions   prometheus.Counter
+	resets      *prometheus.CounterVec
 
 	// The hot path reads rules without locking: an immutable table,
 	// replaced whole (under mu) when a rule name is first seen.
@@ -125,38 +129,12 @@ var outcomeLabels = func() []string {
 // configuration (a bad namespace or constant label, buckets not strictly
 // increasing) and, if cfg.Registerer is set, when registration fails.
 func New(cfg Config) (*Collector, error) {
-	ns := cfg.Namespace
-	if ns == "" {
-		ns = DefaultNamespace
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	if !validName(ns) {
-		return nil, fmt.Errorf("metrics: invalid namespace %q", ns)
-	}
-	buckets := cfg.Buckets
-	if buckets == nil {
-		buckets = DefaultBuckets()
-	}
-	if len(buckets) == 0 {
-		return nil, fmt.Errorf("metrics: no histogram buckets")
-	}
-	for i := 1; i < len(buckets); i++ {
-		if !(buckets[i] > buckets[i-1]) {
-			return nil, fmt.Errorf("metrics: histogram buckets not strictly increasing at %v", buckets[i])
-		}
-	}
-	for name, value := range cfg.ConstLabels {
-		if !validName(name) || strings.HasPrefix(name, "__") || !utf8.ValidString(value) {
-			return nil, fmt.Errorf("metrics: invalid constant label %q=%q", name, value)
-		}
-		switch name {
-		case "rule", "outcome", "result", "kind", "ambiguous", "endpoint", "from", "to", "le":
-			return nil, fmt.Errorf("metrics: constant label %q is a label of sluice's metrics", name)
-		}
-	}
+	ns, buckets := cfg.Namespace, cfg.Buckets
 	c := &Collector{maxRules: cfg.MaxRules}
-	if c.maxRules == 0 {
-		c.maxRules = DefaultMaxRules
-	}
 	c.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: ns, Name: "decisions_total", ConstLabels: cfg.ConstLabels,
 		Help: "Rate-limit decisions, one per rule per request, by rule and outcome.",
@@ -182,6 +160,16 @@ func New(cfg Config) (*Collector, error) {
 		Namespace: ns, Name: "script_reloads_total", ConstLabels: cfg.ConstLabels,
 		Help: "Times a store endpoint had lost the limiter script and it was loaded again.",
 	}, []string{"endpoint"})
+	c.healed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "state_healed_total", ConstLabels: cfg.ConstLabels,
+		Help: "Bucket keys of a store endpoint found holding something that is not a bucket's state, and replaced.",
+	}, []string{"endpoint"})
+
+	c.evictions = newEvictions(ns, cfg.ConstLabels)
+	c.resets = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "resets_total", ConstLabels: cfg.ConstLabels,
+		Help: "Buckets an operator reset, by rule.",
+	}, []string{"rule"})
 
 	c.latencyOK = c.latency.WithLabelValues("ok")
 	c.latencyErr = c.latency.WithLabelValues("error")
@@ -197,6 +185,45 @@ func New(cfg Config) (*Collector, error) {
 		}
 	}
 	return c, nil
+}
+
+// withDefaults returns cfg with its zero fields set to their defaults.
+func (cfg Config) withDefaults() Config {
+	if cfg.Namespace == "" {
+		cfg.Namespace = DefaultNamespace
+	}
+	if cfg.Buckets == nil {
+		cfg.Buckets = DefaultBuckets()
+	}
+	if cfg.MaxRules == 0 {
+		cfg.MaxRules = DefaultMaxRules
+	}
+	return cfg
+}
+
+// validate checks a configuration with its defaults set.
+func (cfg Config) validate() error {
+	if !validName(cfg.Namespace) {
+		return fmt.Errorf("metrics: invalid namespace %q", cfg.Namespace)
+	}
+	if len(cfg.Buckets) == 0 {
+		return fmt.Errorf("metrics: no histogram buckets")
+	}
+	for i := 1; i < len(cfg.Buckets); i++ {
+		if !(cfg.Buckets[i] > cfg.Buckets[i-1]) {
+			return fmt.Errorf("metrics: histogram buckets not strictly increasing at %v", cfg.Buckets[i])
+		}
+	}
+	for name, value := range cfg.ConstLabels {
+		if !validName(name) || strings.HasPrefix(name, "__") || !utf8.ValidString(value) {
+			return fmt.Errorf("metrics: invalid constant label %q=%q", name, value)
+		}
+		switch name {
+		case "rule", "outcome", "result", "kind", "ambiguous", "endpoint", "from", "to", "le":
+			return fmt.Errorf("metrics: constant label %q is a label of sluice's metrics", name)
+		}
+	}
+	return nil
 }
 
 // validName reports whether s is a legacy Prometheus metric or label name,
@@ -225,6 +252,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.breaker.Describe(ch)
 	c.transitions.Describe(ch)
 	c.reloads.Describe(ch)
+	c.healed.Describe(ch)
+	c.evictions.Describe(ch)
+	c.resets.Describe(ch)
 }
 
 // Collect sends the collector's current metrics to ch. It implements
@@ -236,6 +266,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.breaker.Collect(ch)
 	c.transitions.Collect(ch)
 	c.reloads.Collect(ch)
+	c.healed.Collect(ch)
+	c.evictions.Collect(ch)
+	c.resets.Collect(ch)
 }
 
 // Observe counts d in sluice_decisions_total under d.Rule and d.Outcome.
@@ -350,6 +383,19 @@ func (c *Collector) ScriptReloaded(endpoint string) {
 	c.reloads.WithLabelValues(strings.ToValidUTF8(endpoint, "\uFFFD")).Inc()
 }
 
+// StateHealed counts a bucket key of endpoint replaced because it held
+// something that is not a bucket's state, in sluice_state_healed_total. It
+// implements [sluice.StateHealedEvents].
+func (c *Collector) StateHealed(endpoint string) {
+	c.healed.WithLabelValues(strings.ToValidUTF8(endpoint, "\uFFFD")).Inc()
+}
+
+// ObserveReset counts a bucket an operator reset under rule in
+// sluice_resets_total. It implements [sluice.ResetObserver].
+func (c *Collector) ObserveReset(_ context.Context, rule string) {
+	c.resets.WithLabelValues(strings.ToValidUTF8(rule, "\uFFFD")).Inc()
+}
+
 // Error kinds, the values of the kind label of sluice_store_errors_total.
 const (
 	kindTimeout = iota
@@ -436,4 +482,5 @@ var (
 	_ sluice.Observer          = (*Collector)(nil)
 	_ sluice.StoreCallObserver = (*Collector)(nil)
 	_ sluice.StoreEvents       = (*Collector)(nil)
+	_ sluice.StateHealedEvents = (*Collector)(nil)
 )

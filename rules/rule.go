@@ -53,14 +53,13 @@ type Rule struct {
 	// logs, and in its bucket keys. Required, unique within a Set,
 	// printable ASCII.
 	Name string
-	// Key returns the identity the rule counts by. Required. A key
-	// function error refuses the request (see the middleware package): a
-	// request the rule cannot key is never counted in a shared bucket.
-	Key keyfunc.KeyFunc
-	// KeyKind names what Key returns, such as "ip" or "user". It is part
-	// of the bucket key, so changing a rule's key function starts new
-	// buckets. Default: "custom".
-	KeyKind string
+	// Key returns the identity the rule counts by, and its kind, which is
+	// part of the bucket key (see [keyfunc.Key]). Required. A request
+	// without the identity (no API key header, no user) is skipped by the
+	// rule unless the key is [keyfunc.Key.Required]; any other key error
+	// refuses the request (see the middleware package): a request the
+	// rule cannot key is never counted in a shared bucket.
+	Key keyfunc.Key
 	// Limit is the rate enforced per identity. Required; see
 	// [sluice.Limit.Validate].
 	Limit sluice.Limit
@@ -85,6 +84,11 @@ type Rule struct {
 	// Match selects the requests the rule applies to. nil matches all.
 	// It runs on every request: keep it cheap, and free of I/O.
 	Match func(*http.Request) bool
+	// Lease is the rule's local-lease and hot-key policy, honoured by a
+	// lease store (store/lease) and ignored by others: each of the
+	// rule's hits carries it ([sluice.Hit.Lease]). Its Rule field is set
+	// to the rule's name. The zero value leases nothing.
+	Lease sluice.LeasePolicy
 }
 
 // Exposed reports whether the rule may appear in headers and problem
@@ -107,7 +111,7 @@ func (r *Rule) Validate() error {
 		return fmt.Errorf("%w: a rule has no name", ErrInvalidRule)
 	case !ascii.Printable(r.Name):
 		return fail("name", "must be printable ASCII")
-	case r.Key == nil:
+	case r.Key.IsZero():
 		return fail("key", "no key function")
 	case !r.Algorithm.Valid():
 		return fail("algorithm", "unknown algorithm %d", r.Algorithm)
@@ -122,6 +126,9 @@ func (r *Rule) Validate() error {
 	}
 	if err := r.Algorithm.ValidateLimit(r.Limit); err != nil {
 		return fail("limit", "%v", err)
+	}
+	if err := r.Lease.Validate(); err != nil {
+		return fmt.Errorf("%w %q: %v", ErrInvalidRule, r.Name, err)
 	}
 	if cost := r.cost(); cost > r.Limit.Capacity() {
 		return fail("cost", "%d exceeds the capacity %d: no request could ever pass", cost, r.Limit.Capacity())

@@ -67,7 +67,10 @@ type breaker struct {
 	failed    atomic.Int64 // consecutive failures while closed
 	openUntil time.Time    // while open
 	probing   bool         // while half-open: the probe is out
-	opened    chan struct{}
+	// background: the store probes the endpoint itself (probeDue) and
+	// requests never do; opened receives when the breaker opens.
+	background bool
+	opened     chan struct{}
 }
 
 func newBreaker(endpoint string, cfg BreakerConfig, events sluice.StoreEvents) *breaker {
@@ -92,35 +95,60 @@ func newBreaker(endpoint string, cfg BreakerConfig, events sluice.StoreEvents) *
 	return b
 }
 
-// allow reports whether a request's call may go to Redis. When it may
-// not, retry is how long the breaker expects to stay open. Requests never
-// probe: while the breaker is not closed they all fail at once, and the
-// probe runs in the background (see probeDue).
-func (b *breaker) allow() (ok bool, retry time.Duration) {
+// allow reports whether a call may go to Redis. When it may not, retry is
+// how long the breaker expects to stay open. A breaker probed in the
+// background (see probeDue) never lets a request through while it is not
+// closed: requests never probe. Otherwise probe is true for the one call a
+// half-open breaker lets through; its outcome must be recorded.
+func (b *breaker) allow() (ok, probe bool, retry time.Duration) {
 	if b.State() == sluice.BreakerClosed {
-		return true, 0
+		return true, false, 0
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.State() == sluice.BreakerClosed {
-		return true, 0
+	switch b.State() {
+	case sluice.BreakerClosed:
+		return true, false, 0
+	case sluice.BreakerOpen:
+		now := b.clock.Now()
+		if left := b.openUntil.Sub(now); left > 0 {
+			return false, false, left
+		}
+		if b.background {
+			return false, false, b.openFor // the probe is due
+		}
+		b.move(sluice.BreakerHalfOpen)
+		b.probing = true
+		return true, true, 0
+	default: // half-open: one probe at a time
+		if b.probing || b.background {
+			return false, false, b.openFor
+		}
+		b.probing = true
+		return true, true, 0
 	}
-	if left := b.openUntil.Sub(b.clock.Now()); left > 0 {
-		return false, left
-	}
-	return false, b.openFor // a probe is due or out
 }
 
-// record reports the outcome of a request's call allow let through. A
-// failure counts towards opening; an answer from Redis (a result, or an
-// error reply such as a key of the wrong type) resets the count; a call
-// its caller cancelled says nothing about Redis. A call that ends after
-// the breaker opened changes nothing: only the probe closes it.
-func (b *breaker) record(err error) {
-	if err == nil && b.failed.Load() == 0 {
+// record reports the outcome of a call allow let through. A failure counts
+// towards opening; an answer from Redis (a result, or an error reply such
+// as a key of the wrong type) resets the count; a call its caller
+// cancelled says nothing about Redis. A call that ends after the breaker
+// opened changes nothing: only the probe closes it.
+func (b *breaker) record(probe bool, err error) {
+	if err == nil && !probe && b.failed.Load() == 0 {
 		return // the common case: nothing to change
 	}
 	failed := countsAsFailure(err)
+	if probe {
+		if !failed && errors.Is(err, context.Canceled) {
+			b.mu.Lock()
+			b.probing = false // let another call probe
+			b.mu.Unlock()
+			return
+		}
+		b.probed(err)
+		return
+	}
 	if !failed && errors.Is(err, context.Canceled) {
 		return
 	}
@@ -154,13 +182,13 @@ func (b *breaker) probeDue() (due bool, wait time.Duration) {
 	return true, 0
 }
 
-// probed reports the outcome of the probe probeDue started: success closes
-// the breaker, failure opens it for another OpenFor.
+// probed reports the outcome of the probe: success closes the breaker,
+// failure opens it for another OpenFor.
 func (b *breaker) probed(err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.probing = false
-	if err != nil {
+	if countsAsFailure(err) || err != nil && b.background {
 		b.open()
 		return
 	}
@@ -192,8 +220,8 @@ func (b *breaker) State() sluice.BreakerState { return sluice.BreakerState(b.sta
 // countsAsFailure reports whether err says Redis is unwell: not a caller
 // that gave up on its own, not a key that holds something else.
 func countsAsFailure(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return false
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrUnsupportedClient) {
+		return false // ErrUnsupportedClient: a configuration error (CROSSSLOT)
 	}
 	return errors.Is(err, sluice.ErrUnavailable) || errors.Is(err, sluice.ErrTimeout) || errors.Is(err, sluice.ErrClusterDown)
 }

@@ -26,7 +26,7 @@ import (
 
 const (
 	budget      = 50 * time.Millisecond // the middleware's default
-	budgetSlack = 50 * time.Millisecond
+	budgetSlack = 150 * time.Millisecond // as the middleware's fault tests: against hangs
 	loadRate    = 1000 // calls per second
 )
 
@@ -121,7 +121,9 @@ func (l *loadStats) failed(err error) {
 	l.kinds[kind]++
 }
 
-func (l *loadStats) share() float64 { return float64(l.decided.Load()) / float64(max(l.sent.Load(), 1)) }
+func (l *loadStats) share() float64 {
+	return float64(l.decided.Load()) / float64(max(l.sent.Load(), 1))
+}
 
 // load sends calls at loadRate for d, or until stop closes, each under
 // the budget, on its own key, and returns once every call has returned.
@@ -221,9 +223,7 @@ func TestDecidedUnderLatency(t *testing.T) {
 // resume within the breaker's open time plus a second.
 func TestOverBudgetLatency(t *testing.T) {
 	e := newConnEnv(t, 0)
-	if st := e.load(200*time.Millisecond, nil, nil); st.share() < 0.9 {
-		t.Fatalf("healthy: %v", st)
-	}
+	e.resume(t) // healthy
 	e.px.SetLatency(faultproxy.Downstream, 100*time.Millisecond)
 	st := e.load(time.Second, nil, nil)
 	t.Logf("+100ms: %v", st)
@@ -281,9 +281,7 @@ func (e *connEnv) resume(t *testing.T) time.Time {
 // second of the restart, and the script is loaded again on the way.
 func TestRedisRestartUnderLoad(t *testing.T) {
 	e := newConnEnv(t, 0)
-	if st := e.load(200*time.Millisecond, nil, nil); st.share() < 0.9 {
-		t.Fatalf("healthy: %v", st)
-	}
+	e.resume(t) // healthy
 	stop := make(chan struct{})
 	done := make(chan *loadStats, 1)
 	go func() { done <- e.load(0, stop, nil) }()

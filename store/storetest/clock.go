@@ -37,3 +37,12 @@ func (c *Clock) Advance(d time.Duration) time.Time {
 	c.t = c.t.Add(d)
 	return c.t
 }
+
+// Timer moves the clock forward by d and returns a channel that has
+// already received, and a stop function: a timer on which a wait takes no
+// real time. Pass it to [sluice.WithTimerFunc].
+func (c *Clock) Timer(d time.Duration) (<-chan time.Time, func() bool) {
+	ch := make(chan time.Time, 1)
+	ch <- c.Advance(d)
+	return ch, func() bool { return false }
+}

@@ -1,0 +1,67 @@
+package sluice_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/store/memstore"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// A job limited per tenant, without HTTP: each tenant may export twice per
+// second. Allow answers at once; Wait sleeps for exactly the RetryAfter the
+// store gives. The clock here is a test clock that Wait steps forward, so
+// the example takes no real time; in production leave Clock and
+// WithTimerFunc out.
+func ExampleLimiter() {
+	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
+	store := memstore.New(memstore.Config{Clock: clock})
+	defer store.Close()
+	exports, err := sluice.NewLimiter(store, sluice.PerSecond(2), sluice.WithTimerFunc(clock.Timer))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	for _, tenant := range []string{"acme", "acme", "acme", "globex"} {
+		r, err := exports.Allow(ctx, "export:"+tenant)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%-6s allowed=%-5v remaining=%d retry-after=%v\n", tenant, r.Allowed, r.Remaining, r.RetryAfter)
+	}
+	start := clock.Now()
+	if err := exports.Wait(ctx, "export:acme"); err != nil {
+		panic(err)
+	}
+	fmt.Println("acme waited", clock.Now().Sub(start))
+	// Output:
+	// acme   allowed=true  remaining=1 retry-after=0s
+	// acme   allowed=true  remaining=0 retry-after=0s
+	// acme   allowed=false remaining=0 retry-after=500ms
+	// globex allowed=true  remaining=1 retry-after=0s
+	// acme waited 500ms
+}
+
+// Peek reads a bucket without consuming; Reset makes it full again (the
+// store must implement sluice.Resetter, as memstore does).
+func ExampleLimiter_Reset() {
+	store := memstore.New(memstore.Config{})
+	defer store.Close()
+	logins := sluice.MustNewLimiter(store, sluice.PerHour(3))
+	ctx := context.Background()
+	for range 3 {
+		logins.Allow(ctx, "login:alice")
+	}
+	r, _ := logins.Peek(ctx, "login:alice")
+	fmt.Println("before reset: remaining", r.Remaining, "allowed", r.Allowed)
+	if err := logins.Reset(ctx, "login:alice"); err != nil {
+		panic(err)
+	}
+	r, _ = logins.Peek(ctx, "login:alice")
+	fmt.Println("after reset: remaining", r.Remaining, "allowed", r.Allowed)
+	// Output:
+	// before reset: remaining 0 allowed false
+	// after reset: remaining 3 allowed true
+}

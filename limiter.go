@@ -1,0 +1,202 @@
+package sluice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Limiter limits anything keyed by a string, without HTTP: a background
+// job per tenant, a queue consumer, a gRPC handler. It decides one bucket
+// per key, with one limit and one algorithm, in any [Store]; the answers
+// are the [Result] values the middleware decides requests with.
+//
+// Keys go to the store as they are: give each Limiter sharing a store keys
+// of its own (such as "export:" + tenant). A Limiter is safe for concurrent
+// use, and Allow, AllowN and Peek allocate nothing.
+type Limiter struct {
+	store Store
+	limit Limit
+	alg   Algorithm
+	// after starts the timer WaitN sleeps on (see WithTimerFunc).
+	after func(d time.Duration) (<-chan time.Time, func() bool)
+}
+
+// LimiterOption configures a [Limiter].
+type LimiterOption func(*Limiter)
+
+// WithAlgorithm selects the algorithm that enforces the limit. Default:
+// [TokenBucket].
+func WithAlgorithm(a Algorithm) LimiterOption {
+	return func(l *Limiter) { l.alg = a }
+}
+
+// WithTimerFunc sets how [Limiter.WaitN] sleeps: start returns a channel
+// that receives once d has passed, and a function that stops the timer.
+// Default: [time.NewTimer]. Tests pass one that steps a fake clock, so a
+// wait takes no real time.
+func WithTimerFunc(start func(d time.Duration) (c <-chan time.Time, stop func() bool)) LimiterOption {
+	return func(l *Limiter) { l.after = start }
+}
+
+// ErrUnsatisfiable reports a [Limiter.WaitN] whose n exceeds the limit's
+// capacity: no wait would ever let it pass.
+var ErrUnsatisfiable = errors.New("sluice: cost exceeds the capacity")
+
+// NewLimiter returns a Limiter deciding limit, for every key, in store.
+// It refuses a nil store and a limit the algorithm cannot enforce (an
+// error wrapping [ErrInvalidLimit]).
+func NewLimiter(store Store, limit Limit, opts ...LimiterOption) (*Limiter, error) {
+	if store == nil {
+		return nil, errors.New("sluice: NewLimiter: nil store")
+	}
+	l := &Limiter{store: store, limit: limit, after: startTimer}
+	for _, o := range opts {
+		o(l)
+	}
+	if l.after == nil {
+		return nil, errors.New("sluice: NewLimiter: nil timer function")
+	}
+	if !l.alg.Valid() {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidHit, l.alg)
+	}
+	if err := l.alg.ValidateLimit(limit); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// MustNewLimiter is like [NewLimiter] but panics on an error; for limits
+// fixed in code.
+func MustNewLimiter(store Store, limit Limit, opts ...LimiterOption) *Limiter {
+	l, err := NewLimiter(store, limit, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+// Limit returns the limit l enforces.
+func (l *Limiter) Limit() Limit { return l.limit }
+
+// Allow takes 1 from key's bucket. Being over the limit is a Result whose
+// Allowed is false, never an error; errors are bad input (an empty key, an
+// error wrapping [ErrInvalidHit]) and store failures.
+func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
+	return l.decide(ctx, key, 1, false)
+}
+
+// AllowN takes n from key's bucket, all or nothing. n must be at least 1:
+// to read a bucket without consuming, use [Limiter.Peek]. A cost above the
+// capacity is refused as Unsatisfiable.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
+	return l.decide(ctx, key, n, false)
+}
+
+// Peek reports key's bucket as Allow would find it, and consumes nothing:
+// Allowed says whether Allow would pass now, Remaining how much is left,
+// RetryAfter and ResetAfter how long until one unit, and the whole
+// capacity, is back.
+func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
+	return l.decide(ctx, key, 1, true)
+}
+
+// Wait blocks until key's bucket admits 1 and takes it, or until ctx ends.
+// See [Limiter.WaitN].
+func (l *Limiter) Wait(ctx context.Context, key string) error {
+	return l.WaitN(ctx, key, 1)
+}
+
+// WaitN blocks until key's bucket admits n and takes it, or until ctx
+// ends. It sleeps for the store's exact RetryAfter, on one timer, and asks
+// again (another caller may have taken the capacity meanwhile); it starts
+// no goroutine. It returns at once, without waiting, when the wait would
+// outlast ctx's deadline (an error wrapping [context.DeadlineExceeded]),
+// and when n exceeds the capacity ([ErrUnsatisfiable]). A store failure
+// ends the wait with the store's error.
+func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
+	var stop func() bool
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for {
+		r, err := l.decide(ctx, key, n, false)
+		switch {
+		case err != nil:
+			return err
+		case r.Allowed:
+			return nil
+		case r.Unsatisfiable:
+			return fmt.Errorf("%w: %d above %d", ErrUnsatisfiable, n, l.limit.Capacity())
+		}
+		// A store owes a positive RetryAfter to a refused hit that can
+		// pass later; a floor keeps a store that breaks that promise from
+		// turning the loop into a busy one.
+		d := max(r.RetryAfter, time.Millisecond)
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+			return fmt.Errorf("sluice: waiting %v for %q would outlast the context's deadline: %w", d, key, context.DeadlineExceeded)
+		}
+		if stop != nil {
+			stop()
+		}
+		var c <-chan time.Time
+		c, stop = l.after(d)
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-c:
+		}
+	}
+}
+
+// Reset makes key's bucket full again, as if never used. The store must
+// implement [Resetter]; otherwise Reset returns an error wrapping
+// [errors.ErrUnsupported].
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if key == "" {
+		return errEmptyKey
+	}
+	rs, ok := l.store.(Resetter)
+	if !ok {
+		return fmt.Errorf("sluice: %T cannot reset buckets: %w", l.store, errors.ErrUnsupported)
+	}
+	return rs.Reset(ctx, []Hit{{Key: key, Limit: l.limit, Algorithm: l.alg}})
+}
+
+var errEmptyKey = fmt.Errorf("%w: empty key", ErrInvalidHit)
+
+// call is the one hit and one result of a decision, pooled so that a
+// decision allocates nothing: a slice passed to an interface method
+// escapes.
+type call struct {
+	hit [1]Hit
+	out [1]Result
+}
+
+var calls = sync.Pool{New: func() any { return new(call) }}
+
+// decide checks its input before any store call, then decides one hit.
+func (l *Limiter) decide(ctx context.Context, key string, n int64, peek bool) (Result, error) {
+	if key == "" {
+		return Result{}, errEmptyKey
+	}
+	if n < 1 {
+		return Result{}, fmt.Errorf("%w: cost %d: must be at least 1", ErrInvalidHit, n)
+	}
+	c := calls.Get().(*call)
+	c.hit[0] = Hit{Key: key, Limit: l.limit, Algorithm: l.alg, Cost: n, Peek: peek}
+	err := l.store.Take(ctx, c.hit[:], c.out[:])
+	r := c.out[0]
+	*c = call{}
+	calls.Put(c)
+	return r, err
+}
+
+func startTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(d)
+	return t.C, t.Stop
+}

@@ -1,0 +1,110 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// testLimiter: a [sluice.Limiter] over the store refuses at the limit
+// with the store's exact RetryAfter, peeks without consuming, waits
+// exactly that RetryAfter and then passes, returns at once when
+// cancelled (stopping its timer), and resets the bucket when the store
+// is a Resetter.
+func testLimiter(t *testing.T, newHarness Factory) {
+	for _, a := range algorithms {
+		t.Run(a.alg.String(), func(t *testing.T) {
+			h := newHarness(t)
+			now := windowStart(time.Second)
+			h.SetTime(now)
+			var mu sync.Mutex
+			var waits []time.Duration
+			timer := func(d time.Duration) (<-chan time.Time, func() bool) {
+				mu.Lock()
+				defer mu.Unlock()
+				waits = append(waits, d)
+				now = now.Add(d)
+				h.SetTime(now)
+				c := make(chan time.Time, 1)
+				c <- now
+				return c, func() bool { return false }
+			}
+			l, err := sluice.NewLimiter(h.Store, a.limit, sluice.WithAlgorithm(a.alg), sluice.WithTimerFunc(timer))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			key := uniqueKey(t, "limiter")
+			if r, err := l.AllowN(ctx, key, 4); err != nil || !r.Allowed || r.Remaining != 1 {
+				t.Fatalf("AllowN(4) on a fresh bucket of 5: %+v, %v", r, err)
+			}
+			for range 3 {
+				if r, err := l.Peek(ctx, key); err != nil || !r.Allowed || r.Remaining != 1 {
+					t.Fatalf("Peek with 1 left: %+v, %v; want allowed, 1 remaining", r, err)
+				}
+			}
+			if r, err := l.Allow(ctx, key); err != nil || !r.Allowed || r.Remaining != 0 {
+				t.Fatalf("Allow with 1 left: %+v, %v", r, err)
+			}
+			refused, err := l.Allow(ctx, key)
+			if err != nil || refused.Allowed || refused.RetryAfter <= 0 {
+				t.Fatalf("Allow on an empty bucket: %+v, %v; want refused with a RetryAfter", refused, err)
+			}
+			peeked, err := l.Peek(ctx, key)
+			if err != nil || peeked.RetryAfter != refused.RetryAfter {
+				t.Fatalf("Peek on an empty bucket: %+v, %v; want RetryAfter %v", peeked, err, refused.RetryAfter)
+			}
+			if err := l.Wait(ctx, key); err != nil {
+				t.Fatalf("Wait: %v", err)
+			}
+			if len(waits) != 1 || waits[0] != refused.RetryAfter {
+				t.Fatalf("Wait slept %v, want once for exactly %v", waits, refused.RetryAfter)
+			}
+			if r, _ := l.Peek(ctx, key); a.alg == sluice.TokenBucket && r.Allowed {
+				t.Fatalf("after Wait took the unit that came back: %+v, want refused", r)
+			}
+
+			// Cancelled while waiting: returns the cause, stops its timer.
+			drained := uniqueKey(t, "drained")
+			if r, err := l.AllowN(ctx, drained, 5); err != nil || !r.Allowed {
+				t.Fatalf("AllowN(5) on a fresh bucket of 5: %+v, %v", r, err)
+			}
+			cctx, cancel := context.WithCancelCause(ctx)
+			stopped := false
+			cl, err := sluice.NewLimiter(h.Store, a.limit, sluice.WithAlgorithm(a.alg),
+				sluice.WithTimerFunc(func(time.Duration) (<-chan time.Time, func() bool) {
+					cancel(errGaveUp)
+					return make(chan time.Time), func() bool { stopped = true; return true }
+				}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cl.Wait(cctx, drained); !errors.Is(err, errGaveUp) || !stopped {
+				t.Fatalf("Wait cancelled: %v, timer stopped %v; want the cause and a stopped timer", err, stopped)
+			}
+			if err := cl.WaitN(ctx, key, 6); !errors.Is(err, sluice.ErrUnsatisfiable) {
+				t.Fatalf("WaitN(6) with a capacity of 5: %v, want ErrUnsatisfiable", err)
+			}
+
+			err = l.Reset(ctx, key)
+			if _, ok := h.Store.(sluice.Resetter); !ok {
+				if !errors.Is(err, errors.ErrUnsupported) {
+					t.Fatalf("Reset on %T, not a Resetter: %v, want ErrUnsupported", h.Store, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, err := l.Peek(ctx, key); err != nil || r.Remaining != 5 {
+				t.Fatalf("after Reset: %+v, %v; want 5 remaining", r, err)
+			}
+		})
+	}
+}
+
+var errGaveUp = errors.New("gave up")
