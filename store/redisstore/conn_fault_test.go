@@ -25,9 +25,9 @@ import (
 // measurements.
 
 const (
-	budget      = 50 * time.Millisecond // the middleware's default
+	budget      = 50 * time.Millisecond  // the middleware's default
 	budgetSlack = 150 * time.Millisecond // as the middleware's fault tests: against hangs
-	loadRate    = 1000 // calls per second
+	loadRate    = 1000                   // calls per second
 )
 
 // requestKey marks the context of a request, so that a hook can tell

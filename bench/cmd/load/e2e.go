@@ -140,7 +140,7 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 		m := memstore.New(memstore.Config{})
 		st, cleanup = m, func() { m.Close() }
 	case "redis", "redis-coalesced":
-		client := env.NewClient() // as the floor's: the same options and round-trip hook
+		client := env.NewClient()              // as the floor's: the same options and round-trip hook
 		cfg := redisstore.Config{Coalesce: -1} // one script call per request
 		if store == "redis-coalesced" {
 			cfg.Coalesce = 64
