@@ -18,8 +18,8 @@ import (
 // request, not a corrupt key). While open it sends no command at all: calls
 // fail at once with [sluice.ErrBreakerOpen], carrying the remaining open
 // time as their RetryAfter. After OpenFor the store probes the endpoint in
-// the background (half-open): it loads the script on a ready connection,
-// within ProbeTimeout. Success closes the breaker, failure opens it for
+// the background (half-open): it PINGs it on a ready connection, within
+// ProbeTimeout. Success closes the breaker, failure opens it for
 // another OpenFor. No request ever waits for the probe or runs it: until
 // the probe succeeds, requests keep failing at once.
 //

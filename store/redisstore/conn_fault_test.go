@@ -189,23 +189,25 @@ func TestDecidedUnderLatency(t *testing.T) {
 		{40 * time.Millisecond, 0},
 	} {
 		t.Run(fmt.Sprint("+", tc.latency), func(t *testing.T) {
+			timing := os.Getenv("SLUICE_TIMING") != ""
 			e := newConnEnv(t, tc.latency)
 			st := e.load(2*time.Second, nil, nil)
 			conns := redisstore.Conns(e.store)
 			t.Logf("+%v: %v; %d connections opened for %d ready", tc.latency, st, e.px.Opened(), conns)
 			switch {
 			case tc.minShare == 0:
-			case os.Getenv("SLUICE_TIMING") == "":
+			case !timing:
 				// The share depends on the scheduler keeping up with
 				// the timers of a thousand calls a second: on a shared,
 				// overloaded machine it measures the machine.
-				t.Logf("decided share not asserted (want at least %.0f %%): set SLUICE_TIMING=1 on a quiet machine", tc.minShare*100)
+				t.Logf("decided share and connections opened not asserted (want at least %.0f %%, at most %d): set SLUICE_TIMING=1 on a quiet machine", tc.minShare*100, 2*conns)
 			case st.share() < tc.minShare:
 				t.Errorf("decided %.2f %% of calls, want at least %.0f %%", st.share()*100, tc.minShare*100)
 			}
 			// Near the budget, calls time out and their connections are
-			// replaced: the bound holds where calls fit in the budget.
-			if n := e.px.Opened(); conns == 0 || tc.minShare > 0 && n > int64(2*conns) {
+			// replaced: the bound holds where calls fit in the budget, and
+			// the scheduler keeps up (see the share above).
+			if n := e.px.Opened(); conns == 0 || tc.minShare > 0 && timing && n > int64(2*conns) {
 				t.Errorf("%d connections opened, want at most twice the %d ready connections", n, conns)
 			}
 			if n := e.spy.paid.Load(); n > 0 {

@@ -58,14 +58,15 @@ func (e *endpoint) watch(ctx context.Context) {
 	}
 }
 
-// probe loads the script on a ready connection within the breaker's probe
-// timeout: a round trip that also restores a script cache a restart
-// emptied. A connection found dead is dropped and the next one tried.
+// probe PINGs the endpoint on a ready connection within the breaker's probe
+// timeout. A connection found dead is dropped and the next one tried. (A
+// script cache a restart emptied is reloaded by the first call after, on
+// NOSCRIPT.)
 func (e *endpoint) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, e.breaker.probeFor)
 	defer cancel()
 	for {
-		cmd := redis.NewStringCmd(ctx, "script", "load", takeSource)
+		cmd := redis.NewStatusCmd(ctx, "ping")
 		err := e.process(ctx, cmd)
 		if err == nil || e.ready == nil || ctx.Err() != nil || isReply(err) {
 			return err

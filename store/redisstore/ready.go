@@ -185,7 +185,7 @@ func isReply(err error) bool {
 
 // run keeps the set full until ctx is done, then closes its connections.
 // Missing connections are set up concurrently; after a failed set-up it
-// waits, doubling the wait from 10 ms up to 250 ms, and checks that the
+// waits, doubling the wait from 10 ms up to 100 ms, and checks that the
 // endpoint accepts a TCP connection before asking the client for another
 // (a dial error would count towards the go-redis pool's own dial breaker,
 // which then refuses to dial for a second).
@@ -214,7 +214,7 @@ func (r *readySet) run(ctx context.Context) {
 			}
 			wg.Wait()
 			if int(ok.Load()) < missing {
-				backoff = min(max(2*backoff, 10*time.Millisecond), 250*time.Millisecond)
+				backoff = min(max(2*backoff, 10*time.Millisecond), 100*time.Millisecond)
 				if !sleep(ctx, backoff) {
 					return
 				}
