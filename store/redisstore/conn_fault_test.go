@@ -69,6 +69,11 @@ type connEnv struct {
 // newConnEnv starts a server behind a proxy with latency added to every
 // reply, and a store on it with the default Config.
 func newConnEnv(t *testing.T, latency time.Duration) *connEnv {
+	return newConnEnvWith(t, latency, redisstore.Config{})
+}
+
+// newConnEnvWith is newConnEnv with the store's Config cfg.
+func newConnEnvWith(t *testing.T, latency time.Duration, cfg redisstore.Config) *connEnv {
 	t.Helper()
 	e := &connEnv{srv: redistest.Start(t), spy: &handshakeSpy{}}
 	e.px = faultproxy.Start(t, e.srv.Addr)
@@ -79,7 +84,7 @@ func newConnEnv(t *testing.T, latency time.Duration) *connEnv {
 	}
 	client.AddHook(e.spy)
 	t.Cleanup(func() { client.Close() })
-	e.store = newStoreWith(t, client, nil, redisstore.Config{})
+	e.store = newStoreWith(t, client, nil, cfg)
 	return e
 }
 
@@ -182,18 +187,25 @@ func (e *connEnv) load(d time.Duration, stop <-chan struct{}, onDecided func(tim
 func TestDecidedUnderLatency(t *testing.T) {
 	for _, tc := range []struct {
 		latency  time.Duration
+		off      bool    // coalescing off
 		minShare float64 // 0: only reported
 	}{
-		{5 * time.Millisecond, 0.99},
-		{20 * time.Millisecond, 0.99},
-		{40 * time.Millisecond, 0},
+		{5 * time.Millisecond, false, 0.99},
+		{20 * time.Millisecond, false, 0.99},
+		{40 * time.Millisecond, false, 0},
+		{20 * time.Millisecond, true, 0},
 	} {
-		t.Run(fmt.Sprint("+", tc.latency), func(t *testing.T) {
+		name := fmt.Sprint("+", tc.latency)
+		var cfg redisstore.Config
+		if tc.off {
+			name, cfg.Coalesce = name+"/coalescing off", -1
+		}
+		t.Run(name, func(t *testing.T) {
 			timing := os.Getenv("SLUICE_TIMING") != ""
-			e := newConnEnv(t, tc.latency)
+			e := newConnEnvWith(t, tc.latency, cfg)
 			st := e.load(2*time.Second, nil, nil)
 			conns := redisstore.Conns(e.store)
-			t.Logf("+%v: %v; %d connections opened for %d ready", tc.latency, st, e.px.Opened(), conns)
+			t.Logf("%s: %v; %d connections opened for %d ready", name, st, e.px.Opened(), conns)
 			switch {
 			case tc.minShare == 0:
 			case !timing:
