@@ -81,6 +81,7 @@ type Collector struct {
 	transitions *prometheus.CounterVec
 	reloads     *prometheus.CounterVec
 	healed      *prometheus.CounterVec
+	evictions   prometheus.Counter
 	resets      *prometheus.CounterVec
 
 	// The hot path reads rules without locking: an immutable table,
@@ -190,6 +191,7 @@ func New(cfg Config) (*Collector, error) {
 		Help: "Bucket keys of a store endpoint found holding something that is not a bucket's state, and replaced.",
 	}, []string{"endpoint"})
 
+	c.evictions = newEvictions(ns, cfg.ConstLabels)
 	c.resets = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: ns, Name: "resets_total", ConstLabels: cfg.ConstLabels,
 		Help: "Buckets an operator reset, by rule.",
@@ -238,6 +240,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.transitions.Describe(ch)
 	c.reloads.Describe(ch)
 	c.healed.Describe(ch)
+	c.evictions.Describe(ch)
 	c.resets.Describe(ch)
 }
 
@@ -251,6 +254,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.transitions.Collect(ch)
 	c.reloads.Collect(ch)
 	c.healed.Collect(ch)
+	c.evictions.Collect(ch)
 	c.resets.Collect(ch)
 }
 
