@@ -115,7 +115,7 @@ func evalCalls(t testing.TB, addr string) int64 {
 func TestCommandsPerCheck(t *testing.T) {
 	srv := redistest.Start(t)
 	const kmax = 64
-	s := newStore(t, redisStore(t, srv.Addr, nil), lease.Config{MaxLease: kmax, SweepInterval: -1})
+	s := newStore(t, redisStore(t, srv.Addr, nil), lease.Config{MaxLease: kmax, TTL: time.Minute, SweepInterval: -1}) // no expiry mid-run, however slow the machine
 	h := sluice.Hit{Key: "hot", Limit: sluice.PerSecond(100_000), Lease: leased}
 	for range 200 { // K grows to its bound
 		take(t, s, h)

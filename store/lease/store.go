@@ -181,7 +181,10 @@ func (s *Store) Expire(ctx context.Context) error {
 
 // Close stops the sweeper and gives back the unused tokens of every lease,
 // live or expired, in one refund call. Take then fails with
-// [sluice.ErrClosed]. Close does not close the backing store.
+// [sluice.ErrClosed]. Close does not wait for calls in flight: a refill
+// that completes after it keeps its tokens (at most K per key, lost as in
+// a crash), so stop serving requests first. Close does not close the
+// backing store.
 func (s *Store) Close(ctx context.Context) error {
 	if s.closed.Swap(true) {
 		return nil
