@@ -25,12 +25,12 @@ type entry struct {
 	policy   *sluice.LeasePolicy
 
 	mu         sync.Mutex
-	refilling  chan struct{} // closed when the refill in flight ends
+	refilling  chan struct{}  // closed when the refill in flight ends
 	takes      [maxTakes]take // the latest refills, newest first: what returns refund
-	k          int64 // the lease size the next refill asks for
-	refilledAt int64 // µs
-	dry        bool  // the last refill found less than it asked for
-	ttl        int64 // µs
+	k          int64          // the lease size the next refill asks for
+	refilledAt int64          // µs
+	dry        bool           // the last refill found less than it asked for
+	ttl        int64          // µs
 	deny       denial
 }
 
