@@ -291,3 +291,30 @@ func TestFailedReturnIsNeverRetried(t *testing.T) {
 		t.Fatalf("the bucket holds %d, want %d: the failed return must not have applied", got, 100-10-held)
 	}
 }
+
+// TakeLocal decides a request only when every hit is served from a lease,
+// and otherwise takes nothing.
+func TestTakeLocal(t *testing.T) {
+	back, clock := backing(t)
+	s := newStore(t, back, lease.Config{Clock: clock, DriftBudget: 1, SweepInterval: -1})
+	a := sluice.Hit{Key: "a", Limit: sluice.PerHour(100), Lease: leased}
+	for range 10 {
+		take(t, s, a)
+	}
+	held := take(t, s, sluice.Hit{Key: "a", Limit: a.Limit, Peek: true, Lease: leased})[0].Remaining
+	out := make([]sluice.Result, 2)
+	if !s.TakeLocal([]sluice.Hit{a}, out) || !out[0].Allowed {
+		t.Fatalf("a hit its lease holds: not decided in process (%+v)", out[0])
+	}
+	calls := back.takes.Load()
+	b := sluice.Hit{Key: "b", Limit: a.Limit, Lease: leased} // no lease yet
+	if s.TakeLocal([]sluice.Hit{a, b}, out) {
+		t.Fatal("a request with a hit no lease holds was decided in process")
+	}
+	if got := take(t, s, sluice.Hit{Key: "a", Limit: a.Limit, Peek: true, Lease: leased})[0].Remaining; got != held-1 {
+		t.Fatalf("after a request TakeLocal left undecided: %d remaining, want %d", got, held-1)
+	}
+	if back.takes.Load() != calls+1 { // the peek only
+		t.Fatalf("TakeLocal called the backing store")
+	}
+}
