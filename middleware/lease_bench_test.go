@@ -53,7 +53,7 @@ func BenchmarkHandlerHotKeyLeases(b *testing.B) {
 		b.Cleanup(func() { s.Close() })
 		return s
 	}
-	set := rules.MustNew(rules.Rule{Name: "per-key", Key: keyfunc.Must(keyfunc.Header("X-API-Key")), KeyKind: "api-key",
+	set := rules.MustNew(rules.Rule{Name: "per-key", Key: keyfunc.Header("X-API-Key"),
 		Limit: sluice.PerSecond(1_000_000).WithBurst(1 << 40), Lease: sluice.LeasePolicy{Enabled: true, MaxLease: 4096}})
 	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	for _, bc := range []struct {
