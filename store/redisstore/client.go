@@ -50,13 +50,15 @@ func checkClient(c Client, allowUnsafe bool) error {
 	return nil
 }
 
-// checkServer loads the script and warns when the server can evict the
+// checkServer loads the scripts and warns when the server can evict the
 // store's keys. It runs once, in the background, at New.
 func (s *Store) checkServer(ctx context.Context) {
-	if err := s.client.ScriptLoad(ctx, takeSource).Err(); err != nil {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "redisstore: could not preload the script; it is loaded on first use",
-			slog.String("error", err.Error()))
-		return
+	for _, sc := range []*script{takeScript, refundScript} {
+		if err := s.client.ScriptLoad(ctx, sc.src).Err(); err != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "redisstore: could not preload the scripts; they are loaded on first use",
+				slog.String("error", err.Error()))
+			return
+		}
 	}
 	cfg, err := s.client.ConfigGet(ctx, "maxmemory*").Result()
 	if err != nil {

@@ -27,10 +27,13 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	if len(refunds) == 0 {
 		return nil
 	}
+	var err error
+	var reply any
 	if ctx.Err() != nil {
-		return ctxError(ctx, false)
+		err = ctxError(ctx, false) // never sent
+	} else {
+		reply, err = s.call(ctx, s.refundCommand(refunds))
 	}
-	reply, err := s.call(ctx, s.refundCommand(refunds))
 	if err != nil {
 		var se *sluice.StoreError
 		if errors.As(err, &se) {
