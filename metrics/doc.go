@@ -42,6 +42,12 @@
 //	    Bucket keys an endpoint held with something that is not a bucket's
 //	    state (another type, a value that does not parse), which the store
 //	    replaced with an empty bucket.
+//	sluice_memstore_evictions_total                      counter
+//	    Buckets the in-process store evicted at its bound (memstore's
+//	    Config.MaxBuckets), each forgiven what it had used. Give the
+//	    Collector to memstore.Config's Events field.
+//	sluice_resets_total{rule}                            counter
+//	    Buckets an operator reset (see the rules/admin package), by rule.
 //
 // A single gauge carries the breaker state, rather than one series per
 // state, so that "sluice_breaker_state > 0" selects every endpoint whose

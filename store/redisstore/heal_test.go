@@ -89,7 +89,7 @@ func TestCorruptKeysHeal(t *testing.T) {
 			for _, cr := range corruptions {
 				t.Run(form+"/"+alg.String()+"/"+cr.name, func(t *testing.T) {
 					events, logs := &healCounter{}, &logLines{}
-					s, err := redisstore.New(newClient(t, srv.Addr), redisstore.Config{Events: events, Logger: slog.New(logs), StartupCheckTimeout: -1})
+					s, err := redisstore.New(newClient(t, srv.Addr), redisstore.Config{Secret: []byte("test secret"), Events: events, Logger: slog.New(logs), StartupCheckTimeout: -1})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -208,8 +208,9 @@ func TestUnsafeClientsAreRefused(t *testing.T) {
 	}{
 		{"default retries", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), "MaxRetries: -1"},
 		{"deadlines ignored", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}), "ContextTimeoutEnabled: true"},
-		{"cluster", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), "Cluster"},
+		{"cluster, deadlines ignored", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), "ContextTimeoutEnabled: true in redis.ClusterOptions"},
 		{"ring", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}), "Ring"},
+		{"failover cluster", redis.NewFailoverClusterClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), "redis.NewFailoverClient"},
 	}
 	for _, tc := range cases {
 		t.Cleanup(func() { tc.c.(interface{ Close() error }).Close() })
@@ -236,7 +237,7 @@ func TestWarnsWhenKeysCanBeEvicted(t *testing.T) {
 	srv := redistest.Start(t, "--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru")
 	var buf syncBuffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
-	s, err := redisstore.New(newClient(t, srv.Addr), redisstore.Config{Logger: logger})
+	s, err := redisstore.New(newClient(t, srv.Addr), redisstore.Config{Secret: []byte("test secret"), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +249,7 @@ func TestWarnsWhenKeysCanBeEvicted(t *testing.T) {
 
 	ok := redistest.Start(t, "--maxmemory", "100mb", "--maxmemory-policy", "noeviction")
 	buf.Reset()
-	s, _ = redisstore.New(newClient(t, ok.Addr), redisstore.Config{Logger: logger})
+	s, _ = redisstore.New(newClient(t, ok.Addr), redisstore.Config{Secret: []byte("test secret"), Logger: logger})
 	redisstore.WaitStartupCheck(s)
 	s.Close()
 	if out := buf.String(); out != "" {

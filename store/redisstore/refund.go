@@ -29,9 +29,15 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	}
 	var err error
 	var reply any
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		err = ctxError(ctx, false) // never sent
-	} else {
+	case s.cluster != nil:
+		err = s.cluster.refund(ctx, refunds)
+		if err == nil {
+			return nil
+		}
+	default:
 		reply, err = s.call(ctx, s.refundCommand(refunds))
 	}
 	if err != nil {
