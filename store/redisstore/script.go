@@ -151,10 +151,12 @@ func takeCommand(reqs []*request) []any {
 }
 
 // decide decides reqs in one call of the take script through the store's
-// client and breaker, and writes each request's results into its out. It is
-// the one way a batch of requests reaches Redis: Take sends one request,
-// the coalescer several. A key found holding something that is not a
-// bucket's state was replaced by the script; decide reports it (see heal).
+// client and breaker, and writes each request's results into its out: the
+// entry point for one batch of requests on one connection. Every batch is
+// takeCommand(reqs) sent as it is, its reply read by finish (or, for a
+// coalesced batch whose members may have left, by split and each member's
+// decode). A key found holding something that is not a bucket's state was
+// replaced by the script; split reports it (see heal).
 func (s *Store) decide(ctx context.Context, reqs []*request) error {
 	reply, err := s.call(ctx, takeCommand(reqs))
 	if err != nil {
