@@ -139,9 +139,7 @@ func takeCommand(reqs []*request) []any {
 	cmd := make([]any, 0, 4+nkeys+nargs)
 	cmd = append(cmd, "evalsha", takeScript.sha, nkeys)
 	for _, r := range reqs {
-		for _, k := range r.cmd[3 : 3+len(r.keys)] {
-			cmd = append(cmd, k)
-		}
+		cmd = append(cmd, r.cmd[3:3+len(r.keys)]...) // the keys, boxed already
 	}
 	cmd = append(cmd, "") // the server's clock
 	for _, r := range reqs {
