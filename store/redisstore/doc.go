@@ -31,7 +31,8 @@
 // empty bucket and replaced by the check that finds it: deleted, then
 // written as any bucket is if the check consumed. The store counts it
 // ([sluice.StateHealedEvents], which the metrics package implements, through
-// [Config.Events]) and logs it as a warning, once per key found, naming the
+// [Config.Events]) each time, and logs a warning the first time it heals each
+// key (it remembers 1,024 keys; past that every heal is logged), naming the
 // key as stored, which holds no identity.
 //
 // # Keys

@@ -28,6 +28,7 @@ type Store struct {
 	breaker  *breaker   // nil when disabled
 	coalesce *coalescer // nil when off
 	events   sluice.StoreEvents
+	healed   healLog // the keys whose heal was logged
 	endpoint string
 	closed   atomic.Bool
 	cancel   context.CancelFunc
