@@ -63,6 +63,15 @@ type StoreEvents interface {
 	ScriptReloaded(endpoint string)
 }
 
+// StateHealedEvents is an optional interface of [StoreEvents]: a store
+// reports to it each bucket it found holding something that is not a
+// bucket's state (a key of another type, a value that does not parse) and
+// replaced with an empty bucket. The metrics package implements it.
+type StateHealedEvents interface {
+	// StateHealed reports one bucket of endpoint replaced.
+	StateHealed(endpoint string)
+}
+
 // Observers returns an [Observer] that forwards every decision, and every
 // store call (see [StoreCallObserver]), to each of obs in turn: metrics and
 // a custom sink side by side. nil observers are skipped.
@@ -92,4 +101,12 @@ func (m multiObserver) ObserveStoreCall(ctx context.Context, c StoreCall) {
 			sc.ObserveStoreCall(ctx, c)
 		}
 	}
+}
+
+// ResetObserver is an optional interface of an [Observer]: operator
+// controls (such as the rules/admin handler) report to an observer that
+// implements it each bucket they reset, by rule name (never the identity).
+// The metrics package counts them.
+type ResetObserver interface {
+	ObserveReset(ctx context.Context, rule string)
 }

@@ -15,8 +15,11 @@
 //
 // Over the in-process store, give it to the middleware:
 // middleware.WithObserver(c). An explicit WithObserver also replaces the
-// store's collector for that middleware, to combine it with another sink use
+// store's collector for that middleware; to combine the two, use
 // [sluice.Observers](c, other).
+//
+// (redisstore.Config's Events field reports circuit-breaker transitions,
+// script reloads and healed keys; without it those metrics stay empty.)
 //
 // # Metrics
 //
@@ -42,6 +45,16 @@
 //	    "half_open".
 //	sluice_script_reloads_total{endpoint}                counter
 //	    Times an endpoint had lost the store's script and it was sent again.
+//	sluice_state_healed_total{endpoint}                  counter
+//	    Bucket keys an endpoint held with something that is not a bucket's
+//	    state (another type, a value that does not parse), which the store
+//	    replaced with an empty bucket.
+//	sluice_memstore_evictions_total                      counter
+//	    Buckets the in-process store evicted at its bound (memstore's
+//	    Config.MaxBuckets), each forgiven what it had used. Give the
+//	    Collector to memstore.Config's Events field.
+//	sluice_resets_total{rule}                            counter
+//	    Buckets an operator reset (see the rules/admin package), by rule.
 //
 // A single gauge carries the breaker state, rather than one series per
 // state, so that "sluice_breaker_state > 0" selects every endpoint whose

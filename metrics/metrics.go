@@ -70,7 +70,8 @@ type Config struct {
 // Prometheus metrics (see the package documentation for the list).
 //
 // It implements [prometheus.Collector], [sluice.Observer],
-// [sluice.StoreCallObserver] and [sluice.StoreEvents]. Create it with [New].
+// [sluice.StoreCallObserver], [sluice.ResetObserver], [sluice.StoreEvents]
+// and [sluice.StateHealedEvents]. Create it with [New].
 // It is safe for concurrent use.
 type Collector struct {
 	decisions   *prometheus.CounterVec
@@ -79,6 +80,9 @@ type Collector struct {
 	breaker     *prometheus.GaugeVec
 	transitions *prometheus.CounterVec
 	reloads     *prometheus.CounterVec
+	healed      *prometheus.CounterVec
+	evictions   prometheus.Counter
+	resets      *prometheus.CounterVec
 
 	// The hot path reads rules without locking: an immutable table,
 	// replaced whole (under mu) when a rule name is first seen.
@@ -156,6 +160,16 @@ func New(cfg Config) (*Collector, error) {
 		Namespace: ns, Name: "script_reloads_total", ConstLabels: cfg.ConstLabels,
 		Help: "Times a store endpoint had lost the limiter script and it was loaded again.",
 	}, []string{"endpoint"})
+	c.healed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "state_healed_total", ConstLabels: cfg.ConstLabels,
+		Help: "Bucket keys of a store endpoint found holding something that is not a bucket's state, and replaced.",
+	}, []string{"endpoint"})
+
+	c.evictions = newEvictions(ns, cfg.ConstLabels)
+	c.resets = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "resets_total", ConstLabels: cfg.ConstLabels,
+		Help: "Buckets an operator reset, by rule.",
+	}, []string{"rule"})
 
 	c.latencyOK = c.latency.WithLabelValues("ok")
 	c.latencyErr = c.latency.WithLabelValues("error")
@@ -238,6 +252,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.breaker.Describe(ch)
 	c.transitions.Describe(ch)
 	c.reloads.Describe(ch)
+	c.healed.Describe(ch)
+	c.evictions.Describe(ch)
+	c.resets.Describe(ch)
 }
 
 // Collect sends the collector's current metrics to ch. It implements
@@ -249,6 +266,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.breaker.Collect(ch)
 	c.transitions.Collect(ch)
 	c.reloads.Collect(ch)
+	c.healed.Collect(ch)
+	c.evictions.Collect(ch)
+	c.resets.Collect(ch)
 }
 
 // Observe counts d in sluice_decisions_total under d.Rule and d.Outcome.
@@ -363,6 +383,19 @@ func (c *Collector) ScriptReloaded(endpoint string) {
 	c.reloads.WithLabelValues(strings.ToValidUTF8(endpoint, "\uFFFD")).Inc()
 }
 
+// StateHealed counts a bucket key of endpoint replaced because it held
+// something that is not a bucket's state, in sluice_state_healed_total. It
+// implements [sluice.StateHealedEvents].
+func (c *Collector) StateHealed(endpoint string) {
+	c.healed.WithLabelValues(strings.ToValidUTF8(endpoint, "\uFFFD")).Inc()
+}
+
+// ObserveReset counts a bucket an operator reset under rule in
+// sluice_resets_total. It implements [sluice.ResetObserver].
+func (c *Collector) ObserveReset(_ context.Context, rule string) {
+	c.resets.WithLabelValues(strings.ToValidUTF8(rule, "\uFFFD")).Inc()
+}
+
 // Error kinds, the values of the kind label of sluice_store_errors_total.
 const (
 	kindTimeout = iota
@@ -449,4 +482,5 @@ var (
 	_ sluice.Observer          = (*Collector)(nil)
 	_ sluice.StoreCallObserver = (*Collector)(nil)
 	_ sluice.StoreEvents       = (*Collector)(nil)
+	_ sluice.StateHealedEvents = (*Collector)(nil)
 )

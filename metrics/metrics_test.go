@@ -273,6 +273,33 @@ func TestScriptReloads(t *testing.T) {
 	})
 }
 
+func TestStateHealed(t *testing.T) {
+	c, reg := newCollector(t, metrics.Config{})
+	c.StateHealed("10.0.0.1:6379")
+	c.StateHealed("10.0.0.1:6379")
+	c.StateHealed("10.0.0.2:6379")
+	want(t, series(t, reg), map[string]float64{
+		`sluice_state_healed_total{endpoint="10.0.0.1:6379"}`: 2,
+		`sluice_state_healed_total{endpoint="10.0.0.2:6379"}`: 1,
+	})
+}
+
+func TestResets(t *testing.T) {
+	c, reg := newCollector(t, metrics.Config{})
+	var o sluice.Observer = c
+	ro, ok := o.(sluice.ResetObserver)
+	if !ok {
+		t.Fatal("the collector is not a sluice.ResetObserver")
+	}
+	ro.ObserveReset(context.Background(), "per-ip")
+	ro.ObserveReset(context.Background(), "per-ip")
+	ro.ObserveReset(context.Background(), "per-user")
+	want(t, series(t, reg), map[string]float64{
+		`sluice_resets_total{rule="per-ip"}`:   2,
+		`sluice_resets_total{rule="per-user"}`: 1,
+	})
+}
+
 // TestLabelsCarryNoKeys feeds decisions and store calls whose results and
 // errors mention keys, identities and addresses, and checks that no label
 // has any of them, and that each metric has exactly its documented labels.
@@ -294,6 +321,7 @@ func TestLabelsCarryNoKeys(t *testing.T) {
 	c.ObserveStoreCall(ctx, sluice.StoreCall{Latency: time.Millisecond, Hits: 2, Err: cause})
 	c.BreakerChanged("10.0.0.1:6379", sluice.BreakerClosed, sluice.BreakerOpen)
 	c.ScriptReloaded("10.0.0.1:6379")
+	c.StateHealed("10.0.0.1:6379")
 
 	labels := map[string][]string{
 		"sluice_decisions_total":             {"outcome", "rule"},
@@ -302,6 +330,8 @@ func TestLabelsCarryNoKeys(t *testing.T) {
 		"sluice_breaker_state":               {"endpoint"},
 		"sluice_breaker_transitions_total":   {"endpoint", "from", "to"},
 		"sluice_script_reloads_total":        {"endpoint"},
+		"sluice_state_healed_total":          {"endpoint"},
+		"sluice_memstore_evictions_total":    nil,
 	}
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -631,6 +661,7 @@ func TestScrape(t *testing.T) {
 		"sluice_breaker_state":               "gauge",
 		"sluice_breaker_transitions_total":   "counter",
 		"sluice_script_reloads_total":        "counter",
+		"sluice_memstore_evictions_total":    "counter",
 	} {
 		if types[name] != typ {
 			t.Errorf("# TYPE %s = %q, want %q", name, types[name], typ)

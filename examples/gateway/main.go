@@ -2,8 +2,11 @@
 // limit rules, on the in-memory store or on Redis.
 //
 //	go run ./examples/gateway                         # in-memory store, :8080
+//	export SLUICE_SECRET=$(openssl rand -hex 32)      # the same on every instance
 //	go run ./examples/gateway -redis 127.0.0.1:6379   # Redis store
 //	go run ./examples/gateway -rules examples/gateway/rules.yaml
+//	go run ./examples/gateway -admin 127.0.0.1:9090   # operator API, off by default
+//	go run ./examples/gateway -redis 127.0.0.1:6379 -lease 4  # local leases, 4 instances
 //
 // Then, from another terminal:
 //
@@ -21,6 +24,26 @@
 // rule and a bypass entry. The file is read again every 5 seconds and on
 // SIGHUP; a file with a mistake is refused and logged, and the last good
 // rules stay.
+//
+// On Redis, identities (client addresses, API keys, users) are stored as a
+// keyed hash, so the gateway refuses to start without a secret (-secret or
+// $SLUICE_SECRET) rather than hash them with the store's public default key.
+//
+// SIGTERM or Ctrl-C shuts the gateway down gracefully: it stops accepting
+// connections, lets requests in flight finish, then closes the store. The
+// server bounds how long a client may take to send its headers and its
+// request, how long an idle connection stays open, and the size of the
+// headers (see server.go).
+//
+// With -admin the operator API (package rules/admin) listens on an address
+// of its own: why is this client limited, and unblock it now.
+//
+//	curl -s -d '{"rule":"per-ip","identity":"127.0.0.1"}' localhost:9090/inspect
+//	curl -s -d '{"rule":"per-ip","identity":"127.0.0.1"}' localhost:9090/reset
+//
+// With -lease N the store is wrapped in a lease store (store/lease) for N
+// instances: every token-bucket and fixed-window rule is served from local
+// leases, and the rule file's lease and hot_keys blocks tune each rule.
 package main
 
 import (
@@ -30,6 +53,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -44,6 +68,7 @@ import (
 	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/middleware"
 	"github.com/sluicehq/sluice/rules/rulefile"
+	"github.com/sluicehq/sluice/store/lease"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/redisstore"
 )
@@ -61,7 +86,9 @@ func run() error {
 	secret := flag.String("secret", os.Getenv("SLUICE_SECRET"), "secret for hashing identities into Redis keys (default $SLUICE_SECRET)")
 	mode := flag.String("headers", "ietf", "rate-limit header modes: ietf, draft06, x-ratelimit, none, or a comma-separated combination")
 	budget := flag.Duration("budget", middleware.DefaultBudget, "latency budget of each store call")
+	adminAddr := flag.String("admin", "", "listen address of the operator API (inspect and reset buckets; no authentication, keep it private); empty: off")
 	rulesFile := flag.String("rules", "", "rule file (YAML, or JSON if named *.json) to load and watch; empty uses the built-in rules")
+	leaseInstances := flag.Int("lease", 0, "serve rules from local leases, sized for this many instances; 0 leases nothing")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -79,14 +106,26 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer func() {
+		closeStore()
+		log.Info("gateway stopped; store closed")
+	}()
+	if *leaseInstances > 0 {
+		leased, closeLease, err := withLeases(store, *leaseInstances, log, reg)
+		if err != nil {
+			return err
+		}
+		defer closeLease()
+		store = leased
+	}
 
 	src := rulesSource(goRules)
 	var watcher *rulefile.Watcher
 	if *rulesFile != "" {
 		src = fileRules(*rulesFile, log, &watcher)
 	}
-	router, err := newRouterWith(store, log, src, middleware.WithHeaders(hdr), middleware.WithBudget(*budget), middleware.WithObserver(collector))
+	var limited middleware.Source
+	router, err := newRouterWith(store, log, capture(src, &limited), middleware.WithHeaders(hdr), middleware.WithBudget(*budget), middleware.WithObserver(collector))
 	if watcher != nil {
 		defer watcher.Close()
 		go reloadOnHangup(watcher)
@@ -98,24 +137,21 @@ func run() error {
 	top := http.NewServeMux()
 	top.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	top.Handle("/", router)
-	srv := &http.Server{Addr: *addr, Handler: top, ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
+	if _, err := serveAdmin(ctx, *adminAddr, store, limited, log, collector); err != nil {
+		return err
+	}
 	backend := "memory"
 	if *redisAddr != "" {
 		backend = "redis " + *redisAddr
 	}
-	log.Info("gateway listening", "addr", *addr, "store", backend, "headers", hdr.String(), "rules", cmp.Or(*rulesFile, "built in"))
-	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	log.Info("gateway listening", "addr", ln.Addr().String(), "store", backend, "headers", hdr.String(), "rules", cmp.Or(*rulesFile, "built in"))
+	return serve(ctx, newHTTPServer(top, log), ln, log)
 }
 
 // reloadOnHangup reloads the rule file on every SIGHUP, for operators who
@@ -129,12 +165,22 @@ func reloadOnHangup(w *rulefile.Watcher) {
 	}
 }
 
+// errNoSecret refuses a Redis store without a secret: the identities in its
+// keys would be hashed with a public key, which anyone holding a dump of
+// the keys could test guesses against.
+var errNoSecret = errors.New("-redis needs a secret to hash identities into Redis keys: " +
+	"set SLUICE_SECRET (or -secret) to the same random value on every instance, " +
+	"such as the output of `openssl rand -hex 32`")
+
 // openStore returns the in-memory store, or a Redis store with a client
 // configured as a limiter needs.
-func openStore(addr, secret string, budget time.Duration, log *slog.Logger, events sluice.StoreEvents) (sluice.Store, func(), error) {
+func openStore(addr, secret string, budget time.Duration, log *slog.Logger, events *metrics.Collector) (sluice.Store, func(), error) {
 	if addr == "" {
-		s := memstore.New(memstore.Config{})
+		s := memstore.New(memstore.Config{Events: events})
 		return s, func() { s.Close() }, nil
+	}
+	if secret == "" {
+		return nil, nil, errNoSecret
 	}
 	client := redis.NewClient(&redis.Options{
 		Addr:                  addr,
@@ -153,4 +199,30 @@ func openStore(addr, secret string, budget time.Duration, log *slog.Logger, even
 		return nil, nil, err
 	}
 	return s, func() { s.Close(); client.Close() }, nil
+}
+
+// withLeases wraps store in a lease store for instances instances: rules
+// without a lease block of their own are leased by default. Its metrics
+// go to reg; the returned func gives every unused token back.
+func withLeases(store sluice.Store, instances int, log *slog.Logger, reg *prometheus.Registry) (sluice.Store, func(), error) {
+	collector, err := metrics.NewLease(metrics.LeaseConfig{Registerer: reg})
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := lease.New(store, lease.Config{
+		Instances: instances,
+		Default:   &sluice.LeasePolicy{Enabled: true},
+		Observer:  collector,
+		Logger:    log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Close(ctx); err != nil {
+			log.Warn("lease tokens not given back", "err", err)
+		}
+	}, nil
 }

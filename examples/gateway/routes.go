@@ -42,7 +42,7 @@ func newRouterWith(store sluice.Store, log *slog.Logger, src rulesSource, opts .
 		return nil, err
 	}
 	r.Use(fakeAuth, limiter.Handler)
-	r.Get("/", reply(map[string]any{"service": "sluice demo gateway", "try": []string{"/items", "/items/42", "/me"}}))
+	r.Get("/", reply(map[string]any{"service": "sluice demo gateway", "try": []string{"/items", "/items/42", "/me", "/slow?ms=2000"}}))
 	r.Get("/items", reply([]string{"apple", "banana", "cherry"}))
 	r.Get("/items/{id}", func(w http.ResponseWriter, r *http.Request) {
 		reply(map[string]string{"id": chi.URLParam(r, "id")})(w, r)
@@ -54,6 +54,7 @@ func newRouterWith(store sluice.Store, log *slog.Logger, src rulesSource, opts .
 		}
 		reply(map[string]string{"user": user})(w, r)
 	})
+	r.Get("/slow", slow)
 	return r, nil
 }
 

@@ -231,6 +231,7 @@ func Binary(t testing.TB) string {
 		if os.Getenv("REQUIRE_REDIS") == "1" {
 			t.Fatalf("redistest: REQUIRE_REDIS=1 but redis-server is not installed: %v", err)
 		}
+		countSkip(t)
 		t.Skipf("redistest: redis-server not installed (set REQUIRE_REDIS=1 to fail instead): %v", err)
 	}
 	return path

@@ -27,6 +27,32 @@
 // that consumed carries a receipt, [Store.Refund] gives back exactly what it
 // records, and [Store.Reset] makes buckets full again.
 //
+// # Bounded memory
+//
+// The store holds at most [Config.MaxBuckets] buckets (default
+// [DefaultMaxBuckets]), so a flood of identities seen once (rotating IPv6
+// addresses, random API keys) cannot grow it without end. A token bucket
+// under a key such as the rules build costs about 150 bytes; a sliding
+// log also holds one entry per request in its window, which the bound does
+// not count.
+//
+// Buckets that are full again are forgotten by the sweeper, which passes
+// over the store once per [Config.SweepInterval] in small steps. A call
+// that needs a new bucket when the store is full first evicts, from one
+// part of the store at a time, in turn: the buckets there that are full
+// again, then the eighth of them closest to being full again.
+//
+// What eviction forgives: an evicted bucket is full again the next time
+// its key is used, as if it had never been used. A bucket evicted before
+// it was full again gives its key the tokens it would have got back by
+// then, at most a whole burst; taking the buckets closest to full keeps
+// that gift small, and buckets in active use are the last to go. Under a
+// flood of new keys at the bound, expect the least-used identities to be
+// forgiven first. [Store.Evicted] counts evictions, and [Config.Events]
+// reports them (the metrics package exports them as
+// sluice_memstore_evictions_total). Set MaxBuckets above the number of
+// identities active within your longest period.
+//
 // # Keys
 //
 // Keys are compared byte for byte. A key longer than 128 bytes is stored as

@@ -92,3 +92,22 @@ func ExampleStore_Sweep() {
 	// forgot: 3
 	// buckets: 0
 }
+
+// A bounded store: at its bound, a new key evicts a bucket, which is full
+// again the next time its key is used.
+func ExampleConfig_maxBuckets() {
+	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
+	store := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1, MaxBuckets: 2})
+	defer store.Close()
+
+	out := make([]sluice.Result, 1)
+	for _, key := range []string{"a", "b", "c"} {
+		hits := []sluice.Hit{{Key: key, Limit: sluice.PerMinute(10), Cost: 5}}
+		if err := store.Take(context.Background(), hits, out); err != nil {
+			panic(err)
+		}
+	}
+	fmt.Printf("held %d, evicted %d\n", store.Len(), store.Evicted())
+	// Output:
+	// held 2, evicted 1
+}

@@ -138,7 +138,23 @@ type table struct {
 	tb   strTable
 	win  [numAlgorithms]sync.Map // shortKey -> *bucket
 	long sync.Map                // longKey -> *bucket
-	ids  atomic.Uint64
+	c    counts
+}
+
+// counts are the table's counters and its bound.
+type counts struct {
+	ids  atomic.Uint64 // buckets ever created: the next bucket's id
+	live atomic.Int64  // buckets held
+	max  int64         // bound on live; 0: none
+	room func()        // makes room when live reaches max; called holding no lock
+}
+
+// reserve makes room, if the table is full, for a bucket about to be
+// created. The caller holds no lock.
+func (c *counts) reserve() {
+	if c.max > 0 && c.live.Load() >= c.max {
+		c.room()
+	}
 }
 
 // numAlgorithms bounds sluice.Algorithm values; Hit.Check refuses others.
@@ -157,14 +173,14 @@ func (t *table) bucket(k bucketKey, create, again bool) *bucket {
 	case k.long != nil:
 		key := longKey{*k.long, k.alg, k.period}
 		if v, ok = t.long.Load(key); !ok && create {
-			v, ok = t.long.LoadOrStore(key, t.newBucket(k.alg))
+			v = t.store(&t.long, key, k.alg)
 		}
 	case k.alg == sluice.TokenBucket:
-		return t.tb.bucket(k.short, create, again, &t.ids)
+		return t.tb.bucket(k.short, create, again, &t.c)
 	default:
 		key := shortKey{k.short, k.period}
 		if v, ok = t.win[k.alg].Load(key); !ok && create {
-			v, ok = t.win[k.alg].LoadOrStore(key, t.newBucket(k.alg))
+			v = t.store(&t.win[k.alg], key, k.alg)
 		}
 	}
 	if v == nil {
@@ -177,52 +193,88 @@ func (t *table) bucket(k bucketKey, create, again bool) *bucket {
 // is looked up without building a bucketKey.
 func (t *table) tokenBucket(h *sluice.Hit, create, again bool) *bucket {
 	if len(h.Key) <= maxKeyLen {
-		return t.tb.bucket(h.Key, create, again, &t.ids)
+		return t.tb.bucket(h.Key, create, again, &t.c)
 	}
 	return t.bucket(makeKey(h), create, again)
+}
+
+// store returns key's bucket in m, creating it (after making room for it)
+// unless another caller just did.
+func (t *table) store(m *sync.Map, key any, alg sluice.Algorithm) any {
+	t.c.reserve()
+	v, loaded := m.LoadOrStore(key, t.newBucket(alg))
+	if !loaded {
+		t.c.live.Add(1)
+	}
+	return v
 }
 
 // newBucket returns a new bucket for alg, to keep in a sync.Map (strTable
 // makes its own).
 func (t *table) newBucket(alg sluice.Algorithm) *bucket {
 	if alg == sluice.TokenBucket {
-		return &bucket{id: t.ids.Add(1)}
+		return &bucket{id: t.c.ids.Add(1)}
 	}
-	w := &winBucket{bucket: bucket{id: t.ids.Add(1)}}
+	w := &winBucket{bucket: bucket{id: t.c.ids.Add(1)}}
 	w.win = &w.st
 	return &w.bucket
 }
 
-// sweep calls f for every bucket not in use, with the bucket's lock held,
-// and forgets those for which f returns true: it marks them dead (callers
-// that still hold one look its key up again) and removes them while still
-// holding the lock. A bucket whose lock is held right now is in use, so not
-// worth forgetting: sweep passes over it rather than wait, and so never
-// makes a caller wait behind another bucket's caller.
-func (t *table) sweep(f func(b *bucket) (forget bool)) {
-	t.tb.each(func(b *bucket) bool {
-		if !b.mu.TryLock() {
-			return false
-		}
-		defer b.mu.Unlock()
-		b.dead = f(b)
-		return b.dead
-	})
-	visit := func(m *sync.Map) {
-		m.Range(func(key, v any) bool {
-			b := v.(*bucket)
+// numSegments is how many parts the table is swept and evicted in, one at
+// a time: each of strTable's shards, then each sync.Map.
+const numSegments = strShards + numAlgorithms + 1
+
+// visit calls f for every bucket of segment i not in use, with the
+// bucket's lock held, and forgets those for which f returns true: it marks
+// them dead (callers that still hold one look its key up again) and removes
+// them while still holding the lock. It returns how many it forgot. A
+// bucket whose lock is held right now is in use, so not worth forgetting:
+// visit passes over it rather than wait, and so never makes a caller wait
+// behind another bucket's caller.
+func (t *table) visit(i int, f func(b *bucket) (forget bool)) int {
+	if i < strShards {
+		n := t.tb.eachIn(i, func(b *bucket) bool {
 			if !b.mu.TryLock() {
-				return true
+				return false
 			}
 			defer b.mu.Unlock()
-			if f(b) {
-				b.dead = true
-				m.CompareAndDelete(key, v)
-			}
-			return true
+			b.dead = f(b)
+			return b.dead
 		})
+		t.c.live.Add(-int64(n))
+		return n
 	}
-	t.syncMaps(visit)
+	m := &t.long
+	if j := i - strShards; j < numAlgorithms {
+		m = &t.win[j]
+	}
+	n := 0
+	m.Range(func(key, v any) bool {
+		b := v.(*bucket)
+		if !b.mu.TryLock() {
+			return true
+		}
+		defer b.mu.Unlock()
+		if f(b) {
+			b.dead = true
+			if m.CompareAndDelete(key, v) {
+				n++
+			}
+		}
+		return true
+	})
+	t.c.live.Add(-int64(n))
+	return n
+}
+
+// sweep visits every segment (see visit) and returns how many buckets it
+// forgot.
+func (t *table) sweep(f func(b *bucket) (forget bool)) int {
+	n := 0
+	for i := range numSegments {
+		n += t.visit(i, f)
+	}
+	return n
 }
 
 // count calls f once for every bucket, taking no bucket lock.

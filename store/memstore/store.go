@@ -21,6 +21,7 @@ type Store struct {
 	epochU int64        // epoch in Unix microseconds
 	table  table
 	limits limitMemo
+	evict  evictor
 	closed atomic.Bool
 	stop   chan struct{}
 	done   sync.WaitGroup
@@ -39,6 +40,11 @@ func New(cfg Config) *Store {
 	}
 	s.epochU = s.epoch.UnixMicro()
 	s.table.tb.init()
+	if cfg.MaxBuckets > 0 {
+		s.table.c.max = int64(cfg.MaxBuckets)
+		s.table.c.room = s.makeRoom
+	}
+	s.evict.events = cfg.Events
 	if cfg.SweepInterval > 0 {
 		s.done.Add(1)
 		go s.sweepLoop(cfg.SweepInterval)
@@ -281,30 +287,34 @@ func (s *Store) Len() int {
 }
 
 // Sweep forgets every bucket that is full again and returns how many it
-// forgot. The sweeper calls it; tests may too.
+// forgot. The sweeper does the same in steps; tests may call it.
 func (s *Store) Sweep() int {
 	now := s.now()
-	n := 0
-	s.table.sweep(func(b *bucket) bool {
-		if b.full(now) {
-			n++
-			return true
-		}
-		return false
-	})
-	return n
+	return s.table.sweep(func(b *bucket) bool { return b.full(now) })
 }
 
+// sweepSteps is how many steps the sweeper takes to pass over every
+// segment of the table once.
+const sweepSteps = 16
+
+// sweepLoop sweeps a sixteenth of the table's segments every sixteenth of
+// the interval, so that it passes over every bucket once per interval
+// without ever working on more than one segment at a time.
 func (s *Store) sweepLoop(every time.Duration) {
 	defer s.done.Done()
-	t := time.NewTicker(every)
+	t := time.NewTicker(max(every/sweepSteps, time.Microsecond))
 	defer t.Stop()
+	hand := 0
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.Sweep()
+			now := s.now()
+			for range (numSegments + sweepSteps - 1) / sweepSteps {
+				s.table.visit(hand, func(b *bucket) bool { return b.full(now) })
+				hand = (hand + 1) % numSegments
+			}
 		}
 	}
 }

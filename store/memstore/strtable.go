@@ -70,7 +70,7 @@ var noSlots = strSlots{s: make([]strSlot, 1)}
 // there is none. It takes no lock unless it creates the bucket or again is
 // set: a caller that found the bucket dead asks again, and waits for the
 // sweeper to publish the shard's new table.
-func (t *strTable) bucket(key string, create, again bool, ids *atomic.Uint64) *bucket {
+func (t *strTable) bucket(key string, create, again bool, c *counts) *bucket {
 	h := maphash.String(t.seed, key)
 	sh := &t.shards[h>>(64-strShardBits)]
 	if !again {
@@ -78,7 +78,10 @@ func (t *strTable) bucket(key string, create, again bool, ids *atomic.Uint64) *b
 			return b
 		}
 	}
-	return sh.lockedBucket(h, key, create, ids)
+	if create {
+		c.reserve()
+	}
+	return sh.lockedBucket(h, key, create, c)
 }
 
 // find returns key's bucket, or nil if there is none, taking no lock.
@@ -88,14 +91,15 @@ func (t *strTable) find(key string) *bucket {
 }
 
 // lockedBucket is bucket under the shard's mutex.
-func (sh *strShard) lockedBucket(h uint64, key string, create bool, ids *atomic.Uint64) *bucket {
+func (sh *strShard) lockedBucket(h uint64, key string, create bool, c *counts) *bucket {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if b := sh.find(h, key); b != nil || !create {
 		return b
 	}
-	b := &bucket{id: ids.Add(1), key: key}
+	b := &bucket{id: c.ids.Add(1), key: key}
 	sh.insert(h, b)
+	c.live.Add(1)
 	return b
 }
 
@@ -161,24 +165,30 @@ func place(tab *strSlots, h uint64, b *bucket) {
 	sl.e.Store(b)
 }
 
-// each calls f for every bucket, one shard at a time, under the shard's
-// mutex. When f returns true the bucket is dropped: f must have marked it
-// dead first. Shards from which something was dropped get a new table,
-// sized for what is left.
+// each calls f for every bucket, one shard at a time (see eachIn).
 func (t *strTable) each(f func(*bucket) (drop bool)) {
 	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		tab := sh.slots.Load()
-		dropped := 0
-		for j := range tab.s {
-			if b := tab.s[j].e.Load(); b != nil && f(b) {
-				dropped++
-			}
-		}
-		if dropped > 0 {
-			sh.rebuild(tab, slotsFor(sh.n-dropped))
-		}
-		sh.mu.Unlock()
+		t.eachIn(i, f)
 	}
+}
+
+// eachIn calls f for every bucket of shard i, under the shard's mutex, and
+// returns how many it dropped. When f returns true the bucket is dropped:
+// f must have marked it dead first. If something was dropped the shard
+// gets a new table, sized for what is left.
+func (t *strTable) eachIn(i int, f func(*bucket) (drop bool)) int {
+	sh := &t.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	tab := sh.slots.Load()
+	dropped := 0
+	for j := range tab.s {
+		if b := tab.s[j].e.Load(); b != nil && f(b) {
+			dropped++
+		}
+	}
+	if dropped > 0 {
+		sh.rebuild(tab, slotsFor(sh.n-dropped))
+	}
+	return dropped
 }

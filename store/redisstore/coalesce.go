@@ -54,15 +54,12 @@ const (
 )
 
 type waiter struct {
-	ctx  context.Context
-	hits []sluice.Hit // read only to decode, while the caller still waits
-	out  []sluice.Result
-	// keys and args are the request's script keys and arguments, built on
-	// the caller's goroutine: a batch may be assembled after the caller gave
-	// up and reused its hits for another request.
-	keys  []string
-	args  []any
-	tb    bool // the request takes the script's token-bucket form when alone
+	ctx context.Context
+	// req holds the request's script keys and arguments, built on the
+	// caller's goroutine: a batch may be assembled after the caller gave up
+	// and reused its hits for another request. Its hits and out are read
+	// only to decode, while the caller still waits.
+	req   request
 	err   error
 	state atomic.Int32
 	done  chan struct{}
@@ -93,8 +90,7 @@ func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 	// built outside the lock. A lane may have come free meanwhile, and its
 	// goroutine, finding the queue empty, released it: take it then, for
 	// nobody else would send this waiter.
-	w := &waiter{ctx: ctx, hits: hits, out: out, tb: tbForm(hits), done: make(chan struct{}, 1)}
-	w.keys, w.args = c.s.appendRequest(nil, nil, hits)
+	w := &waiter{ctx: ctx, req: c.s.newRequest(hits, out), done: make(chan struct{}, 1)}
 	if c.beforeQueue != nil {
 		c.beforeQueue()
 	}
@@ -138,24 +134,26 @@ func (c *coalescer) claim() bool {
 // goroutine, as a store without coalescing does: no waiter, and the
 // caller's own context, so its cancellation cancels only its own call.
 func (c *coalescer) takeNow(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
-	reply, tb, err := c.callNow(ctx, hits)
+	reqs := []*request{{}}
+	*reqs[0] = c.s.newRequest(hits, out)
+	reply, err := c.callNow(ctx, reqs)
 	if err != nil {
 		return err
 	}
-	return decodeAs(tb, reply, hits, out)
+	return c.s.finish(reply, reqs)
 }
 
 // callNow sends the lone call of takeNow and frees its lane, even if the
 // client panics (a hook may): a lane kept would queue every later call.
-func (c *coalescer) callNow(ctx context.Context, hits []sluice.Hit) (reply any, tb bool, err error) {
+func (c *coalescer) callNow(ctx context.Context, reqs []*request) (reply any, err error) {
 	defer c.handOff()
-	cmd, tb := c.s.command(hits)
+	cmd := takeCommand(reqs)
 	start := c.clock()
 	reply, err = c.s.call(ctx, cmd)
 	if err == nil {
 		c.observe(c.clock().Sub(start))
 	}
-	return reply, tb, err
+	return reply, err
 }
 
 // handOff lets a goroutine drain what queued while the caller's own call
@@ -269,41 +267,24 @@ func (c *coalescer) send(batch []*waiter) error {
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	var keys []string
-	var cmd []any
-	tb := len(batch) == 1 && batch[0].tb
-	if tb {
-		cmd = s.tbCommandOf(batch[0].keys, batch[0].args)
-	} else {
-		requests := make([][]any, len(batch))
-		for i, w := range batch {
-			keys = append(keys, w.keys...)
-			requests[i] = w.args
-		}
-		cmd = s.batchCommand(keys, requests)
+	reqs := make([]*request, len(batch))
+	for i, w := range batch {
+		reqs[i] = &w.req
 	}
 	start := c.clock()
-	reply, err := s.call(ctx, cmd)
+	reply, err := s.call(ctx, takeCommand(reqs))
 	if err != nil {
 		return err
 	}
 	c.observe(c.clock().Sub(start))
-	if tb {
-		if w := batch[0]; w.state.CompareAndSwap(sent, delivered) {
-			w.err = decodeTB(reply, w.hits, w.out)
-		}
-		return nil
+	parts, err := s.split(reply, reqs)
+	if err != nil {
+		return err
 	}
-	vals, ok := reply.([]any)
-	if !ok || len(vals) != 5*len(keys) {
-		return badReply(reply)
-	}
-	for _, w := range batch {
-		n := 5 * len(w.keys)
+	for i, w := range batch {
 		if w.state.CompareAndSwap(sent, delivered) {
-			w.err = decode(vals[:n], w.hits, w.out)
+			w.err = w.req.decode(parts[i])
 		}
-		vals = vals[n:]
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ type Config struct {
 	// built-in, public key, which still keeps identities out of keys in
 	// clear but lets anyone holding a dump test guesses (an IPv4 address
 	// has only 2^32 values): set a random secret of 32 bytes in production.
+	// Without one, New logs a warning saying so.
 	Secret []byte
 	// AllowUnsafeClient skips the check of the client's options (see the
 	// package documentation). Only for clients whose options cannot be

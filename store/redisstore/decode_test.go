@@ -2,101 +2,91 @@ package redisstore
 
 import (
 	"errors"
-	"math/rand/v2"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/algo"
 )
 
-// TestDecodeTBAgreesWithTokenBucket checks the claim the token-bucket
-// form's reply rests on: for each hit, the reset-after before its decision
-// and whether it passed give the same result as deciding at the script's
-// own time, hit after hit against the states the earlier hits left
-// (tentatively: a refused request consumes nothing), as the batch form
-// and the memory store decide.
-func TestDecodeTBAgreesWithTokenBucket(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	limits := []sluice.Limit{sluice.PerSecond(10), sluice.PerMinute(7).WithBurst(3), sluice.Per(1000, time.Hour), sluice.PerSecond(1_000_000)}
-	for range 50_000 {
-		now := rng.Int64N(1 << 45)
-		n := 1 + rng.IntN(4)
-		hits := make([]sluice.Hit, n)
-		tats := map[string]int64{} // a bucket's arrival time, by key
-		for i := range hits {
-			l := limits[rng.IntN(len(limits))]
-			key := string(rune('a' + rng.IntN(3))) // keys repeat within a request
-			hits[i] = sluice.Hit{Key: key, Limit: l, Cost: rng.Int64N(l.Capacity() + 2)}
-			if _, ok := tats[key]; !ok {
-				switch rng.IntN(3) {
-				case 0: // never used
-				case 1: // in the past
-					tats[key] = now - rng.Int64N(now)
-				default: // in debt, up to twice the capacity
-					tats[key] = now + rng.Int64N(2*l.Capacity()*l.IntervalMicros()+1)
-				}
-			}
-		}
-		// The reference: decide hit after hit, then build each result.
-		outcomes := make([]algo.Outcome, n)
-		reply := make([]any, n)
-		admitted := true
-		for i, h := range hits {
-			tat := tats[h.Key]
-			o, next := algo.TokenBucket(now, tat, h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Units(), false)
-			outcomes[i] = o
-			v := max(tat-now, 0)
-			if o.Allowed {
-				tats[h.Key] = next
-			} else {
-				v, admitted = -1-v, false
-			}
-			reply[i] = v
-		}
-		want := make([]sluice.Result, n)
-		for i := range outcomes {
-			outcomes[i].Result(&want[i], hits[i].Limit, admitted)
-		}
-		var r any = reply
-		if n == 1 {
-			r = reply[0]
-		}
-		got := make([]sluice.Result, n)
-		if err := decodeTB(r, hits, got); err != nil {
-			t.Fatal(err)
-		}
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("now %d, hits %+v: hit %d decoded %+v, want %+v", now, hits, i, got[i], want[i])
-			}
+// decodeStore is a store that only decodes: split reports healed keys
+// through it.
+func decodeStore() *Store {
+	return &Store{keys: newKeyer(defaultPrefix, []byte("test")), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+func TestDecodeTakeReply(t *testing.T) {
+	tb := sluice.Hit{Key: "a", Limit: sluice.PerSecond(10), Cost: 2}
+	log := sluice.Hit{Key: "b", Limit: sluice.PerSecond(10), Algorithm: sluice.SlidingLog, Cost: 1, Force: true}
+	s := decodeStore()
+	hits := []sluice.Hit{tb, log}
+	out := make([]sluice.Result, 2)
+	r := s.newRequest(hits, out)
+	reply := []any{int64(1), int64(2), // one key replaced: hit 2's
+		int64(1 + 4*2), int64(8), int64(200_000), int64(0), int64(12345), // taken 2 at mark 12345
+		int64(2), int64(10), int64(0), int64(0), int64(99), int64(7)} // unsatisfiable, forced: no receipt
+	if err := s.finish(reply, []*request{&r}); err != nil {
+		t.Fatal(err)
+	}
+	want := []sluice.Result{
+		{Allowed: true, Limit: tb.Limit, Remaining: 8, ResetAfter: 200 * time.Millisecond, Receipt: sluice.Receipt{Taken: 2, Mark: 12345}},
+		{Unsatisfiable: true, Limit: log.Limit, Remaining: 10},
+	}
+	for i := range want {
+		if out[i] != want[i] {
+			t.Errorf("hit %d: %+v, want %+v", i, out[i], want[i])
 		}
 	}
 }
 
-func TestDecodeTBRefusesAReplyThatDisagrees(t *testing.T) {
-	hit := sluice.Hit{Limit: sluice.PerSecond(10), Cost: 1}
+func TestDecodeRefusesMalformedTakeReplies(t *testing.T) {
+	tb := sluice.Hit{Key: "a", Limit: sluice.PerSecond(10), Cost: 2}
+	forced := tb
+	forced.Force = true
+	log := sluice.Hit{Key: "b", Limit: sluice.PerSecond(10), Algorithm: sluice.SlidingLog, Cost: 1}
+	ok := []any{int64(0), int64(1), int64(8), int64(0), int64(0), int64(1)}
+	for _, tc := range []struct {
+		name  string
+		hits  []sluice.Hit
+		reply any
+	}{
+		{"not an array", []sluice.Hit{tb}, int64(1)},
+		{"empty", []sluice.Hit{tb}, []any{}},
+		{"a string", []sluice.Hit{tb}, []any{int64(0), "1", int64(8), int64(0), int64(0), int64(1)}},
+		{"too short", []sluice.Hit{tb}, ok[:5]},
+		{"too long", []sluice.Hit{tb}, append(append([]any{}, ok...), int64(0))},
+		{"no sequence for a log", []sluice.Hit{log}, ok},
+		{"negative heal count", []sluice.Hit{tb}, append([]any{int64(-1)}, ok[1:]...)},
+		{"heal count past the end", []sluice.Hit{tb}, append([]any{int64(9)}, ok[1:]...)},
+		{"healed hit out of range", []sluice.Hit{tb}, append([]any{int64(1), int64(2)}, ok[1:]...)},
+		{"negative remaining", []sluice.Hit{tb}, []any{int64(0), int64(1), int64(-8), int64(0), int64(0), int64(1)}},
+		{"took more than the cost", []sluice.Hit{tb}, []any{int64(0), int64(1 + 4*3), int64(8), int64(0), int64(0), int64(1)}},
+		{"a forced hit with a receipt", []sluice.Hit{forced}, []any{int64(0), int64(1 + 4*2), int64(8), int64(0), int64(0), int64(1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := decodeStore()
+			r := s.newRequest(tc.hits, make([]sluice.Result, len(tc.hits)))
+			err := s.finish(tc.reply, []*request{&r})
+			var se *sluice.StoreError
+			if !errors.As(err, &se) || !se.Ambiguous || !errors.Is(err, sluice.ErrUnavailable) {
+				t.Fatalf("reply %#v: error %v, want an ambiguous ErrUnavailable", tc.reply, err)
+			}
+		})
+	}
+}
+
+func TestDecodeRefundReply(t *testing.T) {
 	for _, tc := range []struct {
 		reply any
-		hits  int
+		n     int
+		ok    bool
 	}{
-		{int64(2_000_000), 1}, // "passed", yet twice the capacity is in use
-		{int64(-1), 1},        // "refused", yet the bucket is full
-		{"1", 1},
-		{[]any{int64(1)}, 1},
-		{int64(1), 2},
-		{[]any{int64(1)}, 2},
-		{[]any{int64(1), "1"}, 2},
-		{[]any{int64(1), int64(-1)}, 2}, // the second "refused" on a full bucket
+		{int64(0), 2, true}, {int64(2), 2, true}, {int64(3), 2, false}, {int64(-1), 2, false},
+		{"1", 2, false}, {[]any{int64(1)}, 2, false}, {nil, 1, false},
 	} {
-		hits := make([]sluice.Hit, tc.hits)
-		for i := range hits {
-			hits[i] = hit
-		}
-		err := decodeTB(tc.reply, hits, make([]sluice.Result, tc.hits))
-		var se *sluice.StoreError
-		if !errors.As(err, &se) || !se.Ambiguous || !errors.Is(err, sluice.ErrUnavailable) {
-			t.Errorf("reply %#v for %d hits: error %v, want an ambiguous ErrUnavailable", tc.reply, tc.hits, err)
+		if err := decodeRefund(tc.reply, tc.n); (err == nil) != tc.ok {
+			t.Errorf("reply %#v for %d refunds: %v", tc.reply, tc.n, err)
 		}
 	}
 }

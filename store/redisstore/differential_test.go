@@ -33,7 +33,8 @@ var ruleMix = []struct {
 }
 
 // TestDifferentialMemstoreVsRedis replays seeded random sequences of (time
-// step, keys, rule mix, cost, shadow, forced charges) against memstore and
+// step, keys, rule mix, cost, shadow, peeks, partial hits, forced charges,
+// refunds of earlier takes) against memstore and
 // the Redis store on a real redis-server, both on one fake clock, and
 // requires identical results at every step: both stores compute the same
 // integer microseconds, so they must agree exactly.
@@ -57,8 +58,22 @@ func TestDifferentialMemstoreVsRedis(t *testing.T) {
 
 func replay(t *testing.T, rng *rand.Rand, clock *storetest.Clock, a, b sluice.Store, ops int, keyPrefix string) {
 	ctx := context.Background()
+	var taken []sluice.Refund // what earlier hits took, to give back
 	for op := range ops {
 		clock.Advance(randomStep(rng))
+		ra, okA := a.(sluice.Refunder)
+		rb, okB := b.(sluice.Refunder)
+		if okA && okB && len(taken) > 0 && rng.IntN(5) == 0 {
+			// Give back some or all of an earlier take, on both stores.
+			i := rng.IntN(len(taken))
+			r := taken[i]
+			taken = append(taken[:i], taken[i+1:]...)
+			r.Units = rng.Int64N(r.Receipt.Taken + 1)
+			if errA, errB := ra.Refund(ctx, []sluice.Refund{r}), rb.Refund(ctx, []sluice.Refund{r}); errA != nil || errB != nil {
+				t.Fatalf("op %d: refund errors %v / %v for %+v", op, errA, errB, r)
+			}
+			continue
+		}
 		hits := randomHits(rng, keyPrefix)
 		outA := make([]sluice.Result, len(hits))
 		outB := make([]sluice.Result, len(hits))
@@ -80,6 +95,11 @@ func replay(t *testing.T, rng *rand.Rand, clock *storetest.Clock, a, b sluice.St
 				}
 			}
 			t.FailNow()
+		}
+		for i := range hits {
+			if outB[i].Receipt.Taken > 0 {
+				taken = append(taken, sluice.Refund{Hit: hits[i], Receipt: outB[i].Receipt})
+			}
 		}
 	}
 }

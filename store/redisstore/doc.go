@@ -3,17 +3,36 @@
 //
 // # Decisions
 //
-// One EVALSHA carries all of a request's hits. The script reads and validates
-// every key first, decides, and writes only if the request is admitted, so an
-// error part-way (a key of the wrong type, out of memory) leaves nothing half
-// applied. It reads the time with redis.call('TIME'), so clock skew between
-// application nodes cannot change a limit. Arithmetic is integer
+// One EVALSHA carries all of a request's hits (with [Config.Coalesce], the
+// hits of several requests, each decided on its own). The script reads every
+// key first, decides, and writes only what admitted requests consumed, at the
+// end, so an error part-way (out of memory) leaves nothing half applied. It
+// reads the time with redis.call('TIME'), so clock skew between application
+// nodes cannot change a limit. Arithmetic is integer
 // microseconds, kept below 2^53 so Lua's doubles are exact; the in-process
 // store computes the same integers, so both give identical answers.
 //
 // When Redis has lost the script (a restart, a failover, SCRIPT FLUSH), the
 // store reloads it transparently with one EVAL: Redis did not run the script,
 // so this cannot consume twice.
+//
+// Every hit that consumed gets a receipt ([sluice.Receipt]), and the store is
+// a [sluice.Refunder]: Refund gives back what hits took, in one call of a
+// second script, by the rules of the in-process store (a token bucket gets
+// back at most what the take still holds, a window only while the take's
+// window still counts, a sliding log shrinks the entry the take added). A
+// refund is never retried. It is a [sluice.Resetter] too: Reset deletes the
+// buckets' keys.
+//
+// # State that heals
+//
+// A bucket key holding something that is not a bucket's state (a key of
+// another type, a value or a log entry that does not parse) is read as an
+// empty bucket and replaced by the check that finds it: deleted, then
+// written as any bucket is if the check consumed. The store counts it
+// ([sluice.StateHealedEvents], which the metrics package implements, through
+// [Config.Events]) and logs it as a warning, once per key found, naming the
+// key as stored, which holds no identity.
 //
 // # Keys
 //
@@ -30,8 +49,7 @@
 // the time until the bucket is full again, when its state is
 // indistinguishable from a bucket never used, and at least one second, so a
 // client that returns within a second finds its key rather than creating it
-// anew (under limits that refill in milliseconds, keys recreated on every
-// request kept Redis's expiry cycle busy and raised every client's p99).
+// anew (keys recreated on every request keep Redis's expiry cycle busy).
 //
 // # Client settings
 //

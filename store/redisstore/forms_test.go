@@ -32,28 +32,29 @@ func (*argCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return next
 }
 
-// TestTokenBucketRequestsTakeTheTokenBucketForm checks which requests take
-// the script's token-bucket form, three arguments per hit, and that the
-// others take the batch form, uncoalesced and as a coalescer's lone call.
-func TestTokenBucketRequestsTakeTheTokenBucketForm(t *testing.T) {
+// TestOneRequestForm checks that every request takes the script's one
+// form, uncoalesced and as a coalescer's lone call: the clock, then four
+// arguments per hit and a fifth for a partial hit's minimum.
+func TestOneRequestForm(t *testing.T) {
 	srv := redistest.Start(t)
 	tb := sluice.Hit{Key: "tb", Limit: sluice.PerMinute(5), Cost: 1}
-	shadow, forced, window := tb, tb, tb
+	shadow, forced, window, partial := tb, tb, tb, tb
 	shadow.Shadow = true
 	forced.Force = true
 	window.Key, window.Algorithm = "sw", sluice.SlidingWindow
+	partial.Key, partial.Cost, partial.MinCost = "partial", 2, 1
 	tests := []struct {
-		name   string
-		hits   []sluice.Hit
-		tbForm bool
+		name string
+		hits []sluice.Hit
+		args int
 	}{
-		{"one token bucket", []sluice.Hit{tb}, true},
-		{"one shadow token bucket", []sluice.Hit{shadow}, true},
-		{"one forced token bucket", []sluice.Hit{forced}, false},
-		{"one sliding window", []sluice.Hit{window}, false},
-		{"two token buckets", []sluice.Hit{tb, {Key: "tb2", Limit: sluice.PerMinute(5), Cost: 1}}, true},
-		{"two token buckets, one shadow", []sluice.Hit{tb, {Key: "tb2", Limit: sluice.PerMinute(5), Cost: 1, Shadow: true}}, false},
-		{"a token bucket and a window", []sluice.Hit{tb, window}, false},
+		{"one token bucket", []sluice.Hit{tb}, 5},
+		{"one shadow token bucket", []sluice.Hit{shadow}, 5},
+		{"one forced token bucket", []sluice.Hit{forced}, 5},
+		{"one sliding window", []sluice.Hit{window}, 5},
+		{"one partial hit", []sluice.Hit{partial}, 6},
+		{"two token buckets", []sluice.Hit{tb, {Key: "tb2", Limit: sluice.PerMinute(5), Cost: 1}}, 9},
+		{"a token bucket and a window", []sluice.Hit{tb, window}, 9},
 	}
 	for _, coalesce := range []int{0, 8} {
 		for _, tt := range tests {
@@ -70,11 +71,11 @@ func TestTokenBucketRequestsTakeTheTokenBucketForm(t *testing.T) {
 				if err := s.Take(context.Background(), hits, out); err != nil {
 					t.Fatal(err)
 				}
-				if !out[0].Allowed || out[0].Remaining != 4 {
-					t.Fatalf("result %+v, want allowed with 4 remaining", out[0])
+				if want := 5 - hits[0].Units(); !out[0].Allowed || out[0].Remaining != want {
+					t.Fatalf("result %+v, want allowed with %d remaining", out[0], want)
 				}
-				if tbForm := count.args == 3*count.keys; tbForm != tt.tbForm || count.keys != len(hits) {
-					t.Fatalf("%d keys, %d script arguments; want the token-bucket form: %v", count.keys, count.args, tt.tbForm)
+				if count.keys != len(hits) || count.args != tt.args {
+					t.Fatalf("%d keys, %d script arguments; want %d and %d", count.keys, count.args, len(hits), tt.args)
 				}
 			})
 		}

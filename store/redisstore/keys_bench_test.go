@@ -16,10 +16,9 @@ func BenchmarkKey(b *testing.B) {
 }
 
 // BenchmarkCommand measures building a script command: keys, arguments,
-// the slice go-redis sends. One and four token buckets take the
-// token-bucket form; four sliding windows, the batch form.
+// the slice go-redis sends, for one request of one or four hits.
 func BenchmarkCommand(b *testing.B) {
-	s := &Store{keys: newKeyer(defaultPrefix, []byte("bench secret")), sha: takeSHA}
+	s := &Store{keys: newKeyer(defaultPrefix, []byte("bench secret"))}
 	hit := sluice.Hit{Key: "6:per-ip2:ip198.51.100.77", Limit: sluice.PerSecond(10), Cost: 1}
 	window := hit
 	window.Algorithm = sluice.SlidingWindow
@@ -32,14 +31,11 @@ func BenchmarkCommand(b *testing.B) {
 		{"4 sliding windows", []sluice.Hit{window, window, window, window}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
+			out := make([]sluice.Result, len(bc.hits))
 			b.ReportAllocs()
 			for b.Loop() {
-				if tbForm(bc.hits) {
-					_ = s.tbCommand(bc.hits)
-				} else {
-					keys, args := s.appendRequest(nil, nil, bc.hits)
-					_ = s.batchCommand(keys, [][]any{args})
-				}
+				r := s.newRequest(bc.hits, out)
+				_ = takeCommand([]*request{&r})
 			}
 		})
 	}

@@ -59,72 +59,6 @@ func TestContentionCatchesNonAtomicStore(t *testing.T) {
 	}
 }
 
-// TestWrongTypeKeyAloneIsCorruptState sends one hit, of each algorithm, to
-// a key holding a hash, through the server clock: the script's own read
-// raises WRONGTYPE. Redis 7 reports it as WRONGTYPE, Redis 6 wraps it in
-// "ERR Error running script"; either way it is ErrCorruptState, and not
-// ambiguous, since the script wrote nothing. CI runs this package against
-// Redis 6.0 as well (.ci/run, .ci/redis6), which checks the wrapped form.
-func TestWrongTypeKeyAloneIsCorruptState(t *testing.T) {
-	srv := redistest.Start(t)
-	c := newClient(t, srv.Addr)
-	s := newStore(t, c, nil)
-	ctx := context.Background()
-	for _, alg := range []sluice.Algorithm{sluice.TokenBucket, sluice.SlidingWindow, sluice.FixedWindow, sluice.SlidingLog} {
-		t.Run(alg.String(), func(t *testing.T) {
-			h := sluice.Hit{Key: "hashed-" + alg.String(), Algorithm: alg, Limit: sluice.PerMinute(10), Cost: 1}
-			if err := c.HSet(ctx, redisstore.KeyOf(s, h), "f", "v").Err(); err != nil {
-				t.Fatal(err)
-			}
-			err := s.Take(ctx, []sluice.Hit{h}, make([]sluice.Result, 1))
-			if !errors.Is(err, sluice.ErrCorruptState) || sluice.IsAmbiguous(err) {
-				t.Fatalf("err = %v, want ErrCorruptState, not ambiguous", err)
-			}
-		})
-	}
-}
-
-func TestWrongTypeKeyLeavesEarlierHitsUntouched(t *testing.T) {
-	srv := redistest.Start(t)
-	c := newClient(t, srv.Addr)
-	s := newStore(t, c, nil)
-	ctx := context.Background()
-	l := sluice.PerMinute(10)
-	hits := []sluice.Hit{{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: l, Cost: 1}, {Key: "c", Limit: l, Cost: 1}}
-	out := make([]sluice.Result, 3)
-	if err := s.Take(ctx, hits, out); err != nil {
-		t.Fatal(err)
-	}
-	before := map[string]string{}
-	for _, h := range hits[:2] {
-		before[h.Key] = c.Get(ctx, redisstore.KeyOf(s, h)).Val()
-	}
-	// Someone else's hash sits where the third bucket lives.
-	third := redisstore.KeyOf(s, hits[2])
-	if err := c.Del(ctx, third).Err(); err != nil {
-		t.Fatal(err)
-	}
-	c.HSet(ctx, third, "f", "v")
-
-	err := s.Take(ctx, hits, out)
-	if !errors.Is(err, sluice.ErrCorruptState) || sluice.IsAmbiguous(err) {
-		t.Fatalf("err = %v, want ErrCorruptState, not ambiguous", err)
-	}
-	for _, h := range hits[:2] {
-		if got := c.Get(ctx, redisstore.KeyOf(s, h)).Val(); got != before[h.Key] {
-			t.Fatalf("bucket %s changed from %s to %s although the call failed", h.Key, before[h.Key], got)
-		}
-	}
-	// A string that is not a sluice state is refused the same way.
-	c.Set(ctx, third, "not a number", time.Minute)
-	if err := s.Take(ctx, hits, out); !errors.Is(err, sluice.ErrCorruptState) {
-		t.Fatalf("err = %v, want ErrCorruptState", err)
-	}
-	if got := peek(t, s, hits[0]).Remaining; got != 9 {
-		t.Fatalf("first bucket: remaining %d, want 9", got)
-	}
-}
-
 func TestScriptFlushIsReloadedTransparently(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr)
@@ -274,8 +208,9 @@ func TestUnsafeClientsAreRefused(t *testing.T) {
 	}{
 		{"default retries", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), "MaxRetries: -1"},
 		{"deadlines ignored", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}), "ContextTimeoutEnabled: true"},
-		{"cluster", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), "Cluster"},
+		{"cluster, deadlines ignored", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), "ContextTimeoutEnabled: true in redis.ClusterOptions"},
 		{"ring", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}), "Ring"},
+		{"failover cluster", redis.NewFailoverClusterClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), "redis.NewFailoverClient"},
 	}
 	for _, tc := range cases {
 		t.Cleanup(func() { tc.c.(interface{ Close() error }).Close() })
@@ -302,7 +237,7 @@ func TestWarnsWhenKeysCanBeEvicted(t *testing.T) {
 	srv := redistest.Start(t, "--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru")
 	var buf syncBuffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
-	s, err := redisstore.New(newClient(t, srv.Addr), redisstore.Config{Logger: logger})
+	s, err := redisstore.New(newClient(t, srv.Addr), redisstore.Config{Secret: []byte("test secret"), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +249,7 @@ func TestWarnsWhenKeysCanBeEvicted(t *testing.T) {
 
 	ok := redistest.Start(t, "--maxmemory", "100mb", "--maxmemory-policy", "noeviction")
 	buf.Reset()
-	s, _ = redisstore.New(newClient(t, ok.Addr), redisstore.Config{Logger: logger})
+	s, _ = redisstore.New(newClient(t, ok.Addr), redisstore.Config{Secret: []byte("test secret"), Logger: logger})
 	redisstore.WaitStartupCheck(s)
 	s.Close()
 	if out := buf.String(); out != "" {

@@ -5,8 +5,6 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
-	"fmt"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
@@ -17,163 +15,256 @@ import (
 // ("evalsha", digest, key count, keys, arguments), and sends it with
 // Process: one slice per call, where redis.Script would build two.
 
-//go:embed take.lua
-var takeSource string
-
-// takeSHA is take.lua's SHA1 digest, by which EVALSHA names it.
-var takeSHA = func() string {
-	sum := sha1.Sum([]byte(takeSource))
-	return hex.EncodeToString(sum[:])
-}()
-
-// clockArg is the batch form's first argument: "" for the server clock,
-// or the test clock.
-func (s *Store) clockArg() string {
-	if s.now != nil {
-		return strconv.FormatInt(s.now(), 10)
-	}
-	return ""
-}
-
-// maxTBHits bounds the hits of a request in the token-bucket form: the
-// script unpacks their keys onto Lua's stack.
-const maxTBHits = 100
-
-// tbForm reports whether a request of hits takes the script's token-bucket
-// form (see take.lua), the most common request: every hit a token bucket
-// that takes exactly its cost, none forced or a peek, and none shadow
-// unless it is alone (a single hit's shadow
-// flag changes nothing, as it cannot refuse the request for another).
-func tbForm(hits []sluice.Hit) bool {
-	if len(hits) == 0 || len(hits) > maxTBHits {
-		return false
-	}
-	for i := range hits {
-		if h := &hits[i]; h.Algorithm != sluice.TokenBucket || h.Force || h.Peek || h.MinCost > 0 || (h.Shadow && len(hits) > 1) {
-			return false
-		}
-	}
-	return true
-}
-
-// command returns the command deciding one request of hits on its own,
-// and whether it takes the token-bucket form.
-func (s *Store) command(hits []sluice.Hit) (cmd []any, tb bool) {
-	if tbForm(hits) {
-		return s.tbCommand(hits), true
-	}
-	keys, args := s.appendRequest(nil, nil, hits)
-	return s.batchCommand(keys, [][]any{args}), false
-}
-
-// decodeAs fills out from the reply to a command of one request of hits,
-// in the token-bucket form or not.
-func decodeAs(tb bool, reply any, hits []sluice.Hit, out []sluice.Result) error {
-	if tb {
-		return decodeTB(reply, hits, out)
-	}
-	return decode(reply, hits, out)
-}
-
-// tbCommand returns the command deciding hits in the token-bucket form:
-// three arguments per hit, and the test clock when there is one.
-func (s *Store) tbCommand(hits []sluice.Hit) []any {
-	if len(hits) == 1 { // the commonest call, in one allocation
-		h := &hits[0]
-		if s.now == nil {
-			return []any{"evalsha", s.sha, 1, s.keys.key(h), h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Units()}
-		}
-		return []any{"evalsha", s.sha, 1, s.keys.key(h), h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Units(), s.now()}
-	}
-	cmd := make([]any, 0, 4+4*len(hits))
-	cmd = append(cmd, "evalsha", s.sha, len(hits))
-	for i := range hits {
-		cmd = append(cmd, s.keys.key(&hits[i]))
-	}
-	for i := range hits {
-		h := &hits[i]
-		cmd = append(cmd, h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Units())
-	}
-	return s.appendClock(cmd)
-}
-
-// tbCommandOf is tbCommand for a request given by its keys and its
-// arguments from appendRequest.
-func (s *Store) tbCommandOf(keys []string, args []any) []any {
-	cmd := make([]any, 0, 4+4*len(keys))
-	cmd = append(cmd, "evalsha", s.sha, len(keys))
-	for _, k := range keys {
-		cmd = append(cmd, k)
-	}
-	for a := args; len(a) >= hitArgs; a = a[hitArgs:] {
-		cmd = append(cmd, a[3], a[2], a[4]) // interval, capacity, cost
-	}
-	return s.appendClock(cmd)
-}
-
-// appendClock appends the token-bucket form's last argument, the test
-// clock, when there is one.
-func (s *Store) appendClock(cmd []any) []any {
-	if s.now != nil {
-		cmd = append(cmd, s.now())
-	}
-	return cmd
-}
-
-// batchCommand returns the command deciding requests in the batch form,
-// each given by its hits' arguments from appendRequest; keys are the
-// buckets of all their hits, in order.
-func (s *Store) batchCommand(keys []string, requests [][]any) []any {
-	cmd := make([]any, 0, 5+len(keys)*(1+hitArgs)+len(requests))
-	cmd = append(cmd, "evalsha", s.sha, len(keys))
-	for _, k := range keys {
-		cmd = append(cmd, k)
-	}
-	cmd = append(cmd, s.clockArg(), len(requests))
-	for _, a := range requests {
-		cmd = append(cmd, len(a)/hitArgs)
-	}
-	for _, a := range requests {
-		cmd = append(cmd, a...)
-	}
-	return cmd
-}
-
-// hitArgs is the number of script arguments per hit; flagShadow,
-// flagForce and flagPeek are the bits of its flags.
-const (
-	hitArgs    = 7
-	flagShadow = 1
-	flagForce  = 2
-	flagPeek   = 4
+var (
+	//go:embed take.lua
+	takeSource string
+	//go:embed refund.lua
+	refundSource string
 )
 
-// appendRequest appends the keys and script arguments of one request's
-// hits (hitArgs per hit) to keys and args.
-func (s *Store) appendRequest(keys []string, args []any, hits []sluice.Hit) ([]string, []any) {
+// A script is a Lua script the store runs by its SHA1 digest.
+type script struct {
+	src string
+	sha any // the digest, boxed once rather than on every call
+}
+
+func newScript(src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+var (
+	takeScript   = newScript(takeSource)
+	refundScript = newScript(refundSource)
+)
+
+// scriptOf returns the script a command built by this package runs.
+func scriptOf(cmd []any) *script {
+	if cmd[1] == refundScript.sha {
+		return refundScript
+	}
+	return takeScript
+}
+
+// A request is one Take call's part of a take script call: its hits'
+// Redis keys and script arguments, built on the caller's goroutine (a
+// coalesced call may be sent after its caller gave up and reused its
+// hits), and where its results go.
+type request struct {
+	hits []sluice.Hit
+	out  []sluice.Result
+	keys []string
+	args []any
+}
+
+// Mode bits of a hit's first script argument, after its algorithm (see
+// take.lua).
+const (
+	modeShadow  = 4
+	modeForce   = 8
+	modePeek    = 16
+	modePartial = 32
+	modeLast    = 64 // the last hit of its request
+)
+
+// newRequest returns the request deciding hits into out.
+func (s *Store) newRequest(hits []sluice.Hit, out []sluice.Result) request {
+	r := request{hits: hits, out: out, keys: make([]string, len(hits)), args: make([]any, 0, 4*len(hits))}
 	for i := range hits {
 		h := &hits[i]
-		keys = append(keys, s.keys.key(h))
-		flags := 0
+		r.keys[i] = s.keys.key(h)
+		mode := int(h.Algorithm)
 		if h.Shadow {
-			flags |= flagShadow
+			mode |= modeShadow
 		}
 		if h.Force {
-			flags |= flagForce
+			mode |= modeForce
 		}
 		if h.Peek {
-			flags |= flagPeek
+			mode |= modePeek
 		}
-		args = append(args, int(h.Algorithm), h.Limit.PeriodMicros(), h.Limit.Capacity(), h.Limit.IntervalMicros(), h.Units(), flags, h.MinCost)
+		if h.MinCost > 0 {
+			mode |= modePartial
+		}
+		if i == len(hits)-1 {
+			mode |= modeLast
+		}
+		p := h.Limit.IntervalMicros()
+		if h.Algorithm != sluice.TokenBucket {
+			p = h.Limit.PeriodMicros()
+		}
+		r.args = append(r.args, mode, p, h.Limit.Capacity(), h.Units())
+		if h.MinCost > 0 {
+			r.args = append(r.args, h.MinCost)
+		}
 	}
-	return keys, args
+	return r
+}
+
+// takeCommand returns the command deciding reqs in one call of the take
+// script, each atomically on its own, in order.
+func takeCommand(reqs []*request) []any {
+	nkeys, nargs := 0, 0
+	for _, r := range reqs {
+		nkeys += len(r.keys)
+		nargs += len(r.args)
+	}
+	cmd := make([]any, 0, 4+nkeys+nargs)
+	cmd = append(cmd, "evalsha", takeScript.sha, nkeys)
+	for _, r := range reqs {
+		for _, k := range r.keys {
+			cmd = append(cmd, k)
+		}
+	}
+	cmd = append(cmd, "") // the server's clock
+	for _, r := range reqs {
+		cmd = append(cmd, r.args...)
+	}
+	return cmd
+}
+
+// decide decides reqs in one call of the take script through the store's
+// client and breaker, and writes each request's results into its out. It is
+// the one way a batch of requests reaches Redis: Take sends one request,
+// the coalescer several. A key found holding something that is not a
+// bucket's state was replaced by the script; decide reports it (see heal).
+func (s *Store) decide(ctx context.Context, reqs []*request) error {
+	reply, err := s.call(ctx, takeCommand(reqs))
+	if err != nil {
+		return err
+	}
+	return s.finish(reply, reqs)
+}
+
+// finish writes each request's results from the reply to takeCommand(reqs).
+func (s *Store) finish(reply any, reqs []*request) error {
+	parts, err := s.split(reply, reqs)
+	if err != nil {
+		return err
+	}
+	for i, r := range reqs {
+		if err := r.decode(parts[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// split checks the shape of a take script reply for reqs, reports the keys
+// it replaced, and returns each request's part of it.
+func (s *Store) split(reply any, reqs []*request) ([][]any, error) {
+	vals, ok := reply.([]any)
+	if !ok || len(vals) == 0 {
+		return nil, badReply("take", reply)
+	}
+	healed, ok := vals[0].(int64)
+	if !ok || healed < 0 || healed > int64(len(vals)-1) {
+		return nil, badReply("take", reply)
+	}
+	marks, vals := vals[1:1+healed], vals[1+healed:]
+	parts := make([][]any, len(reqs))
+	for i, r := range reqs {
+		n := replyLen(r.hits)
+		if len(vals) < n {
+			return nil, badReply("take", reply)
+		}
+		parts[i], vals = vals[:n], vals[n:]
+	}
+	if len(vals) != 0 {
+		return nil, badReply("take", reply)
+	}
+	for _, m := range marks {
+		i, ok := m.(int64)
+		if !ok || i < 1 {
+			return nil, badReply("take", reply)
+		}
+		if key, ok := keyAt(reqs, int(i-1)); ok {
+			s.heal(key)
+		} else {
+			return nil, badReply("take", reply)
+		}
+	}
+	return parts, nil
+}
+
+// keyAt returns the key of the i-th hit of reqs, counted across them.
+func keyAt(reqs []*request, i int) (string, bool) {
+	for _, r := range reqs {
+		if i < len(r.keys) {
+			return r.keys[i], true
+		}
+		i -= len(r.keys)
+	}
+	return "", false
+}
+
+// replyLen is how many integers the take script answers for hits: five per
+// hit, and a sixth for a sliding log's.
+func replyLen(hits []sluice.Hit) int {
+	n := 5 * len(hits)
+	for i := range hits {
+		if hits[i].Algorithm == sluice.SlidingLog {
+			n++
+		}
+	}
+	return n
+}
+
+// maxExact bounds every integer in a take script reply: the script keeps
+// its arithmetic below 2^53, where Lua's doubles are exact.
+const maxExact = 1 << 53
+
+// decode writes r's results from its part of a take script reply: per hit
+// a code (allowed, unsatisfiable, 4 × the units taken), remaining,
+// reset-after and retry-after µs, the receipt's mark and, for a sliding
+// log, its sequence number.
+func (r *request) decode(vals []any) error {
+	if len(vals) != replyLen(r.hits) {
+		return badReply("take", vals)
+	}
+	var n [6]int64
+	for i := range r.hits {
+		h := &r.hits[i]
+		w := 5
+		if h.Algorithm == sluice.SlidingLog {
+			w = 6
+		}
+		for j := range w {
+			v, ok := vals[j].(int64)
+			if !ok || v < 0 || v > maxExact {
+				return badReply("take", vals)
+			}
+			n[j] = v
+		}
+		vals = vals[w:]
+		code, taken := n[0], n[0]>>2
+		if taken > h.Units() || taken > 0 && h.Force {
+			return badReply("take", n)
+		}
+		out := &r.out[i]
+		*out = sluice.Result{
+			Allowed:       code&1 == 1,
+			Unsatisfiable: code&2 == 2,
+			Limit:         h.Limit,
+			Remaining:     n[1],
+			ResetAfter:    algo.Micros(n[2]),
+			RetryAfter:    algo.Micros(n[3]),
+		}
+		if taken > 0 {
+			out.Receipt = sluice.Receipt{Taken: taken, Mark: n[4]}
+			if w == 6 {
+				out.Receipt.Seq = n[5]
+			}
+		}
+	}
+	return nil
 }
 
 // run sends a script command and returns the reply. If Redis lost the
 // script (NOSCRIPT: restart, failover, SCRIPT FLUSH) it sends the source
-// once: Redis did not run the script, so this cannot consume twice.
+// once: Redis did not run the script, so this cannot apply it twice.
 func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
-	c := redis.NewCmd(ctx, cmd...)
+	c := newScriptCmd(ctx, cmd...)
 	_ = s.client.Process(ctx, c)
 	reply, err := c.Result()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -182,96 +273,10 @@ func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 			s.events.ScriptReloaded(s.endpoint)
 		}
 		// A fresh slice: a hook may keep the first command.
-		cmd = append([]any{"eval", takeSource}, cmd[2:]...)
-		c = redis.NewCmd(ctx, cmd...)
+		cmd = append([]any{"eval", scriptOf(cmd).src}, cmd[2:]...)
+		c = newScriptCmd(ctx, cmd...)
 		_ = s.client.Process(ctx, c)
 		reply, err = c.Result()
 	}
 	return reply, err
-}
-
-// decodeTB fills out from the reply of the script's token-bucket form for
-// hits: per hit, the bucket's reset-after before its decision, negative
-// (minus one) if it did not pass; the request was admitted if every hit
-// passed.
-func decodeTB(reply any, hits []sluice.Hit, out []sluice.Result) error {
-	if len(hits) == 1 {
-		v, ok := reply.(int64)
-		if !ok {
-			return badReply(reply)
-		}
-		return decodeTBHit(v, v >= 0, &hits[0], &out[0])
-	}
-	vals, ok := reply.([]any)
-	if !ok || len(vals) != len(hits) {
-		return badReply(reply)
-	}
-	admitted := true
-	for _, v := range vals {
-		n, ok := v.(int64)
-		if !ok {
-			return badReply(reply)
-		}
-		admitted = admitted && n >= 0
-	}
-	for i, v := range vals {
-		if err := decodeTBHit(v.(int64), admitted, &hits[i], &out[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// decodeTBHit fills r for hit h from its integer v in the token-bucket
-// form's reply, in a request admitted or not. algo.TokenBucket works out
-// the rest at time 0, which gives what the script would have at its own
-// time, as a token bucket's decision depends on the arrival time relative
-// to now alone.
-func decodeTBHit(v int64, admitted bool, h *sluice.Hit, r *sluice.Result) error {
-	passed, reset := v >= 0, v
-	if !passed {
-		reset = -1 - v
-	}
-	o, _ := algo.TokenBucket(0, reset, h.Limit.IntervalMicros(), h.Limit.Capacity(), h.Units(), false)
-	if o.Allowed != passed {
-		// Go and Lua disagree: a bug, or a script of another version.
-		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable, Ambiguous: true,
-			Err: fmt.Errorf("script reply %d disagrees with the decision it implies", v)}
-	}
-	o.Result(r, h.Limit, admitted) // admitted: every hit passed and consumed
-	return nil
-}
-
-// decode fills out from the script's reply: five integers per hit.
-func decode(reply any, hits []sluice.Hit, out []sluice.Result) error {
-	vals, ok := reply.([]any)
-	if !ok || len(vals) != 5*len(hits) {
-		return badReply(reply)
-	}
-	for i := range hits {
-		var n [5]int64
-		for j := range n {
-			v, ok := vals[5*i+j].(int64)
-			if !ok {
-				return badReply(reply)
-			}
-			n[j] = v
-		}
-		out[i] = sluice.Result{
-			Allowed:       n[0] == 1,
-			Unsatisfiable: n[1] == 1,
-			Limit:         hits[i].Limit,
-			Remaining:     n[2],
-			ResetAfter:    algo.Micros(n[3]),
-			RetryAfter:    algo.Micros(n[4]),
-		}
-	}
-	return nil
-}
-
-// badReply reports a script reply of the wrong shape. The script ran, so
-// the outcome is ambiguous.
-func badReply(reply any) error {
-	return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable, Ambiguous: true,
-		Err: fmt.Errorf("unexpected script reply %T", reply)}
 }

@@ -16,22 +16,22 @@ import (
 // use. Take is atomic across every client of the same Redis node.
 type Store struct {
 	client Client
-	sha    any // takeSHA, boxed once, not on every call
 	keys   *keyer
 	log    *slog.Logger
 
-	reloads  atomic.Int64 // scripts re-sent after NOSCRIPT
-	breaker  *breaker     // nil when disabled
-	coalesce *coalescer   // nil when off
+	reloads atomic.Int64 // scripts re-sent after NOSCRIPT
+	cluster *cluster     // nil unless the client is a *redis.ClusterClient
+	// wrong, once set, fails every call: the start-up check found the
+	// server is a Redis Cluster node behind a client that is not a
+	// cluster client.
+	wrong    atomic.Bool
+	breaker  *breaker   // nil when disabled
+	coalesce *coalescer // nil when off
 	events   sluice.StoreEvents
 	endpoint string
 	closed   atomic.Bool
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-
-	// now, when set, replaces the server clock. Only tests set it, through
-	// export_test.go: production code has no way to.
-	now func() int64
 }
 
 var _ sluice.Store = (*Store)(nil)
@@ -48,6 +48,7 @@ func New(client Client, cfg Config) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrUnsupportedClient)
 	}
+	publicSecret := len(cfg.Secret) == 0
 	cfg = cfg.withDefaults()
 	if strings.ContainsAny(cfg.Prefix, "{}") {
 		return nil, fmt.Errorf("redisstore: prefix %q contains a brace, which would change the keys' hash tag", cfg.Prefix)
@@ -64,7 +65,6 @@ func New(client Client, cfg Config) (*Store, error) {
 	}
 	s := &Store{
 		client:   client,
-		sha:      takeSHA,
 		keys:     newKeyer(cfg.Prefix, cfg.Secret),
 		log:      cfg.Logger,
 		breaker:  newBreaker(endpoint, cfg.Breaker, cfg.Events),
@@ -73,6 +73,16 @@ func New(client Client, cfg Config) (*Store, error) {
 	}
 	if cfg.Coalesce > 1 {
 		s.coalesce = &coalescer{s: s, max: cfg.Coalesce}
+	}
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		s.cluster = newCluster(s, cc, cfg)
+		s.breaker = nil // one per master, in s.cluster
+		if cfg.Endpoint == "" {
+			s.endpoint = "cluster"
+		}
+	}
+	if publicSecret {
+		warnPublicSecret(cfg.Logger)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -107,24 +117,32 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 		// ambiguous timeout that the breaker counts.
 		return ctxError(ctx, false)
 	}
+	if s.wrong.Load() {
+		return misconfigured()
+	}
+	if s.cluster != nil {
+		return s.cluster.take(ctx, hits, out)
+	}
 	if s.coalesce != nil {
 		return s.coalesce.take(ctx, hits, out)
 	}
-	cmd, tb := s.command(hits)
-	reply, err := s.call(ctx, cmd)
-	if err != nil {
-		return err
-	}
-	return decodeAs(tb, reply, hits, out)
+	r := s.newRequest(hits, out)
+	return s.decide(ctx, []*request{&r})
 }
 
-// call runs a script command (see tbCommand and batchCommand) through
+// call runs a script command (see takeCommand and refundCommand) through
 // the circuit breaker and classifies its error.
 func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
-	probe := false
-	if s.breaker != nil {
-		ok, p, retry := s.breaker.allow()
+	probe, b := false, s.breaker
+	if s.cluster != nil { // the breaker of the master of the command's slot
+		b = s.cluster.breakerFor(ctx, cmd[3].(string))
+	}
+	if b != nil {
+		ok, p, retry := b.allow()
 		if !ok {
+			if s.cluster != nil { // the slot may have moved to a promoted replica
+				s.cluster.c.ReloadState(ctx)
+			}
 			return nil, &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrBreakerOpen, RetryAfter: retry}
 		}
 		probe = p
@@ -132,9 +150,12 @@ func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
 	reply, err := s.run(ctx, cmd)
 	if err != nil {
 		err = classify("redisstore: take", err)
+		if s.cluster != nil {
+			s.cluster.failed(ctx, err)
+		}
 	}
-	if s.breaker != nil {
-		s.breaker.record(probe, err)
+	if b != nil {
+		b.record(probe, err)
 	}
 	return reply, err
 }

@@ -1,568 +1,674 @@
--- sluice take script, encoding version 1. Decides a batch of requests, each
--- atomically on its own and in order, as if each had its own call: it
--- reads and validates every key of the batch first, decides request after
--- request (a later request sees what the earlier admitted ones consumed; a
--- refused request consumes nothing), and writes only at the end, so an
--- error part-way leaves nothing applied.
+-- sluice take script, state encoding version 1. Decides a batch of requests,
+-- each atomically on its own and in order, as if each had its own call: it
+-- reads every key of the batch first, decides request after request (a
+-- later request sees what the earlier admitted ones consumed; a refused
+-- request consumes nothing), and writes only at the end.
 --
--- KEYS[i]  the bucket of hit i (the hits of all requests, in order)
--- ARGV[1]  '' to use the server clock (TIME), or a test clock in µs
--- ARGV[2]  R, the number of requests
--- ARGV[2+q] for q = 1..R: the number of hits of request q
--- ARGV[3+R+7(i-1) ..] for hit i: algorithm (0 token bucket, 1 sliding
---          window, 2 fixed window, 3 sliding log), period µs, limit
---          (capacity), emission interval µs, cost, flags (1 shadow, 2 force,
---          4 peek), minimum cost (0, or a partial hit's: it takes what is
---          there, up to cost, if that is at least the minimum)
+-- KEYS[i]  the bucket of hit i (the hits of every request, in order)
+-- ARGV[1]  '' to use the server clock (TIME), or a clock in µs
+-- then, hit after hit, four arguments and for a partial hit a fifth:
+--   mode   algorithm (0 token bucket, 1 sliding window, 2 fixed window,
+--          3 sliding log) + 4 shadow + 8 forced + 16 peek + 32 partial
+--          + 64 for the last hit of its request
+--   p      the emission interval in µs (token bucket) or the period in µs
+--   limit  the capacity
+--   cost   the cost, at least 1
+--   min    a partial hit's minimum cost: it takes what is there, up to
+--          cost, provided that is at least min
 --
--- Returns five integers per hit: allowed (0/1), unsatisfiable (0/1),
--- remaining, reset-after µs, retry-after µs.
---
--- Token-bucket form, for the most common calls: one request whose hits are
--- all token buckets, none forced, none shadow unless it is alone (a single
--- hit's shadow flag changes nothing: it cannot refuse the request for
--- another). For n hits:
--- KEYS[i]  the bucket of hit i
--- ARGV[3i-2 .. 3i] its emission interval µs, limit (capacity) and cost
--- ARGV[3n+1] absent to use the server clock, or a test clock in µs
--- Returns one integer per hit (a bare integer for one hit, else an array):
--- the bucket's reset-after µs before the hit's decision (max(tat - now, 0),
--- tat as the earlier hits of the request left it), or -1 minus it if the
--- hit did not pass. The request is admitted when every hit passed. Every
--- other field of a result follows from its integer, its arguments and
--- whether the request was admitted, as a token bucket's decision depends
--- on tat - now alone: the caller works them out with
--- internal/algo.TokenBucket(0, reset-after, ...). The batch form has at
--- least 3 + 7n arguments (one request), more than this form's 3n + 1.
+-- Returns an array: h, the number of keys found holding something that is
+-- not a bucket's state (another type, or a value that does not parse),
+-- which were replaced; the 1-based indices of h hits, one on each such key;
+-- then per hit: code, remaining, reset-after µs, retry-after µs, mark, and
+-- for a sliding log hit its sequence number. code is allowed (1) + 2 if
+-- unsatisfiable + 4 × the units the hit took (0 for a forced hit and for
+-- one that took nothing). mark and the sequence number locate what it took:
+-- a token bucket's arrival time after it, a window's index, a log entry's
+-- time.
 --
 -- Arithmetic is integer microseconds kept below 2^53, so Lua's doubles are
--- exact; every function mirrors its twin in internal/algo line for line.
-
+-- exact; each algorithm mirrors its twin in internal/algo line for line.
+-- The script defines no functions: a function defined in the script body is
+-- a closure created on every call.
+--
 -- Every write sets a TTL: the time until the state is an empty bucket's,
--- and at least MINPX ms. The floor keeps the key of a client that returns
--- within a second, to be updated in place: under a limit that refills in
--- milliseconds, keys would otherwise expire between a client's requests and
--- be created anew each time, and Redis's expiry cycle would delay every
--- client (measured: p99 2.3 ms against 1.8 ms, redis-benchmark, 64 clients
--- over 10k keys). Stale state reads as empty anyway (a sliding window's
--- index recovery relies on MINPX spanning fewer than 500,000 periods: see
--- parse).
+-- and at least MINPX ms, so a client that returns within a second updates
+-- its key in place rather than creating it anew (keys recreated on every
+-- request keep Redis's expiry cycle busy). Stale state reads as empty
+-- anyway; a sliding window's index recovery relies on MINPX spanning fewer
+-- than 500,000 periods (see below).
 local MINPX = 1000
+local WINDOWMOD = 1000000 -- a sliding window's stored index is kept mod this
+local BIG = 9007199254740992 -- 2^53: no state holds a number this large
 
--- The token-bucket form comes first and returns before anything else is
--- created: a script call's cost is mostly Lua work and argument and reply
--- handling, not Redis commands.
+local now, pad = 0, 0
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  -- A given clock: keys expire in real time, which must not overtake it,
+  -- so they live ten minutes longer.
+  now = tonumber(ARGV[1])
+  pad = 600000000
+end
+
 local n = #KEYS
-if #ARGV <= 3 * n + 1 then
-  local now, pad = 0, 0
-  if #ARGV > 3 * n then
-    now, pad = tonumber(ARGV[3 * n + 1]), 600000000 -- a test clock: see below
-  else
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+-- Single hits of a token bucket, a sliding window or a fixed window, taking
+-- exactly their cost, neither forced nor a peek (mode 64, 65 or 66, or 68,
+-- 69 or 70 for a shadow hit, which alone refuses nothing else): the
+-- commonest calls, decided here without the tables of the general path
+-- below.
+local single = ARGV[2]
+if n == 1 and (single == '64' or single == '65' or single == '66' or single == '68' or single == '69' or single == '70') then
+  local k = KEYS[1]
+  local p, limit, c = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+  local v = redis.pcall('GET', k)
+  local healed = 0
+  if type(v) == 'table' then
+    healed, v = 1, false -- another type
   end
-  if n == 1 then
-    -- One hit, the commonest call: the loop below without its tables (they
-    -- cost a one-hit call about 6 % more Redis CPU).
-    local v = redis.call('GET', KEYS[1]) -- raises WRONGTYPE itself
+  if single == '64' or single == '68' then
     local tat = 0
     if v then
       tat = tonumber(v)
-      if tat == nil or tat < 0 or tat ~= math.floor(tat) then
-        return redis.error_reply('SLUICECORRUPT key 1 does not hold a sluice state')
-      end
+      if tat == nil or tat < 0 or tat >= BIG or tat ~= math.floor(tat) then healed, tat = 1, 0 end
     end
-    local interval = tonumber(ARGV[1])
+    if healed == 1 then redis.call('DEL', k) end
     local base = tat
     if base < now then base = now end
-    local nxt = base + tonumber(ARGV[3]) * interval
-    if nxt - now > tonumber(ARGV[2]) * interval then return -1 - (base - now) end
-    if nxt ~= tat and nxt > now then
-      redis.call('SET', KEYS[1], string.format('%d', nxt), 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now + pad) / 1000))))
+    local tau = limit * p
+    local nxt = base + c * p
+    if c > limit or nxt - now > tau then
+      local retry = 0
+      if c <= limit then retry = nxt - tau - now end
+      local unsat = 0
+      if c > limit then unsat = 2 end
+      local slack = now + tau - base
+      local rem = 0
+      if slack > 0 then rem = math.floor(slack / p) end
+      if healed == 1 then return {1, 1, unsat, rem, base - now, retry, 0} end
+      return {0, unsat, rem, base - now, retry, 0}
     end
-    return base - now
+    if nxt > now then
+      redis.call('SET', k, string.format('%d', nxt), 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now + pad) / 1000))))
+    end
+    local rem = 0
+    if now + tau - nxt > 0 then rem = math.floor((now + tau - nxt) / p) end
+    if healed == 1 then return {1, 1, 1 + 4 * c, rem, nxt - now, 0, nxt} end
+    return {0, 1 + 4 * c, rem, nxt - now, 0, nxt}
   end
-  -- MGET answers false for a key of another type too, so the missing ones
-  -- are checked with one EXISTS.
-  local vals = redis.call('MGET', unpack(KEYS, 1, n))
-  local missing = {}
-  for i = 1, n do
-    if not vals[i] then missing[#missing + 1] = KEYS[i] end
-  end
-  if #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then
-    return redis.error_reply('WRONGTYPE a bucket key holds another type')
-  end
-  -- Read every key, deciding hit after hit against the tentative states;
-  -- write only if every hit passed. gcra below, for unforced hits: a cost
-  -- above the capacity fails the test too (the product need not be exact
-  -- to exceed it).
-  local tats, orig, reply = {}, {}, {}
-  local admitted = true
-  for i = 1, n do
-    local k = KEYS[i]
-    local tat = tats[k]
-    if tat == nil then
-      tat = 0
-      local v = vals[i]
-      if v then
-        tat = tonumber(v)
-        if tat == nil or tat < 0 or tat ~= math.floor(tat) then
-          return redis.error_reply('SLUICECORRUPT key ' .. i .. ' does not hold a sluice state')
-        end
+  if single == '66' or single == '70' then
+    -- A fixed window: see the general path below.
+    local idx = math.floor(now / p)
+    local st, count = idx, 0
+    if v then
+      local x = tonumber(v)
+      if x == nil or x < 0 or x >= BIG or x ~= math.floor(x) then
+        healed = 1
+        redis.call('DEL', k)
+      else
+        st, count = math.floor(x / (p + 1)), x % (p + 1)
       end
-      orig[k] = tat
     end
-    local a = 3 * i
-    local interval = tonumber(ARGV[a - 2])
-    local base = tat
-    if base < now then base = now end
-    local nxt = base + tonumber(ARGV[a]) * interval
-    if nxt - now > tonumber(ARGV[a - 1]) * interval then
-      reply[i] = -1 - (base - now)
-      admitted = false
+    if st > idx then idx = st end
+    if idx ~= st then count = 0 end
+    local el = now - idx * p
+    if el < 0 then el = 0 end
+    local left = p - el
+    if c > limit or count + c > limit then
+      local unsat, retry = 0, left
+      if c > limit then unsat, retry = 2, 0 end
+      local reset = 0
+      if count > 0 then reset = left end
+      local rem = limit - count
+      if rem < 0 then rem = 0 end
+      if healed == 1 then return {1, 1, unsat, rem, reset, retry, 0} end
+      return {0, unsat, rem, reset, retry, 0}
+    end
+    local cap = math.min(2 * limit, p)
+    count = math.min(count + math.min(c, cap), cap)
+    redis.call('SET', k, string.format('%d', idx * (p + 1) + count), 'PX', string.format('%d', math.max(MINPX, math.ceil((left + pad) / 1000))))
+    local rem = limit - count
+    if rem < 0 then rem = 0 end
+    if healed == 1 then return {1, 1, 1 + 4 * c, rem, left, 0, idx} end
+    return {0, 1 + 4 * c, rem, left, 0, idx}
+  end
+  -- A sliding window counter: see the general path below.
+  local idx = math.floor(now / p)
+  local cur, prev, st = 0, 0, idx
+  if v then
+    local lo, hi = tonumber(string.sub(v, -6)), 0
+    if #v > 6 then hi = tonumber(string.sub(v, 1, -7)) end
+    if lo and hi and lo >= 0 and lo < 1000000 and lo == math.floor(lo) and hi >= 0 and hi < 1000000000000 and hi == math.floor(hi) then
+      cur, prev = lo, hi % 1000000
+      local d = (idx - math.floor(hi / 1000000)) % WINDOWMOD
+      if d > WINDOWMOD / 2 then d = d - WINDOWMOD end
+      st = idx - d
     else
-      reply[i] = base - now
-      tats[k] = nxt
+      healed = 1
+      redis.call('DEL', k)
     end
   end
-  if admitted then
-    for i = 1, n do
-      local k = KEYS[i]
-      local tat = tats[k]
-      if tat ~= orig[k] and tat > now then
-        redis.call('SET', k, string.format('%d', tat), 'PX', string.format('%d', math.max(MINPX, math.ceil((tat - now + pad) / 1000))))
-        orig[k] = tat
-      end
-    end
-  end
-  return reply
-end
-
-local now
-local pad = 0 -- extra TTL in µs
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-  -- A test clock: keys expire in real time, which must not overtake the
-  -- test's clock, so they live ten minutes longer. Stale state reads as
-  -- empty anyway.
-  pad = 600000000
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
-local function pexpire(us)
-  return string.format('%d', math.max(MINPX, math.ceil((us + pad) / 1000)))
-end
-
--- gcra decides a cost on a token bucket whose theoretical arrival time is
--- tat (0 when never used), as internal/algo.TokenBucket does. It returns
--- allowed and unsat (0/1), slack and reset (if nothing is consumed),
--- retry, and, when the hit consumes (allowed or forced), the arrival time
--- to keep and the slack and reset after it (nil otherwise). The
--- token-bucket form above inlines it for unforced hits.
-local function gcra(tat, interval, capacity, cost, force)
-  local base = tat
-  if base < now then base = now end
-  local tau = capacity * interval
-  local allowed, unsat, retry, nxt = 0, 0, 0, 0
-  if cost > capacity then
-    unsat = 1
-    nxt = base + math.min(cost, 2 * capacity) * interval
-  else
-    nxt = base + cost * interval
-    if nxt - now > tau then retry = nxt - tau - now else allowed = 1 end
-  end
-  local slack, reset = now + tau - base, base - now
-  if allowed == 0 and not force then
-    return allowed, unsat, slack, reset, retry
-  end
-  nxt = math.max(math.min(nxt, now + 2 * tau), tat)
-  return allowed, unsat, slack, reset, retry, nxt, now + tau - nxt, nxt - now
-end
-
-local TB, SW, FW, SL = 0, 1, 2, 3
-local WINDOWMOD = 1000000 -- a sliding window's stored index is kept mod this
-
--- packsliding encodes a sliding window counter's state as an int-encoded
--- string of at most 18 digits (no leading zeros): the index mod 10^6, then
--- prev and cur in 6 digits each. Counts stay below 10^6 (the limit is
--- capped at 499,999 and a count at twice the limit).
-local function packsliding(idx, cur, prev)
-  local mod = idx % WINDOWMOD
-  if mod > 0 then return string.format('%d%06d%06d', mod, prev, cur) end
-  if prev > 0 then return string.format('%d%06d', prev, cur) end
-  return string.format('%d', cur)
-end
-
-local function corrupt(i)
-  return redis.error_reply('SLUICECORRUPT key ' .. i .. ' does not hold a sluice state')
-end
-
-local function int(s)
-  local n = tonumber(s)
-  if n == nil or n < 0 or n ~= math.floor(n) then return nil end
-  return n
-end
-
-local function ceildiv(a, b)
-  if a <= 0 then return 0 end
-  return math.ceil(a / b)
-end
-
--- parse turns the value v of string key i (false when missing) into the
--- state of algorithm alg, or nil and an error reply.
-local function parse(i, v, alg, period)
-  if not v then return {a = 0, b = 0, c = 0} end
-  if alg == SW then
-    -- Decimal digits [window index mod 10^6][prev, 6 digits][cur, 6
-    -- digits], an int-encoded string (see packsliding). The window index
-    -- is recovered from the clock: only the current and previous windows
-    -- matter, and a bucket expires two windows after its last write, or
-    -- MINPX after it: at most 1000 windows of the shortest period, 1 ms,
-    -- far fewer than the WINDOWMOD / 2 the recovery tells apart.
-    if not string.match(v, '^%d+$') or #v > 18 then return nil, corrupt(i) end
-    local cur = tonumber(string.sub(v, -6))
-    local prev = tonumber(string.sub(v, -12, -7)) or 0
-    local mod = tonumber(string.sub(v, 1, -13)) or 0
-    local idx = math.floor(now / period)
-    local d = (idx - mod) % WINDOWMOD
-    if d > WINDOWMOD / 2 then d = d - WINDOWMOD end -- a window ahead: the clock went back
-    return {a = idx - d, b = cur, c = prev}
-  end
-  local n = int(v)
-  if n == nil then return nil, corrupt(i) end
-  if alg == FW then
-    return {a = math.floor(n / (period + 1)), b = n % (period + 1), c = 0}
-  end
-  return {a = n, b = 0, c = 0}
-end
-
--- readlog returns the live entries of sliding log k (index i). A key of
--- another type raises WRONGTYPE, which aborts the script before anything is
--- written.
-local function readlog(i, k, period)
-  local raw = redis.call('ZRANGEBYSCORE', k, '(' .. string.format('%d', now - period), '+inf')
-  local log = {}
-  for j = 1, #raw do
-    local ts, cost, seq = string.match(raw[j], '^(%d+):(%d+):(%d+)$')
-    if ts == nil then return nil, corrupt(i) end
-    log[j] = {tonumber(ts), tonumber(cost), tonumber(seq)}
-  end
-  table.sort(log, function(x, y) return x[1] < y[1] end)
-  return {log = log}
-end
-
--- Each decide function returns r = {allowed, unsat, slack, reset, retry,
--- slackIf, resetIf} (slack in units, or µs for the token bucket, divided by
--- r.interval) and the state to keep if the hit consumes.
-
-local function tokenbucket(st, interval, capacity, cost, force)
-  local allowed, unsat, slack, reset, retry, nxt, slackif, resetif = gcra(st.a, interval, capacity, cost, force)
-  local r = {allowed = allowed, unsat = unsat, slack = slack, reset = reset, retry = retry, interval = interval}
-  if not nxt then return r, st end
-  r.slackIf, r.resetIf = slackif, resetif
-  return r, {a = nxt, b = 0, c = 0}
-end
-
-local function windowindex(period, stored)
-  local idx = math.floor(now / period)
-  if stored > idx then idx = stored end
-  local el = now - idx * period
+  if st > idx then idx = st end
+  local el = now - idx * p
   if el < 0 then el = 0 end
-  return idx, el
-end
-
-local function fixedwindow(st, period, limit, cost, force)
-  local idx, elapsed = windowindex(period, st.a)
-  local count = st.b
-  if idx ~= st.a then count = 0 end
-  local left = period - elapsed
-  local r = {allowed = 0, unsat = 0, slack = limit - count, reset = 0, retry = 0, interval = 1}
-  if count > 0 then r.reset = left end
-  if cost > limit then
-    r.unsat = 1
-  elseif count + cost > limit then
-    r.retry = left
-  else
-    r.allowed = 1
-  end
-  if r.allowed == 0 and not force then return r, st end
-  local n = math.min(count + cost, math.min(2 * limit, period))
-  r.slackIf = limit - n
-  r.resetIf = 0
-  if n > 0 then r.resetIf = left end
-  return r, {a = idx, b = n, c = 0}
-end
-
-local function slidingreset(cur, prev, left, period)
-  if cur > 0 then return left + period end
-  if prev > 0 then return left end
-  return 0
-end
-
-local function slidingretry(cur, prev, elapsed, period, limit, cost)
-  local room = limit - cur - cost
-  if room >= 0 then
-    local e = period - math.floor(room * period / prev)
-    if e < period then return e - elapsed end
-  end
-  local untilnext = period - elapsed
-  room = limit - cost
-  if cur <= room then return untilnext end
-  return untilnext + period - math.floor(room * period / cur)
-end
-
-local function slidingwindow(st, period, limit, cost, force)
-  local idx, elapsed = windowindex(period, st.a)
-  local cur, prev = st.b, st.c
-  if idx == st.a + 1 then
-    -- (not "cur, prev = 0, cur": miniredis's Lua assigns left to right)
+  if idx == st + 1 then
     prev = cur
     cur = 0
-  elseif idx ~= st.a then
+  elseif idx ~= st then
     cur = 0
     prev = 0
   end
-  local left = period - elapsed
-  local weighted = ceildiv(prev * left, period)
-  local r = {allowed = 0, unsat = 0, slack = limit - cur - weighted, reset = slidingreset(cur, prev, left, period), retry = 0, interval = 1}
-  if cost > limit then
-    r.unsat = 1
-  elseif cur + cost + weighted > limit then
-    r.retry = slidingretry(cur, prev, elapsed, period, limit, cost)
-  else
-    r.allowed = 1
+  local left = p - el
+  local weighted = 0
+  if prev * left > 0 then weighted = math.ceil(prev * left / p) end
+  if c > limit or cur + c + weighted > limit then
+    local unsat, retry = 0, -1
+    if c > limit then
+      unsat, retry = 2, 0
+    else
+      local room = limit - cur - c
+      if room >= 0 then
+        local e = p - math.floor(room * p / prev)
+        if e < p then retry = e - el end
+      end
+      if retry < 0 then
+        room = limit - c
+        retry = left
+        if cur > room then retry = left + p - math.floor(room * p / cur) end
+      end
+    end
+    local reset = 0
+    if cur > 0 then reset = left + p elseif prev > 0 then reset = left end
+    local rem = limit - cur - weighted
+    if rem < 0 then rem = 0 end
+    if healed == 1 then return {1, 1, unsat, rem, reset, retry, 0} end
+    return {0, unsat, rem, reset, retry, 0}
   end
-  if r.allowed == 0 and not force then return r, st end
-  local n = math.min(cur + cost, 2 * limit)
-  r.slackIf = limit - n - weighted
-  r.resetIf = slidingreset(n, prev, left, period)
-  return r, {a = idx, b = n, c = prev}
+  cur = math.min(cur + c, 2 * limit)
+  local mod = idx % WINDOWMOD
+  local packed
+  if mod > 0 then
+    packed = string.format('%d%06d%06d', mod, prev, cur)
+  elseif prev > 0 then
+    packed = string.format('%d%06d', prev, cur)
+  else
+    packed = string.format('%d', cur)
+  end
+  redis.call('SET', k, packed, 'PX', string.format('%d', math.max(MINPX, math.ceil((left + p + pad) / 1000))))
+  local rem = limit - cur - weighted
+  if rem < 0 then rem = 0 end
+  if healed == 1 then return {1, 1, 1 + 4 * c, rem, left + p, 0, idx} end
+  return {0, 1 + 4 * c, rem, left + p, 0, idx}
 end
 
-local function slidinglog(st, period, limit, cost, force)
-  local log = st.log
-  local sum, newest, seq = 0, 0, 0
-  for j = 1, #log do
-    local x = log[j]
-    if x[1] > now - period then
-      sum = sum + x[2]
-      if x[1] > newest then newest = x[1] end
-      if x[3] + 1 > seq then seq = x[3] + 1 end
+-- One request of several plain token-bucket hits (every mode 0, the last
+-- 64), the commonest request with more than one rule: decided without the
+-- tables of the general path. A key that does not hold a token bucket's
+-- state leaves it to the general path, which replaces it.
+local plain = n > 1 and n <= 100 -- the keys are unpacked onto Lua's stack
+if plain then
+  for i = 1, n - 1 do
+    if ARGV[4 * i - 2] ~= '0' then
+      plain = false
+      break
     end
   end
-  local r = {allowed = 0, unsat = 0, slack = limit - sum, reset = 0, retry = 0, interval = 1}
-  if sum > 0 or #log > 0 then
-    local live = false
-    for j = 1, #log do if log[j][1] > now - period then live = true end end
-    if live then r.reset = newest + period - now end
+  plain = plain and ARGV[4 * n - 2] == '64'
+end
+if plain then
+  local vals = redis.call('MGET', unpack(KEYS, 1, n))
+  local tats, orig, missing = {}, {}, {}
+  for i = 1, n do
+    local k = KEYS[i]
+    if orig[k] == nil then
+      local tat = 0
+      if vals[i] then
+        tat = tonumber(vals[i])
+        if tat == nil or tat < 0 or tat >= BIG or tat ~= math.floor(tat) then
+          plain = false
+          break
+        end
+      else
+        missing[#missing + 1] = k
+      end
+      orig[k], tats[k] = tat, tat
+    end
   end
-  if cost > limit then
-    r.unsat = 1
-  elseif sum + cost > limit then
-    local need = sum + cost - limit
-    for j = 1, #log do
-      local x = log[j]
-      if x[1] > now - period then
-        need = need - x[2]
+  -- MGET answers false for a key of another type as for a missing one.
+  if plain and #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then plain = false end
+  if plain then
+    -- Decide hit after hit against the tentative arrival times; then
+    -- report each as taken if every hit passed, else as taking nothing.
+    local base, nxt = {}, {}
+    local admitted = true
+    for i = 1, n do
+      local k, a = KEYS[i], 4 * i - 1
+      local p, limit, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+      local b = tats[k]
+      if b < now then b = now end
+      base[i] = b
+      if c <= limit and b + c * p - now <= limit * p then
+        nxt[i] = b + c * p
+        tats[k] = nxt[i]
+      else
+        admitted = false
+      end
+    end
+    local reply, r = {0}, 1
+    for i = 1, n do
+      local a = 4 * i - 1
+      local p, limit, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+      local b, x, tau = base[i], nxt[i], limit * p
+      local code, slack, reset, retry, mark = 0, now + tau - b, b - now, 0, 0
+      if x then
+        code = 1
+        if admitted then code, slack, reset, mark = 1 + 4 * c, now + tau - x, x - now, x end
+      elseif c > limit then
+        code = 2
+      else
+        retry = b + c * p - tau - now
+      end
+      local rem = 0
+      if slack > 0 then rem = math.floor(slack / p) end
+      reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5] = code, rem, reset, retry, mark
+      r = r + 5
+    end
+    if admitted then
+      for i = 1, n do
+        local k = KEYS[i]
+        local tat = tats[k]
+        if tat ~= orig[k] and tat > now then
+          redis.call('SET', k, string.format('%d', tat), 'PX', string.format('%d', math.max(MINPX, math.ceil((tat - now + pad) / 1000))))
+          orig[k] = tat
+        end
+      end
+    end
+    return reply
+  end
+end
+
+-- The general path. Read every argument, and every key's state, first.
+local mode, per, lim, cost, minc = {}, {}, {}, {}, {}
+local alg, kper = {}, {} -- by key: its algorithm and p
+local sa, sb, sc = {}, {}, {} -- by key: token bucket tat; window index, count, previous count
+local logs = {} -- by key: a sliding log's live entries and what this call adds
+local healed = {} -- by key: 1 if it held something else
+local strk = {} -- the keys holding strings (every algorithm but the log)
+local a = 2
+for i = 1, n do
+  local m = tonumber(ARGV[a])
+  mode[i], per[i], lim[i], cost[i] = m, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  a = a + 4
+  if m % 64 >= 32 then
+    minc[i] = tonumber(ARGV[a])
+    a = a + 1
+  end
+  local k = KEYS[i]
+  if alg[k] == nil then
+    local al = m % 4
+    alg[k], kper[k] = al, per[i]
+    sa[k], sb[k], sc[k] = 0, 0, 0
+    if al == 3 then
+      -- A sliding log is a sorted set of "time:cost:seq" members scored by
+      -- time; only the live ones (time > now - period) are read.
+      local lg = {ts = {}, co = {}, n = 0, sum = 0, newest = 0, seq = 0, an = 0, asum = 0, aco = {}, asq = {}}
+      local raw = redis.pcall('ZRANGEBYSCORE', k, '(' .. string.format('%d', now - per[i]), '+inf')
+      if raw.err then
+        healed[k] = 1
+      else
+        for j = 1, #raw do
+          local ts, co, sq = string.match(raw[j], '^(%d+):(%d+):(%d+)$')
+          ts, co, sq = tonumber(ts), tonumber(co), tonumber(sq)
+          if ts == nil or ts >= BIG or co >= BIG or sq >= BIG then
+            healed[k] = 1
+            break
+          end
+          lg.ts[j], lg.co[j] = ts, co
+          lg.sum = lg.sum + co
+          if ts > lg.newest then lg.newest = ts end
+          if sq + 1 > lg.seq then lg.seq = sq + 1 end
+        end
+        if healed[k] then
+          lg = {ts = {}, co = {}, n = 0, sum = 0, newest = 0, seq = 0, an = 0, asum = 0, aco = {}, asq = {}}
+        else
+          lg.n = #raw
+        end
+      end
+      logs[k] = lg
+    else
+      strk[#strk + 1] = k
+    end
+  end
+end
+
+-- The string keys: one GET, or MGET in chunks (it answers false for a key
+-- of another type as for a missing one: one EXISTS tells them apart).
+local vals = {}
+if #strk == 1 then
+  local v = redis.pcall('GET', strk[1])
+  if type(v) == 'table' then
+    healed[strk[1]], v = 1, false
+  end
+  vals[1] = v
+else
+  for from = 1, #strk, 500 do
+    local to = math.min(from + 499, #strk)
+    local got = redis.call('MGET', unpack(strk, from, to))
+    local missing = {}
+    for j = from, to do
+      vals[j] = got[j - from + 1]
+      if not vals[j] then missing[#missing + 1] = strk[j] end
+    end
+    if #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then
+      for j = 1, #missing do
+        if redis.call('EXISTS', missing[j]) > 0 then healed[missing[j]] = 1 end
+      end
+    end
+  end
+end
+for j = 1, #strk do
+  local k, v = strk[j], vals[j]
+  if v then
+    local al, p = alg[k], kper[k]
+    if al == 1 then
+      -- A sliding window counter: decimal digits [window index mod 10^6]
+      -- [previous count, 6 digits][count, 6 digits], no leading zeros, read
+      -- as the last six digits and the (at most twelve) before them. The
+      -- index is recovered from the clock: only the current and previous
+      -- windows matter, and a bucket expires two windows after its last
+      -- write or MINPX after it, at most 1000 windows of the shortest
+      -- period (1 ms), far fewer than the WINDOWMOD / 2 told apart.
+      local lo, hi = tonumber(string.sub(v, -6)), 0
+      if #v > 6 then hi = tonumber(string.sub(v, 1, -7)) end
+      if lo and hi and lo >= 0 and lo < 1000000 and lo == math.floor(lo) and hi >= 0 and hi < 1000000000000 and hi == math.floor(hi) then
+        local idx = math.floor(now / p)
+        local d = (idx - math.floor(hi / 1000000)) % WINDOWMOD
+        if d > WINDOWMOD / 2 then d = d - WINDOWMOD end -- a window ahead: the clock went back
+        sa[k], sb[k], sc[k] = idx - d, lo, hi % 1000000
+      else
+        healed[k] = 1
+      end
+    else
+      local x = tonumber(v)
+      if x == nil or x < 0 or x >= BIG or x ~= math.floor(x) then
+        healed[k] = 1
+      elseif al == 2 then
+        -- A fixed window: index × (period + 1) + count.
+        sa[k], sb[k] = math.floor(x / (p + 1)), x % (p + 1)
+      else
+        sa[k] = x
+      end
+    end
+  end
+end
+
+-- Decide request after request, hit after hit, against the states the
+-- earlier hits left. A refused request's states are rolled back.
+local nheal = 0
+local reply = {0}
+local hpos = {} -- by hit: where its results start in reply
+for i = 1, n do
+  local k = KEYS[i]
+  if healed[k] == 1 then
+    healed[k] = 2
+    nheal = nheal + 1
+    reply[nheal + 1] = i
+  end
+end
+reply[1] = nheal
+local ri = nheal + 1 -- reply's length
+local q = 1 -- the request
+local first = 1 -- its first hit
+local admitted = true
+local savedq, va, vb, vc, vch, van, vas = {}, {}, {}, {}, {}, {}, {} -- by key: the state at the request's start
+local changed = {} -- by key
+local r0, s0 = {}, {} -- by hit: remaining and reset-after if it takes nothing
+for i = 1, n do
+  local k, m = KEYS[i], mode[i]
+  local al = m % 4
+  local force, peek = m % 16 >= 8, m % 32 >= 16
+  local p, limit, c, mc = per[i], lim[i], cost[i], minc[i]
+  local lg = logs[k]
+  if savedq[k] ~= q then
+    savedq[k] = q
+    va[k], vb[k], vc[k], vch[k] = sa[k], sb[k], sc[k], changed[k]
+    if lg then van[k], vas[k] = lg.an, lg.asum end
+  end
+  local allowed, unsat, iv = false, false, 1
+  local slack, reset, retry, slackif, resetif = 0, 0, 0, 0, 0
+  local na, nb, nc = 0, 0, 0 -- the state if it takes
+  local mark, seq = 0, 0
+  -- The state before the hit: slack (capacity left, in µs for a token
+  -- bucket, else units) and reset-after; then a partial hit's cost: what
+  -- is left, up to its cost, if that is at least its minimum, else the
+  -- minimum (which is refused).
+  local tat, base, tau = 0, 0, 0
+  local idx, el, left, count, prev, weighted = 0, 0, 0, 0, 0, 0
+  local sum, newest = 0, 0
+  if al == 0 then
+    tat = sa[k]
+    base = tat
+    if base < now then base = now end
+    tau = limit * p
+    iv, slack, reset = p, now + tau - base, base - now
+  elseif al == 3 then
+    sum, newest, seq = lg.sum + lg.asum, lg.newest, lg.seq
+    if lg.an > 0 then
+      if now > newest then newest = now end
+      seq = lg.asq[lg.an] + 1
+    end
+    slack = limit - sum
+    if lg.n > 0 or lg.an > 0 then reset = newest + p - now end
+  else
+    idx = math.floor(now / p)
+    if sa[k] > idx then idx = sa[k] end
+    el = now - idx * p
+    if el < 0 then el = 0 end
+    left = p - el
+    count = sb[k]
+    if al == 2 then
+      if idx ~= sa[k] then count = 0 end
+      if count > 0 then reset = left end
+    else
+      prev = sc[k]
+      if idx == sa[k] + 1 then
+        prev = count
+        count = 0
+      elseif idx ~= sa[k] then
+        count = 0
+        prev = 0
+      end
+      if prev * left > 0 then weighted = math.ceil(prev * left / p) end
+      if count > 0 then reset = left + p elseif prev > 0 then reset = left end
+    end
+    slack = limit - count - weighted
+  end
+  if mc then
+    local avail = 0
+    if slack > 0 then avail = math.floor(slack / iv) end
+    if avail >= mc then c = math.min(c, avail) else c = mc end
+  end
+  -- The decision, and the state to keep if the hit takes.
+  if al == 0 then
+    local nxt
+    if c > limit then
+      unsat = true
+      nxt = base + math.min(c, 2 * limit) * p -- c × p could leave the exact range
+    else
+      nxt = base + c * p
+      if nxt - now > tau then retry = nxt - tau - now else allowed = true end
+    end
+    nxt = math.max(math.min(nxt, now + 2 * tau), tat) -- a debt is capped; a clock gone back changes nothing
+    na, mark = nxt, nxt
+    slackif, resetif = now + tau - nxt, nxt - now
+  elseif al == 3 then
+    if c > limit then
+      unsat = true
+    elseif sum + c > limit then
+      -- Until enough of the oldest entries leave the window. Walked in time
+      -- order: this call's own entries are all at now.
+      local need = sum + c - limit
+      local own = lg.an == 0
+      for j = 1, lg.n do
+        local ts = lg.ts[j]
+        if not own and ts > now then
+          own, need = true, need - lg.asum
+          if need <= 0 then
+            retry = p
+            break
+          end
+        end
+        need = need - lg.co[j]
         if need <= 0 then
-          r.retry = x[1] + period - now
+          retry = ts + p - now
           break
         end
       end
-    end
-  else
-    r.allowed = 1
-  end
-  if r.allowed == 0 and not force then return r, st end
-  if force then cost = math.min(cost, 2 * limit - sum) end
-  local c = cost
-  if c < 0 then c = 0 end
-  r.slackIf = limit - sum - c
-  r.resetIf = r.reset
-  if cost <= 0 then return r, st end
-  r.resetIf = math.max(newest, now) + period - now
-  local nlog = {}
-  for j = 1, #log do nlog[j] = log[j] end
-  local e = {now, cost, seq}
-  local pos = #nlog + 1
-  while pos > 1 and nlog[pos - 1][1] > now do pos = pos - 1 end
-  table.insert(nlog, pos, e)
-  local added = {}
-  for j = 1, #(st.added or {}) do added[j] = st.added[j] end
-  added[#added + 1] = e
-  return r, {log = nlog, added = added}
-end
-
-local function decidehit(al, st, p, limit, interval, cost, force)
-  if al == TB then
-    return tokenbucket(st, interval, limit, cost, force)
-  elseif al == SW then
-    return slidingwindow(st, p, limit, cost, force)
-  elseif al == FW then
-    return fixedwindow(st, p, limit, cost, force)
-  end
-  return slidinglog(st, p, limit, cost, force)
-end
-
-local nreq = tonumber(ARGV[2])
-local first = 3 + nreq -- ARGV index of the first hit's arguments
-local cur, alg, period = {}, {}, {}
-
--- Read every key first. String buckets come in one MGET; MGET answers
--- false for a key of another type too, so the missing ones are checked
--- with one EXISTS.
-local strkeys, stridx = {}, {}
-for i = 1, #KEYS do
-  local k = KEYS[i]
-  if alg[k] == nil then
-    local a = first + (i - 1) * 7
-    alg[k], period[k] = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
-    if alg[k] == SL then
-      local st, err = readlog(i, k, period[k])
-      if st == nil then return err end
-      cur[k] = st
+      if need > 0 then retry = p end
     else
-      strkeys[#strkeys + 1] = k
-      stridx[#stridx + 1] = i
+      allowed = true
     end
-  end
-end
-if #strkeys == 1 then
-  -- One bucket: GET, which raises WRONGTYPE itself (no TYPE call).
-  local st, err = parse(stridx[1], redis.call('GET', strkeys[1]), alg[strkeys[1]], period[strkeys[1]])
-  if st == nil then return err end
-  cur[strkeys[1]] = st
-  strkeys = {}
-end
-for from = 1, #strkeys, 500 do
-  local to = math.min(from + 499, #strkeys)
-  local vals = redis.call('MGET', unpack(strkeys, from, to))
-  local missing = {}
-  for j = from, to do
-    local k, v = strkeys[j], vals[j - from + 1]
-    if not v then missing[#missing + 1] = k end
-    local st, err = parse(stridx[j], v, alg[k], period[k])
-    if st == nil then return err end
-    cur[k] = st
-  end
-  -- MGET answers false for a key of another type too: one EXISTS tells.
-  if #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then
-    return redis.error_reply('WRONGTYPE a bucket key holds another type')
-  end
-end
-
--- Decide request after request. A refused request's tentative states are
--- rolled back, so it consumes nothing.
-local out = {}
-local i = 0
-for q = 1, nreq do
-  local saved = {}
-  local admitted = true
-  local from = i + 1
-  for _ = 1, tonumber(ARGV[2 + q]) do
-    i = i + 1
-    local k = KEYS[i]
-    local a = first + (i - 1) * 7
-    local al, p = alg[k], period[k]
-    local limit = tonumber(ARGV[a + 2])
-    local interval = tonumber(ARGV[a + 3])
-    local cost = tonumber(ARGV[a + 4])
-    local flags = tonumber(ARGV[a + 5])
-    local mincost = tonumber(ARGV[a + 6])
-    local shadow, force, peek = flags % 2 == 1, math.floor(flags / 2) % 2 == 1, flags >= 4
-    local st = cur[k]
-    local r, nxt
-    if mincost > 0 then
-      -- A partial hit: decided for its minimum, then takes what is left,
-      -- up to its cost.
-      r, nxt = decidehit(al, st, p, limit, interval, mincost, false)
-      if r.allowed == 1 then
-        local avail = 0
-        if r.slack > 0 then avail = math.floor(r.slack / r.interval) end
-        r, nxt = decidehit(al, st, p, limit, interval, math.min(cost, avail), false)
-      else
-        nxt = st
+    if force then c = math.min(c, 2 * limit - sum) end
+    slackif, resetif = limit - sum - math.max(c, 0), reset
+    if c > 0 then resetif = math.max(newest, now) + p - now end
+    mark = now
+  elseif al == 2 then
+    if c > limit then
+      unsat = true
+    elseif count + c > limit then
+      retry = left
+    else
+      allowed = true
+    end
+    local cap = math.min(2 * limit, p)
+    na, nb, mark = idx, math.min(count + math.min(c, cap), cap), idx
+    slackif = limit - nb
+    if nb > 0 then resetif = left end
+  else
+    if c > limit then
+      unsat = true
+    elseif count + c + weighted > limit then
+      local room = limit - count - c
+      retry = -1
+      if room >= 0 then
+        -- Later in this window, once enough of prev has slid out.
+        local e = p - math.floor(room * p / prev)
+        if e < p then retry = e - el end
+      end
+      if retry < 0 then
+        -- In the next window, where this count becomes the previous one.
+        room = limit - c
+        retry = left
+        if count > room then retry = left + p - math.floor(room * p / count) end
       end
     else
-      r, nxt = decidehit(al, st, p, limit, interval, cost, force)
+      allowed = true
     end
-    local takes = force or (r.allowed == 1 and not peek)
-    if takes and nxt ~= st then
-      if saved[k] == nil then saved[k] = st end
-      cur[k] = nxt
-      nxt.changed = true
-    end
-    if r.allowed == 0 and not shadow and not force and not peek then admitted = false end
-    r.force = force
-    r.taken = takes
-    out[i] = r
+    na, nb, nc, mark = idx, math.min(count + math.min(c, 2 * limit), 2 * limit), prev, idx
+    slackif = limit - nb - weighted
+    if nb > 0 then resetif = left + p elseif prev > 0 then resetif = left end
   end
-  if not admitted then
-    for k, st in pairs(saved) do cur[k] = st end
-    for j = from, i do out[j].taken = out[j].force end
+  local rem = 0
+  if slack > 0 then rem = math.floor(slack / iv) end
+  r0[i], s0[i] = rem, reset
+  local takes = force or (allowed and not peek)
+  if takes then
+    if al == 3 then
+      if c > 0 then
+        lg.an, lg.asum = lg.an + 1, lg.asum + c
+        lg.aco[lg.an], lg.asq[lg.an] = c, seq
+        changed[k] = true
+      end
+    elseif na ~= sa[k] or nb ~= sb[k] or nc ~= sc[k] then
+      sa[k], sb[k], sc[k] = na, nb, nc
+      changed[k] = true
+    end
+    rem, reset = 0, resetif
+    if slackif > 0 then rem = math.floor(slackif / iv) end
+  end
+  local code = 0
+  if allowed then code = 1 end
+  if unsat then code = code + 2 end
+  if takes and not force then code = code + 4 * c end
+  hpos[i] = ri + 1
+  reply[ri + 1], reply[ri + 2], reply[ri + 3], reply[ri + 4], reply[ri + 5] = code, rem, reset, retry, mark
+  ri = ri + 5
+  if al == 3 then
+    ri = ri + 1
+    reply[ri] = seq
+  end
+  if not allowed and not force and not peek and m % 8 < 4 then admitted = false end
+  if m >= 64 then
+    if not admitted then
+      -- Refused: nothing taken. Put the states back; report each hit as
+      -- if it had taken nothing.
+      for j = first, i do
+        local kj = KEYS[j]
+        if savedq[kj] == q then
+          sa[kj], sb[kj], sc[kj], changed[kj] = va[kj], vb[kj], vc[kj], vch[kj]
+          if logs[kj] then logs[kj].an, logs[kj].asum = van[kj], vas[kj] end
+        end
+        local h = hpos[j]
+        reply[h] = reply[h] % 4
+        reply[h + 1], reply[h + 2] = r0[j], s0[j]
+      end
+    end
+    q, first, admitted = q + 1, i + 1, true
   end
 end
 
-
--- Writes. Pruning a sliding log of entries that left the window changes no
--- decision, so it happens on every call; the rest only for buckets an
--- admitted request (or a forced charge) changed.
+-- Writes: a key found holding something else is deleted; then every bucket
+-- an admitted request (or a forced charge) changed is written (a sliding
+-- log pruned of the entries that left the window first, which changes no
+-- decision and keeps the set small).
 local done = {}
-for i = 1, #KEYS do
+for i = 1, n do
   local k = KEYS[i]
   if not done[k] then
     done[k] = true
-    local st, al, p = cur[k], alg[k], period[k]
-    if al == SL then
-      redis.call('ZREMRANGEBYSCORE', k, '-inf', string.format('%d', now - p))
-    end
-    if st.changed then
-      if al == TB then
-        if st.a > now then
-          redis.call('SET', k, string.format('%d', st.a), 'PX', pexpire(st.a - now))
+    local al, p = alg[k], kper[k]
+    if healed[k] then redis.call('DEL', k) end
+    if al == 3 then
+      local lg = logs[k]
+      if changed[k] then
+        redis.call('ZREMRANGEBYSCORE', k, '-inf', string.format('%d', now - p))
+        local args = {}
+        for j = 1, lg.an do
+          args[2 * j - 1] = string.format('%d', now)
+          args[2 * j] = string.format('%d:%d:%d', now, lg.aco[j], lg.asq[j])
         end
-      elseif al == FW then
-        if st.b > 0 then
-          local left = p - (now - st.a * p)
-          if left > p then left = p end
-          redis.call('SET', k, string.format('%d', st.a * (p + 1) + st.b), 'PX', pexpire(left))
-        end
-      elseif al == SW then
-        local elapsed = now - st.a * p
-        if elapsed < 0 then elapsed = 0 end
-        local reset = slidingreset(st.b, st.c, p - elapsed, p)
-        if reset > 0 then
-          redis.call('SET', k, packsliding(st.a, st.b, st.c), 'PX', pexpire(reset))
-        end
+        redis.call('ZADD', k, unpack(args))
+        redis.call('PEXPIRE', k, string.format('%d', math.max(MINPX, math.ceil((math.max(lg.newest, now) + p - now + pad) / 1000))))
+      end
+    elseif changed[k] then
+      local ttl, v = 0, nil
+      if al == 0 then
+        ttl, v = sa[k] - now, string.format('%d', sa[k])
       else
-        local newest = 0
-        local added = st.added or {}
-        for j = 1, #added do
-          local e = added[j]
-          redis.call('ZADD', k, string.format('%d', e[1]), string.format('%d:%d:%d', e[1], e[2], e[3]))
+        local el = now - sa[k] * p
+        if el < 0 then el = 0 end
+        local left = p - el
+        if al == 2 then
+          if sb[k] > 0 then ttl = left end
+          v = string.format('%d', sa[k] * (p + 1) + sb[k])
+        else
+          if sb[k] > 0 then ttl = left + p elseif sc[k] > 0 then ttl = left end
+          local mod = sa[k] % WINDOWMOD
+          if mod > 0 then
+            v = string.format('%d%06d%06d', mod, sc[k], sb[k])
+          elseif sc[k] > 0 then
+            v = string.format('%d%06d', sc[k], sb[k])
+          else
+            v = string.format('%d', sb[k])
+          end
         end
-        for j = 1, #st.log do if st.log[j][1] > newest then newest = st.log[j][1] end end
-        redis.call('PEXPIRE', k, pexpire(math.max(newest, now) + p - now))
+      end
+      if ttl > 0 then
+        redis.call('SET', k, v, 'PX', string.format('%d', math.max(MINPX, math.ceil((ttl + pad) / 1000))))
       end
     end
   end
-end
-
-local reply = {}
-for i = 1, #KEYS do
-  local r = out[i]
-  local rem, reset = r.slack, r.reset
-  if r.taken then
-    rem, reset = r.slackIf, r.resetIf
-  end
-  if rem <= 0 then rem = 0 else rem = math.floor(rem / r.interval) end
-  local j = (i - 1) * 5
-  reply[j + 1] = r.allowed
-  reply[j + 2] = r.unsat
-  reply[j + 3] = rem
-  reply[j + 4] = reset
-  reply[j + 5] = r.retry
 end
 return reply

@@ -1,0 +1,75 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sluicehq/sluice"
+)
+
+var _ sluice.Refunder = (*Store)(nil)
+
+// Refund gives back what takes consumed, exactly (see [sluice.Refunder]),
+// in one call of the refund script: each refund on its own, in order, by
+// the rules of the memory store (internal/algo): a token bucket gets back
+// at most what the take still holds, a window only while the take's window
+// is the current or (sliding) the previous one, a sliding log shrinks or
+// removes the entry the take added. It is never retried: a failure is a
+// [*sluice.StoreError], ambiguous when the script may have run.
+func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
+	if err := sluice.CheckRefunds(refunds); err != nil {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	if s.closed.Load() {
+		return &sluice.StoreError{Op: "redisstore: refund", Kind: sluice.ErrClosed}
+	}
+	if len(refunds) == 0 {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctxError(ctx, false)
+	}
+	if s.cluster != nil {
+		return s.cluster.refund(ctx, refunds)
+	}
+	reply, err := s.call(ctx, s.refundCommand(refunds))
+	if err != nil {
+		var se *sluice.StoreError
+		if errors.As(err, &se) {
+			se.Op = "redisstore: refund"
+		}
+		return err
+	}
+	return decodeRefund(reply, len(refunds))
+}
+
+// refundCommand returns the command applying refunds in one call of the
+// refund script (see refund.lua).
+func (s *Store) refundCommand(refunds []sluice.Refund) []any {
+	cmd := make([]any, 0, 4+6*len(refunds))
+	cmd = append(cmd, "evalsha", refundScript.sha, len(refunds))
+	for i := range refunds {
+		cmd = append(cmd, s.keys.key(&refunds[i].Hit))
+	}
+	cmd = append(cmd, "") // the server's clock
+	for i := range refunds {
+		r := &refunds[i]
+		l := r.Hit.Limit
+		p := l.IntervalMicros()
+		if r.Hit.Algorithm != sluice.TokenBucket {
+			p = l.PeriodMicros()
+		}
+		cmd = append(cmd, int(r.Hit.Algorithm), p, r.Amount(), r.Receipt.Mark, r.Receipt.Seq)
+	}
+	return cmd
+}
+
+// decodeRefund checks the refund script's reply for n refunds: how many
+// changed their bucket, from 0 to n.
+func decodeRefund(reply any, n int) error {
+	if v, ok := reply.(int64); !ok || v < 0 || v > int64(n) {
+		return badReply("refund", reply)
+	}
+	return nil
+}
