@@ -13,13 +13,11 @@
 //	limiter, err := middleware.New(store, set) // observed by c
 //	mux.Handle("/metrics", promhttp.Handler())
 //
-// Over the in-process store, give it to the middleware:
+// Through Events the store also reports circuit-breaker transitions,
+// script reloads and healed keys. Over the in-process store, give it to the middleware:
 // middleware.WithObserver(c). An explicit WithObserver also replaces the
 // store's collector for that middleware; to combine the two, use
 // [sluice.Observers](c, other).
-//
-// (redisstore.Config's Events field reports circuit-breaker transitions,
-// script reloads and healed keys; without it those metrics stay empty.)
 //
 // # Metrics
 //

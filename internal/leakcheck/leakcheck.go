@@ -21,16 +21,12 @@ import (
 // reports them.
 const Wait = 5 * time.Second
 
-// TestingM is what Main runs: a *testing.M, or a wrapper of one.
-type TestingM interface {
-	Run() int
-}
-
-// Main runs the tests of m, then fails the package if any goroutine other
-// than the test runtime's own is still running. Call it from TestMain:
+// Main runs the tests of m (a [*testing.M], or a wrapper of one), then
+// fails the package if any goroutine other than the test runtime's own is
+// still running. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { leakcheck.Main(m) }
-func Main(m TestingM) {
+func Main(m interface{ Run() int }) {
 	code := m.Run()
 	if code == 0 {
 		if leaked := settle(nil, Wait); len(leaked) > 0 {
