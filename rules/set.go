@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/sluicehq/sluice"
 )
@@ -131,13 +132,16 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 // key. Name and kind are length-prefixed, so no two different triples give
 // the same key.
 func BucketKey(rule, kind, identity string) string {
-	b := make([]byte, 0, len(rule)+len(kind)+len(identity)+8)
-	b = strconv.AppendInt(b, int64(len(rule)), 10)
-	b = append(b, ':')
-	b = append(b, rule...)
-	b = strconv.AppendInt(b, int64(len(kind)), 10)
-	b = append(b, ':')
-	b = append(b, kind...)
-	b = append(b, identity...)
-	return string(b)
+	// One allocation whatever the length: the builder's buffer becomes the
+	// string (strconv.Itoa of a small length returns a constant).
+	var b strings.Builder
+	b.Grow(len(rule) + len(kind) + len(identity) + 8)
+	b.WriteString(strconv.Itoa(len(rule)))
+	b.WriteByte(':')
+	b.WriteString(rule)
+	b.WriteString(strconv.Itoa(len(kind)))
+	b.WriteByte(':')
+	b.WriteString(kind)
+	b.WriteString(identity)
+	return b.String()
 }
