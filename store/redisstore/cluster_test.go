@@ -23,7 +23,7 @@ import (
 
 // TestCluster runs the cluster tests that share one 3+3 cluster.
 func TestCluster(t *testing.T) {
-	c := redistest.StartCluster(t, redistest.ClusterOptions{Args: []string{"--enable-debug-command", "local"}})
+	c := redistest.StartCluster(t, redistest.ClusterOptions{Args: redistest.DebugArgs(t)})
 	t.Run("Clients", func(t *testing.T) { testClusterClients(t, c) })
 	t.Run("SlotsAreRedis", func(t *testing.T) { testClusterSlots(t, c) })
 	t.Run("NoDoubleExecution", func(t *testing.T) { testClusterNoDoubleExecution(t, c) })
