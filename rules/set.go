@@ -107,8 +107,15 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 				cost = min(cost, rule.MaxCost)
 			}
 		}
+		var group string
+		if rule.Colocate != nil {
+			if group, err = rule.Colocate(r); err != nil {
+				return fmt.Errorf("rules: rule %q: colocate: %w", rule.Name, err)
+			}
+		}
 		m.Rules = append(m.Rules, rule)
 		m.Hits = append(m.Hits, sluice.Hit{
+			Group:     group,
 			Key:       BucketKey(rule.Name, rule.KeyKind, id),
 			Limit:     rule.Limit,
 			Algorithm: rule.Algorithm,

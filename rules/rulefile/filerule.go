@@ -2,6 +2,7 @@ package rulefile
 
 import (
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
 )
@@ -25,6 +26,9 @@ func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]
 		return rules.Rule{}, false, err
 	}
 	r.Key, r.KeyKind = ks.fn, ks.kind
+	if r.Colocate, err = d.colocate(f["colocate"], r.KeyKind); err != nil {
+		return rules.Rule{}, false, err
+	}
 	if err := d.ruleLimit(n, f, &r); err != nil {
 		return rules.Rule{}, false, err
 	}
@@ -129,4 +133,30 @@ func (d *decoder) fits(lim fileLimit, cost int64, costNode *yaml.Node) error {
 type fileLimit struct {
 	sluice.Limit
 	burst *yaml.Node // nil when not given
+}
+
+// colocate reads a rule's colocate field: the key kind whose identity the
+// rule's buckets share a slot with (see [rules.Rule.Colocate]), such as
+// user. A rule keyed by ip, endpoint or global cannot be colocated, and
+// nothing can be colocated by those kinds: their buckets must spread over
+// the cluster.
+func (d *decoder) colocate(n *yaml.Node, kind string) (keyfunc.KeyFunc, error) {
+	if n == nil {
+		return nil, nil
+	}
+	s, err := d.str(n, "colocate")
+	if err != nil {
+		return nil, err
+	}
+	if !rules.Colocatable(kind) {
+		return nil, d.fail(deref(n), "colocate", "a rule keyed by %s cannot be colocated: its buckets must spread over the cluster", kind)
+	}
+	ks, err := d.env.keySpec(s)
+	if err != nil {
+		return nil, d.fail(deref(n), "colocate", "%v", err)
+	}
+	if !rules.Colocatable(ks.kind) {
+		return nil, d.fail(deref(n), "colocate", "cannot colocate by %s: every bucket of the service would share one slot; colocate by an identity such as user or api_key", ks.kind)
+	}
+	return ks.fn, nil
 }
