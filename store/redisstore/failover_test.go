@@ -19,10 +19,14 @@ import (
 // Failover under load: bounded load over keys in every slot and one hot
 // key, a master (or the Sentinel-managed primary) killed by SIGKILL.
 
+// The budget is larger than production's 50 ms so that a machine shared by
+// other work, or the race detector, does not turn healthy calls into
+// timeouts: the test is about failover, not speed. Calls to a dead node
+// fail at once (connection refused) whatever the budget.
 const (
-	failoverBudget = 50 * time.Millisecond // each call's deadline
-	failoverSlack  = 150 * time.Millisecond
-	loadWorkers    = 8
+	failoverBudget = time.Second // each call's deadline
+	failoverSlack  = 250 * time.Millisecond
+	loadWorkers    = 4
 	hotRate        = 1000 // the hot key's limit per second (burst 1000)
 )
 
