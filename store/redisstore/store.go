@@ -39,9 +39,11 @@ var _ sluice.Store = (*Store)(nil)
 // New returns a store deciding on client, which it does not own: closing
 // the store leaves the client open.
 //
-// It refuses a Cluster or Ring client, and a client whose options would
-// re-run scripts or ignore deadlines (see the package documentation), with
-// an error wrapping [ErrUnsupportedClient]. It does no I/O itself; unless
+// client is a single node's, a Sentinel-managed primary's
+// ([redis.NewFailoverClient]) or a Redis Cluster's ([redis.NewClusterClient]).
+// New refuses a Ring, [redis.NewFailoverClusterClient]'s client, and a
+// client whose options would re-run scripts or ignore deadlines (see the
+// package documentation), with an error wrapping [ErrUnsupportedClient]. It does no I/O itself; unless
 // cfg.StartupCheckTimeout is negative it starts a background check that
 // loads the script and warns if Redis may evict the store's keys.
 func New(client Client, cfg Config) (*Store, error) {
@@ -98,7 +100,8 @@ func New(client Client, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Take decides hits in one script call (see [sluice.Store]). ctx bounds the
+// Take decides hits in one script call (see [sluice.Store]), or, on Redis
+// Cluster, one per hash slot (see the package documentation). ctx bounds the
 // call: give it the request's deadline. Failures are [*sluice.StoreError]
 // values; a timeout or a connection reset is ambiguous, since the script may
 // have run.
