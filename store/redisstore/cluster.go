@@ -75,6 +75,22 @@ func (cl *cluster) breakerFor(ctx context.Context, key string) *breaker {
 	return b.(*breaker)
 }
 
+// breakerState returns the least healthy state of the masters' breakers.
+func (cl *cluster) breakerState() sluice.BreakerState {
+	worst := sluice.BreakerClosed
+	cl.breakers.Range(func(_, b any) bool {
+		switch b.(*breaker).State() {
+		case sluice.BreakerOpen:
+			worst = sluice.BreakerOpen
+			return false
+		case sluice.BreakerHalfOpen:
+			worst = sluice.BreakerHalfOpen
+		}
+		return true
+	})
+	return worst
+}
+
 // failed reacts to a failed call: unless the failure says nothing about the
 // cluster's shape, the slot map is reloaded (go-redis reloads at most one
 // at a time, then waits 200 ms before the next), so the slots of a master

@@ -220,6 +220,9 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 		DialTimeout:           failoverBudget,
 		ReadTimeout:           failoverBudget,
 		WriteTimeout:          failoverBudget,
+		// Warm connections, as recommended: after the switch the pool
+		// refills them on the new primary, whose dials tell the store.
+		MinIdleConns: 4,
 	})
 	defer client.Close()
 	s := newStoreWith(t, client, nil, redisstore.Config{})
@@ -228,6 +231,13 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	old, err := ss.Primary()
 	if err != nil {
 		t.Fatal(err)
+	}
+	out := make([]sluice.Result, 1)
+	if err := s.Take(context.Background(), []sluice.Hit{hot}, out); err != nil {
+		t.Fatal(err)
+	}
+	if got := redisstore.Endpoint(s); got != old {
+		t.Fatalf("endpoint %q, want the primary %s", got, old)
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -239,7 +249,7 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	time.Sleep(time.Second)
 	killed := time.Now()
 	ss.Data[0].Kill()
-	ss.WaitSwitch(old, 30*time.Second)
+	promotedAddr := ss.WaitSwitch(old, 30*time.Second)
 	switched := time.Now()
 	time.Sleep(3 * time.Second)
 	close(stop)
@@ -248,6 +258,9 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	t.Logf("decisions resumed %v after the switch; script reloads %d; endpoint %q", recovery.Round(time.Millisecond), s.ScriptReloads(), redisstore.Endpoint(s))
 	if recovery > 500*time.Millisecond {
 		t.Errorf("calls failed until %v after the switch, want within 0.5 s", recovery)
+	}
+	if got := redisstore.Endpoint(s); got != promotedAddr {
+		t.Errorf("endpoint %q after the switch, want the new primary %s", got, promotedAddr)
 	}
 	if s.ScriptReloads() == 0 {
 		t.Errorf("no script reload: the promoted replica had the script?")

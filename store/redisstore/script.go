@@ -270,7 +270,7 @@ func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		s.reloads.Add(1)
 		if s.events != nil {
-			s.events.ScriptReloaded(s.endpoint)
+			s.events.ScriptReloaded(s.endpointName())
 		}
 		// A fresh slice: a hook may keep the first command.
 		cmd = append([]any{"eval", scriptOf(cmd).src}, cmd[2:]...)

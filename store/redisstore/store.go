@@ -21,6 +21,7 @@ type Store struct {
 
 	reloads atomic.Int64 // scripts re-sent after NOSCRIPT
 	cluster *cluster     // nil unless the client is a *redis.ClusterClient
+	primary *primary     // nil unless the client is redis.NewFailoverClient's
 	// wrong, once set, fails every call: the start-up check found the
 	// server is a Redis Cluster node behind a client that is not a
 	// cluster client.
@@ -83,6 +84,11 @@ func New(client Client, cfg Config) (*Store, error) {
 			s.endpoint = "cluster"
 		}
 	}
+	if cfg.Endpoint == "" {
+		if s.primary = watchPrimary(s, client, cfg); s.primary != nil {
+			s.breaker = nil // one per primary, in s.primary
+		}
+	}
 	if publicSecret {
 		warnPublicSecret(cfg.Logger)
 	}
@@ -137,8 +143,11 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 // the circuit breaker and classifies its error.
 func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
 	probe, b := false, s.breaker
-	if s.cluster != nil { // the breaker of the master of the command's slot
+	switch {
+	case s.cluster != nil: // the breaker of the master of the command's slot
 		b = s.cluster.breakerFor(ctx, cmd[3].(string))
+	case s.primary != nil: // the breaker of the current primary
+		b = s.primary.breaker()
 	}
 	if b != nil {
 		ok, p, retry := b.allow()
@@ -165,11 +174,22 @@ func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
 
 // BreakerState returns the state of the store's circuit breaker
 // ([sluice.BreakerClosed] when it is disabled).
+//
+// On Redis Cluster, where there is one per master, it is the least healthy
+// of them: open if any is open. With a Sentinel-managed primary it is the
+// current primary's.
 func (s *Store) BreakerState() sluice.BreakerState {
-	if s.breaker == nil {
-		return sluice.BreakerClosed
+	switch {
+	case s.cluster != nil:
+		return s.cluster.breakerState()
+	case s.primary != nil:
+		if b := s.primary.breaker(); b != nil {
+			return b.State()
+		}
+	case s.breaker != nil:
+		return s.breaker.State()
 	}
-	return s.breaker.State()
+	return sluice.BreakerClosed
 }
 
 // ScriptReloads returns how many times the store re-sent its script after
