@@ -607,7 +607,7 @@ func TestScrape(t *testing.T) {
 		return values, types
 	}
 
-	got, types := scrape()
+	got, _ := scrape()
 	want(t, got, map[string]float64{
 		`sluice_store_errors_total{ambiguous="true",kind="timeout"}`: 0,
 		`sluice_store_call_duration_seconds_count{result="ok"}`:      0,
@@ -642,7 +642,7 @@ func TestScrape(t *testing.T) {
 	c.ObserveStoreCall(ctx, sluice.StoreCall{Latency: 400 * time.Microsecond, Hits: 2})
 	c.Observe(ctx, sluice.Decision{Rule: "per-ip", Outcome: sluice.OutcomeAllowed})
 	c.Observe(ctx, sluice.Decision{Rule: "login", Outcome: sluice.OutcomeDenied})
-	got, types = scrape()
+	got, types := scrape()
 	want(t, got, map[string]float64{
 		`sluice_breaker_state{endpoint="127.0.0.1:6379"}`:                                          0,
 		`sluice_breaker_transitions_total{endpoint="127.0.0.1:6379",from="half_open",to="closed"}`: 1,

@@ -12,12 +12,16 @@ import (
 	"github.com/sluicehq/sluice/rules"
 )
 
+func kindKey(kind, id string) keyfunc.Key {
+	return keyfunc.New(kind, func(*http.Request) (string, error) { return id, nil })
+}
+
 func TestColocate(t *testing.T) {
-	user := constKey("u42")
+	user := kindKey("user", "u42")
 	set := rules.MustNew(
-		rules.Rule{Name: "per-user", Key: user, KeyKind: "user", Limit: sluice.PerMinute(10), Colocate: user},
-		rules.Rule{Name: "per-user-endpoint", Key: constKey("u42 GET /x"), KeyKind: "user_endpoint", Limit: sluice.PerMinute(5), Colocate: user},
-		rules.Rule{Name: "per-ip", Key: constKey("192.0.2.1"), KeyKind: "ip", Limit: sluice.PerMinute(100)},
+		rules.Rule{Name: "per-user", Key: user, Limit: sluice.PerMinute(10), Colocate: user},
+		rules.Rule{Name: "per-user-endpoint", Key: kindKey("user_endpoint", "u42 GET /x"), Limit: sluice.PerMinute(5), Colocate: user},
+		rules.Rule{Name: "per-ip", Key: kindKey("ip", "192.0.2.1"), Limit: sluice.PerMinute(100)},
 	)
 	var m rules.Matched
 	if err := set.Resolve(httptest.NewRequest(http.MethodGet, "/x", nil), &m); err != nil {
@@ -27,17 +31,20 @@ func TestColocate(t *testing.T) {
 		t.Fatalf("groups %q %q %q, want u42 u42 and none", m.Hits[0].Group, m.Hits[1].Group, m.Hits[2].Group)
 	}
 
-	noUser := rules.MustNew(rules.Rule{Name: "per-user", Key: user, KeyKind: "user", Limit: sluice.PerMinute(10),
-		Colocate: func(*http.Request) (string, error) { return "", keyfunc.ErrNoKey }})
-	if err := noUser.Resolve(httptest.NewRequest(http.MethodGet, "/", nil), &m); !errors.Is(err, keyfunc.ErrNoKey) || !strings.Contains(err.Error(), "colocate") {
-		t.Fatalf("err = %v, want ErrNoKey naming colocate", err)
+	broken := rules.MustNew(rules.Rule{Name: "per-user", Key: user, Limit: sluice.PerMinute(10),
+		Colocate: keyfunc.New("user", func(*http.Request) (string, error) { return "", errors.New("session store down") })})
+	if err := broken.Resolve(httptest.NewRequest(http.MethodGet, "/", nil), &m); err == nil || !strings.Contains(err.Error(), "colocate") {
+		t.Fatalf("err = %v, want an error naming colocate", err)
 	}
 
-	for _, kind := range []string{"ip", "endpoint", "global"} {
-		r := rules.Rule{Name: "r", Key: user, KeyKind: kind, Limit: sluice.PerMinute(10), Colocate: user}
+	for _, tc := range []struct{ key, by string }{
+		{"ip", "user"}, {"endpoint", "user"}, {"global", "user"}, // such buckets must spread
+		{"user", "global"}, {"user", "ip"}, {"user", "endpoint"}, // nor may a user's join them
+	} {
+		r := rules.Rule{Name: "r", Key: kindKey(tc.key, "x"), Limit: sluice.PerMinute(10), Colocate: kindKey(tc.by, "x")}
 		err := r.Validate()
-		if !errors.Is(err, rules.ErrInvalidRule) || !strings.Contains(err.Error(), "colocate") || !strings.Contains(err.Error(), kind) {
-			t.Errorf("colocated %s rule: %v, want ErrInvalidRule naming colocate and %s", kind, err, kind)
+		if !errors.Is(err, rules.ErrInvalidRule) || !strings.Contains(err.Error(), "colocate") {
+			t.Errorf("%s rule colocated by %s: %v, want ErrInvalidRule naming colocate", tc.key, tc.by, err)
 		}
 	}
 }

@@ -53,14 +53,13 @@ type Rule struct {
 	// logs, and in its bucket keys. Required, unique within a Set,
 	// printable ASCII.
 	Name string
-	// Key returns the identity the rule counts by. Required. A key
-	// function error refuses the request (see the middleware package): a
-	// request the rule cannot key is never counted in a shared bucket.
-	Key keyfunc.KeyFunc
-	// KeyKind names what Key returns, such as "ip" or "user". It is part
-	// of the bucket key, so changing a rule's key function starts new
-	// buckets. Default: "custom".
-	KeyKind string
+	// Key returns the identity the rule counts by, and its kind, which is
+	// part of the bucket key (see [keyfunc.Key]). Required. A request
+	// without the identity (no API key header, no user) is skipped by the
+	// rule unless the key is [keyfunc.Key.Required]; any other key error
+	// refuses the request (see the middleware package): a request the
+	// rule cannot key is never counted in a shared bucket.
+	Key keyfunc.Key
 	// Limit is the rate enforced per identity. Required; see
 	// [sluice.Limit.Validate].
 	Limit sluice.Limit
@@ -74,17 +73,19 @@ type Rule struct {
 	// cap (a cost above the capacity is then refused as one that can
 	// never pass).
 	MaxCost int64
-	// Colocate, when set, returns the identity whose buckets this rule's
+	// Colocate, when set, is the identity whose buckets this rule's
 	// buckets join on a store that spreads buckets over shards (Redis
-	// Cluster), such as [keyfunc.User] on a per-user rule and a
+	// Cluster), such as the user on a per-user rule and a
 	// per-user-endpoint one: a request's rules colocated by the same
 	// identity are then decided in one atomic script call rather than one
 	// per hash slot with refunds. Its value must be determined by the
 	// rule's own identity. A rule keyed by IP, endpoint or nothing
 	// (global) cannot be colocated: its buckets must spread over the
-	// cluster. Changing it starts new buckets in the Redis store.
-	// Default: nil, each bucket placed on its own.
-	Colocate keyfunc.KeyFunc
+	// cluster, and nothing can be colocated by those kinds. A request
+	// without the identity skips the rule, as one without the rule's own
+	// identity does. Changing it starts new buckets in the Redis store.
+	// Default: the zero Key, each bucket placed on its own.
+	Colocate keyfunc.Key
 	// OnFail is what happens when the store fails. Default: FailOpen.
 	OnFail OnFail
 	// Shadow makes the rule a dry run: counted and reported to observers,
@@ -96,6 +97,11 @@ type Rule struct {
 	// Match selects the requests the rule applies to. nil matches all.
 	// It runs on every request: keep it cheap, and free of I/O.
 	Match func(*http.Request) bool
+	// Lease is the rule's local-lease and hot-key policy, honoured by a
+	// lease store (store/lease) and ignored by others: each of the
+	// rule's hits carries it ([sluice.Hit.Lease]). Its Rule field is set
+	// to the rule's name. The zero value leases nothing.
+	Lease sluice.LeasePolicy
 }
 
 // Exposed reports whether the rule may appear in headers and problem
@@ -118,7 +124,7 @@ func (r *Rule) Validate() error {
 		return fmt.Errorf("%w: a rule has no name", ErrInvalidRule)
 	case !ascii.Printable(r.Name):
 		return fail("name", "must be printable ASCII")
-	case r.Key == nil:
+	case r.Key.IsZero():
 		return fail("key", "no key function")
 	case !r.Algorithm.Valid():
 		return fail("algorithm", "unknown algorithm %d", r.Algorithm)
@@ -130,11 +136,16 @@ func (r *Rule) Validate() error {
 		return fail("max_cost", "%d is below the cost %d", r.MaxCost, r.cost())
 	case r.OnFail > FailLocal:
 		return fail("on_fail", "unknown policy %d", r.OnFail)
-	case r.Colocate != nil && !Colocatable(r.KeyKind):
-		return fail("colocate", "a rule keyed by %s cannot be colocated: its buckets must spread over the cluster; only buckets of one identity (a user, an API key) may share a slot", r.KeyKind)
+	case !r.Colocate.IsZero() && !Colocatable(r.Key.Kind()):
+		return fail("colocate", "a rule keyed by %s cannot be colocated: its buckets must spread over the cluster; only buckets of one identity (a user, an API key) may share a slot", r.Key.Kind())
+	case !r.Colocate.IsZero() && !Colocatable(r.Colocate.Kind()):
+		return fail("colocate", "cannot colocate by %s: every bucket of the service would share one slot; colocate by an identity such as a user or an API key", r.Colocate.Kind())
 	}
 	if err := r.Algorithm.ValidateLimit(r.Limit); err != nil {
 		return fail("limit", "%v", err)
+	}
+	if err := r.Lease.Validate(); err != nil {
+		return fmt.Errorf("%w %q: %v", ErrInvalidRule, r.Name, err)
 	}
 	if cost := r.cost(); cost > r.Limit.Capacity() {
 		return fail("cost", "%d exceeds the capacity %d: no request could ever pass", cost, r.Limit.Capacity())

@@ -13,8 +13,8 @@ import (
 	"github.com/sluicehq/sluice/rules"
 )
 
-func constKey(s string) keyfunc.KeyFunc {
-	return func(*http.Request) (string, error) { return s, nil }
+func constKey(s string) keyfunc.Key {
+	return keyfunc.New("const", func(*http.Request) (string, error) { return s, nil })
 }
 
 func TestNewValidates(t *testing.T) {
@@ -28,7 +28,7 @@ func TestNewValidates(t *testing.T) {
 		{"no rules", nil, "no rules"},
 		{"no name", []rules.Rule{with(func(r *rules.Rule) { r.Name = "" })}, "has no name"},
 		{"control character in name", []rules.Rule{with(func(r *rules.Rule) { r.Name = "a\nb" })}, `"a\nb": name`},
-		{"no key", []rules.Rule{with(func(r *rules.Rule) { r.Key = nil })}, `"ok": key`},
+		{"no key", []rules.Rule{with(func(r *rules.Rule) { r.Key = keyfunc.Key{} })}, `"ok": key`},
 		{"zero rate", []rules.Rule{with(func(r *rules.Rule) { r.Limit = sluice.PerMinute(0) })}, `"ok": limit: sluice: invalid limit: rate 0`},
 		{"period under 1ms", []rules.Rule{with(func(r *rules.Rule) { r.Limit = sluice.Per(1, time.Microsecond) })}, `"ok": limit`},
 		{"negative burst", []rules.Rule{with(func(r *rules.Rule) { r.Limit.Burst = -1 })}, `"ok": limit`},
@@ -37,6 +37,10 @@ func TestNewValidates(t *testing.T) {
 		{"unknown algorithm", []rules.Rule{with(func(r *rules.Rule) { r.Algorithm = 99 })}, `"ok": algorithm`},
 		{"unknown on_fail", []rules.Rule{with(func(r *rules.Rule) { r.OnFail = 9 })}, `"ok": on_fail`},
 		{"duplicate names", []rules.Rule{ok, ok}, `"ok": name: used by two rules`},
+		{"negative lease", []rules.Rule{with(func(r *rules.Rule) { r.Lease.MaxLease = -1 })}, `"ok": lease.max_lease`},
+		{"lease ttl over a minute", []rules.Rule{with(func(r *rules.Rule) { r.Lease.TTL = time.Hour })}, `"ok": lease.ttl`},
+		{"split of one", []rules.Rule{with(func(r *rules.Rule) { r.Lease.HotKeys = sluice.HotKeyPolicy{Threshold: 10, Split: 1} })}, `"ok": hot_keys.split`},
+		{"hot keys without threshold", []rules.Rule{with(func(r *rules.Rule) { r.Lease.HotKeys.Lease = true })}, `"ok": hot_keys.threshold`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,7 +57,7 @@ func TestNewValidates(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	set := rules.MustNew(
-		rules.Rule{Name: "a", Key: constKey("id"), KeyKind: "ip", Limit: sluice.PerMinute(10)},
+		rules.Rule{Name: "a", Key: keyfunc.New("ip", constKey("id").Func()), Limit: sluice.PerMinute(10)},
 		rules.Rule{Name: "posts-only", Key: constKey("id"), Limit: sluice.PerMinute(5), Cost: 2, Shadow: true,
 			Match: func(r *http.Request) bool { return r.Method == http.MethodPost }},
 	)
@@ -67,13 +71,13 @@ func TestResolve(t *testing.T) {
 	if err := set.Resolve(httptest.NewRequest(http.MethodPost, "/", nil), &m); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Hits) != 2 || m.Hits[1].Cost != 2 || !m.Hits[1].Shadow || m.Hits[1].Key != rules.BucketKey("posts-only", "custom", "id") {
+	if len(m.Hits) != 2 || m.Hits[1].Cost != 2 || !m.Hits[1].Shadow || m.Hits[1].Key != rules.BucketKey("posts-only", "const", "id") {
 		t.Fatalf("POST: %+v", m)
 	}
 
-	failing := rules.MustNew(rules.Rule{Name: "ip", Key: func(*http.Request) (string, error) {
+	failing := rules.MustNew(rules.Rule{Name: "ip", Key: keyfunc.New("ip", func(*http.Request) (string, error) {
 		return "", keyfunc.ErrNoKey
-	}, Limit: sluice.PerMinute(1)})
+	}), Limit: sluice.PerMinute(1)})
 	err := failing.Resolve(httptest.NewRequest(http.MethodGet, "/", nil), &m)
 	if !errors.Is(err, keyfunc.ErrNoKey) || !strings.Contains(err.Error(), `rule "ip"`) {
 		t.Fatalf("err = %v, want ErrNoKey naming the rule", err)
@@ -157,5 +161,32 @@ func TestOnFailNames(t *testing.T) {
 	}
 	if _, err := rules.ParseOnFail("sideways"); err == nil {
 		t.Fatal("unknown on_fail accepted")
+	}
+}
+
+// A rule's lease policy reaches its hits, named after the rule; a rule
+// without one sends none.
+func TestResolveLeasePolicy(t *testing.T) {
+	set := rules.MustNew(
+		rules.Rule{Name: "leased", Key: constKey("id"), Limit: sluice.PerSecond(100), Lease: sluice.LeasePolicy{Enabled: true, MaxLease: 10}},
+		rules.Rule{Name: "hot", Key: constKey("id"), Limit: sluice.PerSecond(100), Lease: sluice.LeasePolicy{HotKeys: sluice.HotKeyPolicy{Threshold: 50, Split: 4}}},
+		rules.Rule{Name: "plain", Key: constKey("id"), Limit: sluice.PerSecond(100)},
+	)
+	var m rules.Matched
+	if err := set.Resolve(httptest.NewRequest(http.MethodGet, "/", nil), &m); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		rule    string
+		enabled bool
+		split   int
+	}{{"leased", true, 0}, {"hot", false, 4}} {
+		p := m.Hits[i].Lease
+		if p == nil || p.Rule != want.rule || p.Enabled != want.enabled || p.HotKeys.Split != want.split {
+			t.Fatalf("hit %d: policy %+v, want rule %q enabled=%v split=%d", i, p, want.rule, want.enabled, want.split)
+		}
+	}
+	if m.Hits[2].Lease != nil {
+		t.Fatalf("a rule without a policy sent %+v", m.Hits[2].Lease)
 	}
 }

@@ -21,12 +21,10 @@ func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]
 		return rules.Rule{}, false, err
 	}
 	d.name = r.Name
-	ks, err := d.key(n, f["key"])
-	if err != nil {
+	if r.Key, err = d.key(n, f["key"]); err != nil {
 		return rules.Rule{}, false, err
 	}
-	r.Key, r.KeyKind = ks.fn, ks.kind
-	if r.Colocate, err = d.colocate(f["colocate"], r.KeyKind); err != nil {
+	if r.Colocate, err = d.colocate(f["colocate"], r.Key.Kind()); err != nil {
 		return rules.Rule{}, false, err
 	}
 	if err := d.ruleLimit(n, f, &r); err != nil {
@@ -36,11 +34,14 @@ func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]
 	if err != nil {
 		return rules.Rule{}, false, err
 	}
-	m := &matcher{env: d.env, present: ks.present}
+	m := &matcher{env: d.env}
 	if err := d.match(f["match"], f["plans"], m); err != nil {
 		return rules.Rule{}, false, err
 	}
 	r.Match = m.fn()
+	if err := d.leasePolicy(f, &r); err != nil {
+		return rules.Rule{}, false, err
+	}
 	if err := r.Validate(); err != nil { // the checks above should have caught it
 		return rules.Rule{}, false, d.fail(n, "", "%w", err)
 	}
@@ -81,23 +82,30 @@ func (d *decoder) ruleFlags(f map[string]*yaml.Node, defs fileDefaults, r *rules
 	if r.Shadow, err = d.optBool(f["shadow"], "shadow", r.Shadow); err != nil {
 		return false, err
 	}
+	required, err := d.optBool(f["key_required"], "key_required", false)
+	if err != nil {
+		return false, err
+	}
+	if required {
+		r.Key = r.Key.Required()
+	}
 	return d.optBool(f["enabled"], "enabled", true)
 }
 
 // key reads a rule's key field.
-func (d *decoder) key(rule, n *yaml.Node) (keySpec, error) {
+func (d *decoder) key(rule, n *yaml.Node) (keyfunc.Key, error) {
 	if n == nil {
-		return keySpec{}, d.fail(rule, "key", "missing (one of %s, or a name registered in LoadConfig.Keys)", "ip, user, api_key, user_endpoint, endpoint, header:NAME, global")
+		return keyfunc.Key{}, d.fail(rule, "key", "missing (one of %s, or a name registered in LoadConfig.Keys)", "ip, user, api_key, user_endpoint, endpoint, header:NAME, global")
 	}
 	s, err := d.str(n, "key")
 	if err != nil {
-		return keySpec{}, err
+		return keyfunc.Key{}, err
 	}
-	ks, err := d.env.keySpec(s)
+	k, err := d.env.keySpec(s)
 	if err != nil {
-		return keySpec{}, d.fail(deref(n), "key", "%v", err)
+		return keyfunc.Key{}, d.fail(deref(n), "key", "%v", err)
 	}
-	return ks, nil
+	return k, nil
 }
 
 // maxCost reads max_cost, which must not be below the cost.
@@ -140,23 +148,23 @@ type fileLimit struct {
 // user. A rule keyed by ip, endpoint or global cannot be colocated, and
 // nothing can be colocated by those kinds: their buckets must spread over
 // the cluster.
-func (d *decoder) colocate(n *yaml.Node, kind string) (keyfunc.KeyFunc, error) {
+func (d *decoder) colocate(n *yaml.Node, kind string) (keyfunc.Key, error) {
 	if n == nil {
-		return nil, nil
+		return keyfunc.Key{}, nil
 	}
 	s, err := d.str(n, "colocate")
 	if err != nil {
-		return nil, err
+		return keyfunc.Key{}, err
 	}
 	if !rules.Colocatable(kind) {
-		return nil, d.fail(deref(n), "colocate", "a rule keyed by %s cannot be colocated: its buckets must spread over the cluster", kind)
+		return keyfunc.Key{}, d.fail(deref(n), "colocate", "a rule keyed by %s cannot be colocated: its buckets must spread over the cluster", kind)
 	}
-	ks, err := d.env.keySpec(s)
+	k, err := d.env.keySpec(s)
 	if err != nil {
-		return nil, d.fail(deref(n), "colocate", "%v", err)
+		return keyfunc.Key{}, d.fail(deref(n), "colocate", "%v", err)
 	}
-	if !rules.Colocatable(ks.kind) {
-		return nil, d.fail(deref(n), "colocate", "cannot colocate by %s: every bucket of the service would share one slot; colocate by an identity such as user or api_key", ks.kind)
+	if !rules.Colocatable(k.Kind()) {
+		return keyfunc.Key{}, d.fail(deref(n), "colocate", "cannot colocate by %s: every bucket of the service would share one slot; colocate by an identity such as user or api_key", k.Kind())
 	}
-	return ks.fn, nil
+	return k, nil
 }
