@@ -141,7 +141,7 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 		st, cleanup = m, func() { m.Close() }
 	case "redis", "redis-coalesced":
 		client := env.NewClient() // as the floor's: the same options and round-trip hook
-		var cfg redisstore.Config
+		cfg := redisstore.Config{Secret: bench.Secret}
 		if store == "redis-coalesced" {
 			cfg.Coalesce = 64
 		}
