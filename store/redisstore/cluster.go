@@ -438,6 +438,23 @@ func (cl *cluster) runManyReloading(ctx context.Context, op string, cmds [][]any
 	}
 	if pipe.Len() > 0 {
 		_, _ = pipe.Exec(ctx)
+		for try := 0; ; try++ { // TRYAGAIN: Redis ran none of them
+			var busy []int
+			for i := range sent {
+				if sent[i].Cmd != nil && redis.HasErrorPrefix(sent[i].Err(), "TRYAGAIN") {
+					busy = append(busy, i)
+				}
+			}
+			if len(busy) == 0 || !tryAgain(ctx, sent[busy[0]].Err(), try) {
+				break
+			}
+			pipe = cl.c.Pipeline()
+			for _, i := range busy {
+				sent[i] = newScriptCmd(ctx, slices.Clone(cmds[i])...)
+				_ = pipe.Process(ctx, sent[i])
+			}
+			_, _ = pipe.Exec(ctx)
+		}
 		var again []int
 		for i := range sent {
 			if sent[i].Cmd != nil && redis.HasErrorPrefix(sent[i].Err(), "NOSCRIPT") {

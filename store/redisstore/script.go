@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
@@ -267,6 +268,11 @@ func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 	c := newScriptCmd(ctx, cmd...)
 	_ = s.client.Process(ctx, c)
 	reply, err := c.Result()
+	for try := 0; err != nil && tryAgain(ctx, err, try); try++ {
+		c = newScriptCmd(ctx, slices.Clone(cmd)...)
+		_ = s.client.Process(ctx, c)
+		reply, err = c.Result()
+	}
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		s.reloads.Add(1)
 		if s.events != nil {
