@@ -207,8 +207,9 @@ func TestClusterFailoverUnderLoad(t *testing.T) {
 
 // TestSentinelFailoverUnderLoad kills the Sentinel-managed primary under
 // load: calls fail (on_fail decides) until the sentinels switch to the
-// replica, then decide normally within half a second; the promoted replica
-// lacks the script, which is reloaded.
+// replica, then decide normally within about half a second (the breaker's
+// open time); the promoted replica lacks the script, which is reloaded;
+// events and logs name the new primary.
 func TestSentinelFailoverUnderLoad(t *testing.T) {
 	ss := redistest.StartSentinel(t)
 	client := redis.NewFailoverClient(&redis.FailoverOptions{
@@ -256,8 +257,11 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	<-done
 	recovery := checkFailover(t, calls, killed, switched, hotRate)
 	t.Logf("decisions resumed %v after the switch; script reloads %d; endpoint %q", recovery.Round(time.Millisecond), s.ScriptReloads(), redisstore.Endpoint(s))
-	if recovery > 500*time.Millisecond {
-		t.Errorf("calls failed until %v after the switch, want within 0.5 s", recovery)
+	// The primary's breaker, opened by the failures, lets a probe through
+	// every OpenFor (500 ms by default): that bounds the recovery, plus
+	// slack for a machine shared with the race detector or other work.
+	if recovery > 500*time.Millisecond+250*time.Millisecond {
+		t.Errorf("calls failed until %v after the switch, want within the breaker's 500 ms open time + 250 ms", recovery)
 	}
 	if got := redisstore.Endpoint(s); got != promotedAddr {
 		t.Errorf("endpoint %q after the switch, want the new primary %s", got, promotedAddr)
