@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,4 +87,70 @@ func spreadHits(b *testing.B, s *redisstore.Store, c *redistest.Cluster, n int) 
 		hits = append(hits, h)
 	}
 	return hits
+}
+
+// BenchmarkClusterThroughput measures one-rule checks from 64 goroutines on
+// 10k keys, on a single node and on a 3-master cluster, coalesced and not,
+// and reports checks/s and the servers' CPU per check (user + system,
+// summed over the nodes, from INFO cpu). Three servers share the machine's
+// cores with the client here: per-check cost is what scales.
+//
+//	REQUIRE_REDIS=1 go test -run '^$' -bench ClusterThroughput -benchtime 3s ./store/redisstore/
+func BenchmarkClusterThroughput(b *testing.B) {
+	srv := redistest.Start(b)
+	c := redistest.StartCluster(b, redistest.ClusterOptions{Replicas: -1})
+	ctx := context.Background()
+	ks := benchKeys(10_000)
+	for _, bc := range []struct {
+		name     string
+		cluster  bool
+		coalesce int
+	}{
+		{"single", false, 0}, {"cluster", true, 0},
+		{"single/coalesced", false, 64}, {"cluster/coalesced", true, 64},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var s *redisstore.Store
+			addrs := []string{srv.Addr}
+			if bc.cluster {
+				s = newStoreWith(b, newClusterClient(b, c.Addrs()), nil, redisstore.Config{Coalesce: bc.coalesce})
+				addrs = c.Addrs()
+			} else {
+				s = newStoreWith(b, newClient(b, srv.Addr), nil, redisstore.Config{Coalesce: bc.coalesce})
+			}
+			cpu := func() float64 {
+				var sum float64
+				for _, a := range addrs {
+					info, err := redistest.Info(a, "cpu")
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, f := range []string{"used_cpu_user", "used_cpu_sys"} {
+						v, _ := strconv.ParseFloat(info[f], 64)
+						sum += v
+					}
+				}
+				return sum
+			}
+			var seq atomic.Int64
+			before, start := cpu(), time.Now()
+			b.ReportAllocs()
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				hits := []sluice.Hit{{Limit: benchLimit, Cost: 1}}
+				out := make([]sluice.Result, 1)
+				i := int(seq.Add(7919))
+				for pb.Next() {
+					hits[0].Key = ks[i%len(ks)]
+					i++
+					if err := s.Take(ctx, hits, out); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			elapsed := time.Since(start)
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "checks/s")
+			b.ReportMetric((cpu()-before)*1e6/float64(b.N), "server-cpu-µs/check")
+		})
+	}
 }
