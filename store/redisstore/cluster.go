@@ -19,8 +19,9 @@ import (
 // calls for all the groups in one cluster pipeline (go-redis sends it as
 // one pipeline per node, the nodes concurrently). When one group refuses
 // the request, what the others took is given back by exact refunds before
-// Take returns, and their results are read again by peeks in the same round
-// trip, so the caller sees what a single node would have answered.
+// Take returns, and their hits decided again, behind the refunds in one
+// more round trip, as a request that cannot be admitted, so the caller sees
+// what a single node would have answered.
 
 // cluster is the store's state for a Redis Cluster client: a circuit
 // breaker per master, and the coalescers of the slots.
@@ -91,11 +92,12 @@ func (cl *cluster) breakerState() sluice.BreakerState {
 	return worst
 }
 
-// failed reacts to a failed call: unless the failure says nothing about the
-// cluster's shape, the slot map is reloaded (go-redis reloads at most one
-// at a time, then waits 200 ms before the next), so the slots of a master
-// that died move to its promoted replica about as soon as the cluster
-// promotes it, rather than at the next periodic reload.
+// failed reacts to a failed call: after a failure a breaker counts (a dial
+// error, a timeout, CLUSTERDOWN) or a refusal by an open breaker, the slot
+// map is reloaded (go-redis reloads at most one at a time, then waits
+// 200 ms before the next), so the slots of a master that died move to its
+// promoted replica about as soon as the cluster promotes it, rather than at
+// the next periodic reload.
 func (cl *cluster) failed(ctx context.Context, err error) {
 	if countsAsFailure(err) || errors.Is(err, sluice.ErrBreakerOpen) {
 		cl.c.ReloadState(ctx)
