@@ -93,6 +93,13 @@ func testClusterSlots(t *testing.T, c *redistest.Cluster) {
 			if got, want := redisstore.SlotOf(k), c.Slot(k); got != want {
 				t.Fatalf("slot of %q: %d, the cluster says %d", k, got, want)
 			}
+			// Colocated by a group, every bucket lands in the group's slot.
+			h.Group = "user" + strconv.Itoa(i%7)
+			g := sluice.Hit{Key: "other" + strconv.Itoa(i), Limit: sluice.PerSecond(3), Group: h.Group}
+			kh, kg := redisstore.KeyOf(s, h), redisstore.KeyOf(s, g)
+			if kh == k || c.Slot(kh) != c.Slot(kg) {
+				t.Fatalf("grouped keys %q and %q: slots %d and %d", kh, kg, c.Slot(kh), c.Slot(kg))
+			}
 		}
 	}
 }

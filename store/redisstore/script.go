@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
@@ -294,10 +295,15 @@ func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 	c := newScriptCmd(ctx, cmd...)
 	_ = s.client.Process(ctx, c)
 	reply, err := c.Result()
+	for try := 0; err != nil && tryAgain(ctx, err, try); try++ {
+		c = newScriptCmd(ctx, slices.Clone(cmd)...)
+		_ = s.client.Process(ctx, c)
+		reply, err = c.Result()
+	}
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		s.reloads.Add(1)
 		if s.events != nil {
-			s.events.ScriptReloaded(s.endpoint)
+			s.events.ScriptReloaded(s.endpointName())
 		}
 		// A fresh slice: a hook may keep the first command.
 		cmd = append([]any{"eval", scriptOf(cmd).src}, cmd[2:]...)
