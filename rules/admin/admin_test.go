@@ -253,6 +253,7 @@ func TestBadInputIsRefusedBeforeTheStore(t *testing.T) {
 		{"/inspect", `{"rule":"no-such-rule","identity":"127.0.0.1"}`, 404, "no rule named"},
 		{"/reset", `{"kind":"user","identity":"alice"}`, 404, "no rule keys on"},
 		{"/nowhere", `{}`, 404, "routes"},
+		{"/rules", `{}`, 405, "takes GET"},
 	} {
 		t.Run(tc.path+" "+tc.body[:min(len(tc.body), 40)], func(t *testing.T) {
 			status, ct, raw := f.post(t, tc.path, tc.body)

@@ -68,11 +68,19 @@ func New(store sluice.Store, src Source, opts ...Option) (http.Handler, error) {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, pattern := h.mux.Handler(r); pattern == "" {
+		if allow, ok := routes[r.URL.Path]; ok {
+			w.Header().Set("Allow", allow)
+			writeProblem(w, http.StatusMethodNotAllowed, "Method Not Allowed", r.URL.Path+" takes "+allow)
+			return
+		}
 		writeProblem(w, http.StatusNotFound, "Not Found", "routes: GET /rules, POST /inspect, POST /reset")
 		return
 	}
 	h.mux.ServeHTTP(w, r)
 }
+
+// routes maps each path to its method.
+var routes = map[string]string{"/rules": http.MethodGet, "/inspect": http.MethodPost, "/reset": http.MethodPost}
 
 // query is the body of /inspect and /reset.
 type query struct {

@@ -140,8 +140,9 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 		m := memstore.New(memstore.Config{})
 		st, cleanup = m, func() { m.Close() }
 	case "redis", "redis-coalesced":
-		client := env.NewClient()              // as the floor's: the same options and round-trip hook
-		cfg := redisstore.Config{Coalesce: -1} // one script call per request
+		client := env.NewClient() // as the floor's: the same options and round-trip hook
+		// One script call per request unless coalesced.
+		cfg := redisstore.Config{Secret: bench.Secret, Coalesce: -1}
 		if store == "redis-coalesced" {
 			cfg.Coalesce = 64
 		}
