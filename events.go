@@ -102,3 +102,11 @@ func (m multiObserver) ObserveStoreCall(ctx context.Context, c StoreCall) {
 		}
 	}
 }
+
+// ResetObserver is an optional interface of an [Observer]: operator
+// controls (such as the rules/admin handler) report to an observer that
+// implements it each bucket they reset, by rule name (never the identity).
+// The metrics package counts them.
+type ResetObserver interface {
+	ObserveReset(ctx context.Context, rule string)
+}

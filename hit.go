@@ -35,6 +35,10 @@ type Hit struct {
 	// a response) that may put the bucket into debt. The debt is bounded:
 	// at most twice the capacity is ever owed.
 	Force bool
+	// Lease is the rule's local-lease policy, read by a lease store
+	// (store/lease) and ignored by the others. nil: the lease store's
+	// default. The rules package points it at the rule's policy.
+	Lease *LeasePolicy
 }
 
 // Units returns the cost h is decided with: Cost, or 1 when Cost is 0.

@@ -54,9 +54,12 @@ type Refunder interface {
 	Refund(ctx context.Context, refunds []Refund) error
 }
 
-// Resetter is an optional interface of a [Store]: operator controls. To
+// Resetter is an optional interface of a [Store]: operator controls.
+// Together with peeks it is a store's "inspect and reset" capability: to
 // read a bucket's state without consuming, take it with a peek
-// ([Hit.Peek]): every store supports that.
+// ([Hit.Peek]), which every store supports; to unblock it, Reset it.
+// [Limiter.Peek] and [Limiter.Reset] do both for one key, and the
+// rules/admin package for a rule and an identity as an operator types it.
 type Resetter interface {
 	Store
 	// Reset forgets the buckets of hits: each is full again, as if never

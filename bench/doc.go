@@ -1,7 +1,9 @@
-// Package bench compares sluice with peer rate-limiting libraries, each
-// configured alike: the same limit (high enough that every check is
-// admitted, unless a run is about refusing), the same key space, and for the
-// Redis-backed ones the same go-redis client settings.
+// Package bench compares sluice with peer rate-limiting libraries; its
+// command, cmd/load, reproduces BENCHMARKS.md in one run
+// (cd bench && go run ./cmd/load). Every peer is configured alike: the
+// same limit (high enough that every check is admitted, unless a run is
+// about refusing), the same key space, and for the Redis-backed ones the
+// same go-redis client settings.
 //
 // It holds two tables of named constructors, one entry per variant:
 //

@@ -46,6 +46,8 @@
 //	    Buckets the in-process store evicted at its bound (memstore's
 //	    Config.MaxBuckets), each forgiven what it had used. Give the
 //	    Collector to memstore.Config's Events field.
+//	sluice_resets_total{rule}                            counter
+//	    Buckets an operator reset (see the rules/admin package), by rule.
 //
 // A single gauge carries the breaker state, rather than one series per
 // state, so that "sluice_breaker_state > 0" selects every endpoint whose

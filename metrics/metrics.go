@@ -70,8 +70,8 @@ type Config struct {
 // Prometheus metrics (see the package documentation for the list).
 //
 // It implements [prometheus.Collector], [sluice.Observer],
-// [sluice.StoreCallObserver], [sluice.StoreEvents] and
-// [sluice.StateHealedEvents]. Create it with [New].
+// [sluice.StoreCallObserver], [sluice.ResetObserver], [sluice.StoreEvents]
+// and [sluice.StateHealedEvents]. Create it with [New].
 // It is safe for concurrent use.
 type Collector struct {
 	decisions   *prometheus.CounterVec
@@ -82,6 +82,7 @@ type Collector struct {
 	reloads     *prometheus.CounterVec
 	healed      *prometheus.CounterVec
 	evictions   prometheus.Counter
+	resets      *prometheus.CounterVec
 
 	// The hot path reads rules without locking: an immutable table,
 	// replaced whole (under mu) when a rule name is first seen.
@@ -191,6 +192,10 @@ func New(cfg Config) (*Collector, error) {
 	}, []string{"endpoint"})
 
 	c.evictions = newEvictions(ns, cfg.ConstLabels)
+	c.resets = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "resets_total", ConstLabels: cfg.ConstLabels,
+		Help: "Buckets an operator reset, by rule.",
+	}, []string{"rule"})
 
 	c.latencyOK = c.latency.WithLabelValues("ok")
 	c.latencyErr = c.latency.WithLabelValues("error")
@@ -236,6 +241,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.reloads.Describe(ch)
 	c.healed.Describe(ch)
 	c.evictions.Describe(ch)
+	c.resets.Describe(ch)
 }
 
 // Collect sends the collector's current metrics to ch. It implements
@@ -249,6 +255,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.reloads.Collect(ch)
 	c.healed.Collect(ch)
 	c.evictions.Collect(ch)
+	c.resets.Collect(ch)
 }
 
 // Observe counts d in sluice_decisions_total under d.Rule and d.Outcome.
@@ -368,6 +375,12 @@ func (c *Collector) ScriptReloaded(endpoint string) {
 // implements [sluice.StateHealedEvents].
 func (c *Collector) StateHealed(endpoint string) {
 	c.healed.WithLabelValues(strings.ToValidUTF8(endpoint, "\uFFFD")).Inc()
+}
+
+// ObserveReset counts a bucket an operator reset under rule in
+// sluice_resets_total. It implements [sluice.ResetObserver].
+func (c *Collector) ObserveReset(_ context.Context, rule string) {
+	c.resets.WithLabelValues(strings.ToValidUTF8(rule, "\uFFFD")).Inc()
 }
 
 // Error kinds, the values of the kind label of sluice_store_errors_total.

@@ -284,6 +284,22 @@ func TestStateHealed(t *testing.T) {
 	})
 }
 
+func TestResets(t *testing.T) {
+	c, reg := newCollector(t, metrics.Config{})
+	var o sluice.Observer = c
+	ro, ok := o.(sluice.ResetObserver)
+	if !ok {
+		t.Fatal("the collector is not a sluice.ResetObserver")
+	}
+	ro.ObserveReset(context.Background(), "per-ip")
+	ro.ObserveReset(context.Background(), "per-ip")
+	ro.ObserveReset(context.Background(), "per-user")
+	want(t, series(t, reg), map[string]float64{
+		`sluice_resets_total{rule="per-ip"}`:   2,
+		`sluice_resets_total{rule="per-user"}`: 1,
+	})
+}
+
 // TestLabelsCarryNoKeys feeds decisions and store calls whose results and
 // errors mention keys, identities and addresses, and checks that no label
 // has any of them, and that each metric has exactly its documented labels.
@@ -591,7 +607,7 @@ func TestScrape(t *testing.T) {
 		return values, types
 	}
 
-	got, types := scrape()
+	got, _ := scrape()
 	want(t, got, map[string]float64{
 		`sluice_store_errors_total{ambiguous="true",kind="timeout"}`: 0,
 		`sluice_store_call_duration_seconds_count{result="ok"}`:      0,
@@ -626,7 +642,7 @@ func TestScrape(t *testing.T) {
 	c.ObserveStoreCall(ctx, sluice.StoreCall{Latency: 400 * time.Microsecond, Hits: 2})
 	c.Observe(ctx, sluice.Decision{Rule: "per-ip", Outcome: sluice.OutcomeAllowed})
 	c.Observe(ctx, sluice.Decision{Rule: "login", Outcome: sluice.OutcomeDenied})
-	got, types = scrape()
+	got, types := scrape()
 	want(t, got, map[string]float64{
 		`sluice_breaker_state{endpoint="127.0.0.1:6379"}`:                                          0,
 		`sluice_breaker_transitions_total{endpoint="127.0.0.1:6379",from="half_open",to="closed"}`: 1,

@@ -20,21 +20,27 @@ import (
 	"github.com/sluicehq/sluice/metrics"
 )
 
-// exported returns the metric names a default metrics.Collector exports,
-// with a histogram's _bucket, _sum and _count series, and the name of each
-// metric family.
+// exported returns the metric names sluice's collectors export by default
+// (metrics.Collector and metrics.LeaseCollector), with a histogram's
+// _bucket, _sum and _count series, and the name of each metric family.
 func exported(t *testing.T) (series map[string]bool, families []string) {
 	t.Helper()
 	c, err := metrics.New(metrics.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(c); err != nil {
+	lc, err := metrics.NewLease(metrics.LeaseConfig{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range []prometheus.Collector{c, lc} {
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ch := make(chan *prometheus.Desc, 64)
-	go func() { c.Describe(ch); close(ch) }()
+	go func() { c.Describe(ch); lc.Describe(ch); close(ch) }()
 	fq := regexp.MustCompile(`fqName: "([a-zA-Z_:][a-zA-Z0-9_:]*)"`)
 	series = map[string]bool{}
 	for d := range ch {

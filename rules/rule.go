@@ -85,6 +85,11 @@ type Rule struct {
 	// Match selects the requests the rule applies to. nil matches all.
 	// It runs on every request: keep it cheap, and free of I/O.
 	Match func(*http.Request) bool
+	// Lease is the rule's local-lease and hot-key policy, honoured by a
+	// lease store (store/lease) and ignored by others: each of the
+	// rule's hits carries it ([sluice.Hit.Lease]). Its Rule field is set
+	// to the rule's name. The zero value leases nothing.
+	Lease sluice.LeasePolicy
 }
 
 // Exposed reports whether the rule may appear in headers and problem
@@ -122,6 +127,9 @@ func (r *Rule) Validate() error {
 	}
 	if err := r.Algorithm.ValidateLimit(r.Limit); err != nil {
 		return fail("limit", "%v", err)
+	}
+	if err := r.Lease.Validate(); err != nil {
+		return fmt.Errorf("%w %q: %v", ErrInvalidRule, r.Name, err)
 	}
 	if cost := r.cost(); cost > r.Limit.Capacity() {
 		return fail("cost", "%d exceeds the capacity %d: no request could ever pass", cost, r.Limit.Capacity())

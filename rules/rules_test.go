@@ -37,6 +37,10 @@ func TestNewValidates(t *testing.T) {
 		{"unknown algorithm", []rules.Rule{with(func(r *rules.Rule) { r.Algorithm = 99 })}, `"ok": algorithm`},
 		{"unknown on_fail", []rules.Rule{with(func(r *rules.Rule) { r.OnFail = 9 })}, `"ok": on_fail`},
 		{"duplicate names", []rules.Rule{ok, ok}, `"ok": name: used by two rules`},
+		{"negative lease", []rules.Rule{with(func(r *rules.Rule) { r.Lease.MaxLease = -1 })}, `"ok": lease.max_lease`},
+		{"lease ttl over a minute", []rules.Rule{with(func(r *rules.Rule) { r.Lease.TTL = time.Hour })}, `"ok": lease.ttl`},
+		{"split of one", []rules.Rule{with(func(r *rules.Rule) { r.Lease.HotKeys = sluice.HotKeyPolicy{Threshold: 10, Split: 1} })}, `"ok": hot_keys.split`},
+		{"hot keys without threshold", []rules.Rule{with(func(r *rules.Rule) { r.Lease.HotKeys.Lease = true })}, `"ok": hot_keys.threshold`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,5 +161,32 @@ func TestOnFailNames(t *testing.T) {
 	}
 	if _, err := rules.ParseOnFail("sideways"); err == nil {
 		t.Fatal("unknown on_fail accepted")
+	}
+}
+
+// A rule's lease policy reaches its hits, named after the rule; a rule
+// without one sends none.
+func TestResolveLeasePolicy(t *testing.T) {
+	set := rules.MustNew(
+		rules.Rule{Name: "leased", Key: constKey("id"), Limit: sluice.PerSecond(100), Lease: sluice.LeasePolicy{Enabled: true, MaxLease: 10}},
+		rules.Rule{Name: "hot", Key: constKey("id"), Limit: sluice.PerSecond(100), Lease: sluice.LeasePolicy{HotKeys: sluice.HotKeyPolicy{Threshold: 50, Split: 4}}},
+		rules.Rule{Name: "plain", Key: constKey("id"), Limit: sluice.PerSecond(100)},
+	)
+	var m rules.Matched
+	if err := set.Resolve(httptest.NewRequest(http.MethodGet, "/", nil), &m); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		rule    string
+		enabled bool
+		split   int
+	}{{"leased", true, 0}, {"hot", false, 4}} {
+		p := m.Hits[i].Lease
+		if p == nil || p.Rule != want.rule || p.Enabled != want.enabled || p.HotKeys.Split != want.split {
+			t.Fatalf("hit %d: policy %+v, want rule %q enabled=%v split=%d", i, p, want.rule, want.enabled, want.split)
+		}
+	}
+	if m.Hits[2].Lease != nil {
+		t.Fatalf("a rule without a policy sent %+v", m.Hits[2].Lease)
 	}
 }

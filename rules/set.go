@@ -38,6 +38,7 @@ func New(rules ...Rule) (*Set, error) {
 		if r.Cost == 0 {
 			r.Cost = 1
 		}
+		r.Lease.Rule = r.Name
 		s.rules[i] = r
 	}
 	return s, nil
@@ -107,8 +108,13 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 				cost = min(cost, rule.MaxCost)
 			}
 		}
+		var lease *sluice.LeasePolicy
+		if rule.Lease.Active() {
+			lease = &rule.Lease
+		}
 		m.Rules = append(m.Rules, rule)
 		m.Hits = append(m.Hits, sluice.Hit{
+			Lease:     lease,
 			Key:       BucketKey(rule.Name, rule.KeyKind, id),
 			Limit:     rule.Limit,
 			Algorithm: rule.Algorithm,

@@ -5,6 +5,8 @@
 //	export SLUICE_SECRET=$(openssl rand -hex 32)      # the same on every instance
 //	go run ./examples/gateway -redis 127.0.0.1:6379   # Redis store
 //	go run ./examples/gateway -rules examples/gateway/rules.yaml
+//	go run ./examples/gateway -admin 127.0.0.1:9090   # operator API, off by default
+//	go run ./examples/gateway -redis 127.0.0.1:6379 -lease 4  # local leases, 4 instances
 //
 // Then, from another terminal:
 //
@@ -32,6 +34,16 @@
 // server bounds how long a client may take to send its headers and its
 // request, how long an idle connection stays open, and the size of the
 // headers (see server.go).
+//
+// With -admin the operator API (package rules/admin) listens on an address
+// of its own: why is this client limited, and unblock it now.
+//
+//	curl -s -d '{"rule":"per-ip","identity":"127.0.0.1"}' localhost:9090/inspect
+//	curl -s -d '{"rule":"per-ip","identity":"127.0.0.1"}' localhost:9090/reset
+//
+// With -lease N the store is wrapped in a lease store (store/lease) for N
+// instances: every token-bucket and fixed-window rule is served from local
+// leases, and the rule file's lease and hot_keys blocks tune each rule.
 package main
 
 import (
@@ -56,6 +68,7 @@ import (
 	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/middleware"
 	"github.com/sluicehq/sluice/rules/rulefile"
+	"github.com/sluicehq/sluice/store/lease"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/redisstore"
 )
@@ -73,7 +86,9 @@ func run() error {
 	secret := flag.String("secret", os.Getenv("SLUICE_SECRET"), "secret for hashing identities into Redis keys (default $SLUICE_SECRET)")
 	mode := flag.String("headers", "ietf", "rate-limit header modes: ietf, draft06, x-ratelimit, none, or a comma-separated combination")
 	budget := flag.Duration("budget", middleware.DefaultBudget, "latency budget of each store call")
+	adminAddr := flag.String("admin", "", "listen address of the operator API (inspect and reset buckets; no authentication, keep it private); empty: off")
 	rulesFile := flag.String("rules", "", "rule file (YAML, or JSON if named *.json) to load and watch; empty uses the built-in rules")
+	leaseInstances := flag.Int("lease", 0, "serve rules from local leases, sized for this many instances; 0 leases nothing")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -95,13 +110,22 @@ func run() error {
 		closeStore()
 		log.Info("gateway stopped; store closed")
 	}()
+	if *leaseInstances > 0 {
+		leased, closeLease, err := withLeases(store, *leaseInstances, log, reg)
+		if err != nil {
+			return err
+		}
+		defer closeLease()
+		store = leased
+	}
 
 	src := rulesSource(goRules)
 	var watcher *rulefile.Watcher
 	if *rulesFile != "" {
 		src = fileRules(*rulesFile, log, &watcher)
 	}
-	router, err := newRouterWith(store, log, src, middleware.WithHeaders(hdr), middleware.WithBudget(*budget), middleware.WithObserver(collector))
+	var limited middleware.Source
+	router, err := newRouterWith(store, log, capture(src, &limited), middleware.WithHeaders(hdr), middleware.WithBudget(*budget), middleware.WithObserver(collector))
 	if watcher != nil {
 		defer watcher.Close()
 		go reloadOnHangup(watcher)
@@ -119,6 +143,9 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if _, err := serveAdmin(ctx, *adminAddr, store, limited, log, collector); err != nil {
+		return err
+	}
 	backend := "memory"
 	if *redisAddr != "" {
 		backend = "redis " + *redisAddr
@@ -172,4 +199,30 @@ func openStore(addr, secret string, budget time.Duration, log *slog.Logger, even
 		return nil, nil, err
 	}
 	return s, func() { s.Close(); client.Close() }, nil
+}
+
+// withLeases wraps store in a lease store for instances instances: rules
+// without a lease block of their own are leased by default. Its metrics
+// go to reg; the returned func gives every unused token back.
+func withLeases(store sluice.Store, instances int, log *slog.Logger, reg *prometheus.Registry) (sluice.Store, func(), error) {
+	collector, err := metrics.NewLease(metrics.LeaseConfig{Registerer: reg})
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := lease.New(store, lease.Config{
+		Instances: instances,
+		Default:   &sluice.LeasePolicy{Enabled: true},
+		Observer:  collector,
+		Logger:    log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Close(ctx); err != nil {
+			log.Warn("lease tokens not given back", "err", err)
+		}
+	}, nil
 }

@@ -25,6 +25,13 @@
 //	      methods: [GET, POST]     # GET also matches HEAD
 //	      routes: ["/items/{id}"]  # route patterns, never raw paths
 //	      host: [api.example.com, "*.example.org"]
+//	    lease:                     # optional: local leases (store/lease)
+//	      max_lease: 25            # at least 2; enabled: false turns it off
+//	      ttl: 2s                  # 1ms to 1m
+//	    hot_keys:                  # optional: hot-key handling (store/lease)
+//	      threshold: 1000          # store calls/s for one key; required
+//	      lease: true              # lease hot keys
+//	      split: 4                 # and/or split them into 2 to 64 sub-buckets
 //	bypass:                        # optional
 //	  - name: office
 //	    cidrs: [203.0.113.0/24]    # and/or api_keys: ["sha256:..."], users: [alice]

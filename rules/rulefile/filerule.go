@@ -37,6 +37,9 @@ func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]
 		return rules.Rule{}, false, err
 	}
 	r.Match = m.fn()
+	if err := d.leasePolicy(f, &r); err != nil {
+		return rules.Rule{}, false, err
+	}
 	if err := r.Validate(); err != nil { // the checks above should have caught it
 		return rules.Rule{}, false, d.fail(n, "", "%w", err)
 	}

@@ -49,7 +49,9 @@ func (s *Store) takeToken(now int64, h *sluice.Hit, v algo.TBNums, out *sluice.R
 		if b.decideToken(now, h, v, out) {
 			return
 		}
-		b.mu.Lock() // dead: wait for the sweeper to finish with it
+		// dead: wait for the sweeper to finish with it.
+		//lint:ignore SA2001 the empty critical section is the barrier: it returns once the sweeper lets go of b
+		b.mu.Lock()
 		b.mu.Unlock()
 	}
 }

@@ -163,8 +163,8 @@ func (b *breaker) State() sluice.BreakerState { return sluice.BreakerState(b.sta
 // countsAsFailure reports whether err says Redis is unwell: not a caller
 // that gave up on its own, not a key that holds something else.
 func countsAsFailure(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return false
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrUnsupportedClient) {
+		return false // ErrUnsupportedClient: a configuration error (CROSSSLOT)
 	}
 	return errors.Is(err, sluice.ErrUnavailable) || errors.Is(err, sluice.ErrTimeout) || errors.Is(err, sluice.ErrClusterDown)
 }

@@ -23,11 +23,11 @@ type Client interface {
 
 // checkClient refuses clients that cannot keep the store's promises.
 func checkClient(c Client, allowUnsafe bool) error {
-	switch c.(type) {
-	case *redis.ClusterClient:
-		return fmt.Errorf("%w: Redis Cluster is not supported yet: one script must see all of a request's keys; use a single node or a Sentinel-managed primary", ErrUnsupportedClient)
+	switch cc := c.(type) {
 	case *redis.Ring:
-		return fmt.Errorf("%w: a Ring spreads one request's keys over shards; use a single node or a Sentinel-managed primary", ErrUnsupportedClient)
+		return fmt.Errorf("%w: a Ring spreads one request's keys over shards it does not fail over; use a single node, a Sentinel-managed primary (redis.NewFailoverClient) or Redis Cluster (redis.NewClusterClient)", ErrUnsupportedClient)
+	case *redis.ClusterClient:
+		return checkClusterClient(cc, allowUnsafe)
 	}
 	if allowUnsafe {
 		return nil
@@ -53,7 +53,20 @@ func checkClient(c Client, allowUnsafe bool) error {
 // checkServer loads the script and warns when the server can evict the
 // store's keys. It runs once, in the background, at New.
 func (s *Store) checkServer(ctx context.Context) {
-	if err := s.client.ScriptLoad(ctx, takeSource).Err(); err != nil {
+	if s.cluster == nil {
+		info := redis.NewStringCmd(ctx, "info", "cluster")
+		_ = s.client.Process(ctx, info)
+		if v, err := info.Result(); err == nil && strings.Contains(v, "cluster_enabled:1") {
+			s.wrong.Store(true)
+			s.log.LogAttrs(ctx, slog.LevelError, "redisstore: every call fails: "+misconfigured().Error())
+			return
+		}
+	}
+	err := s.client.ScriptLoad(ctx, takeSource).Err()
+	if err == nil {
+		err = s.client.ScriptLoad(ctx, refundSource).Err()
+	}
+	if err != nil {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "redisstore: could not preload the script; it is loaded on first use",
 			slog.String("error", err.Error()))
 		return

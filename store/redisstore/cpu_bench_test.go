@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,10 +32,11 @@ type cpuVariant struct {
 // algorithm, alone and coalesced in batches of 16, on a redis-server of
 // its own. Each round runs a block of checks of every variant in turn, so
 // the variants share the machine's noise; "token bucket again" repeats the
-// first variant as an A/A control. It reports usec/check per variant and
-// the ratios: each algorithm alone over the token bucket alone, and
-// coalesced over alone; "floor" is a script that only reads and writes its
-// key. Run it short:
+// first variant as an A/A control. It reports the median over the rounds
+// of usec/check per variant and of the ratios taken within each round:
+// each algorithm alone over the token bucket alone, and coalesced over
+// alone; "floor" is a script that only reads and writes its key. Run it
+// short:
 //
 //	REQUIRE_REDIS=1 go test -run '^$' -bench ScriptCPU -benchtime 20x ./store/redisstore/
 func BenchmarkScriptCPU(b *testing.B) {
@@ -64,12 +66,12 @@ func BenchmarkScriptCPU(b *testing.B) {
 	floor := redis.NewScript(floorScript)
 
 	const block, keys = 128, 2048 // checks per variant per round; keys per variant
-	usec := make([]float64, len(variants))
-	checks := make([]float64, len(variants))
+	var rounds [][]float64        // per round, usec per check of each variant
 	hits := make([]sluice.Hit, block)
 	outs := make([]sluice.Result, block)
 	seq := 0
 	round := func() {
+		usec := make([]float64, len(variants))
 		for v, vt := range variants {
 			for i := range hits {
 				seq++
@@ -82,8 +84,7 @@ func BenchmarkScriptCPU(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				usec[v] += evalshaUsec(b, client) - before
-				checks[v] += block
+				usec[v] = (evalshaUsec(b, client) - before) / block
 				continue
 			}
 			for from := 0; from < block; from += vt.batch {
@@ -101,32 +102,50 @@ func BenchmarkScriptCPU(b *testing.B) {
 					}
 				}
 			}
-			usec[v] += evalshaUsec(b, client) - before
-			checks[v] += block
+			usec[v] = (evalshaUsec(b, client) - before) / block
 		}
+		rounds = append(rounds, usec)
 	}
 	round() // loads the script, creates the keys
-	clear(usec)
-	clear(checks)
+	rounds = nil
 	b.ReportAllocs()
 	for b.Loop() {
 		round()
 	}
-	per := make(map[string]float64, len(variants))
+	// Medians over the rounds, of each variant's cost and of each ratio
+	// taken within a round: a round that another process slowed down moves
+	// neither.
+	index := make(map[string]int, len(variants))
 	for v, vt := range variants {
-		per[vt.name] = usec[v] / checks[v]
-		b.ReportMetric(per[vt.name], "usec/check:"+strings.ReplaceAll(vt.name, " ", "_"))
+		index[vt.name] = v
+		b.ReportMetric(median(rounds, func(r []float64) float64 { return r[v] }), "usec/check:"+strings.ReplaceAll(vt.name, " ", "_"))
 	}
-	tb := per[tbName]
-	b.ReportMetric(per[tbName+" again"]/tb, "A/A:token_bucket_again/token_bucket")
-	b.ReportMetric(tb/per["floor"], "ratio:token_bucket/floor")
+	ratio := func(num, den, unit string) {
+		n, d := index[num], index[den]
+		b.ReportMetric(median(rounds, func(r []float64) float64 { return r[n] / r[d] }), unit)
+	}
+	ratio(tbName+" again", tbName, "A/A:token_bucket_again/token_bucket")
+	ratio(tbName, "floor", "ratio:token_bucket/floor")
 	for _, alg := range []sluice.Algorithm{sluice.SlidingWindow, sluice.FixedWindow, sluice.SlidingLog} {
-		b.ReportMetric(per[alg.String()]/tb, "ratio:"+strings.ReplaceAll(alg.String(), " ", "_")+"/token_bucket")
+		ratio(alg.String(), tbName, "ratio:"+strings.ReplaceAll(alg.String(), " ", "_")+"/token_bucket")
 	}
 	for _, alg := range []sluice.Algorithm{sluice.TokenBucket, sluice.SlidingWindow, sluice.FixedWindow, sluice.SlidingLog} {
 		name := strings.ReplaceAll(alg.String(), " ", "_")
-		b.ReportMetric(per[alg.String()+" coalesced"]/per[alg.String()], "ratio:"+name+"_coalesced/alone")
+		ratio(alg.String()+" coalesced", alg.String(), "ratio:"+name+"_coalesced/alone")
 	}
+}
+
+// median returns the median of f over rounds.
+func median(rounds [][]float64, f func([]float64) float64) float64 {
+	vs := make([]float64, len(rounds))
+	for i, r := range rounds {
+		vs[i] = f(r)
+	}
+	slices.Sort(vs)
+	if len(vs) == 0 {
+		return 0
+	}
+	return vs[len(vs)/2]
 }
 
 // floorScript is the least a script deciding a check does: read a key,

@@ -3,11 +3,12 @@
 //
 // # Decisions
 //
-// One EVALSHA carries all of a request's hits. The script reads and validates
-// every key first, decides, and writes only if the request is admitted, so an
-// error part-way (a key of the wrong type, out of memory) leaves nothing half
-// applied. It reads the time with redis.call('TIME'), so clock skew between
-// application nodes cannot change a limit. Arithmetic is integer
+// One EVALSHA carries all of a request's hits (with [Config.Coalesce], the
+// hits of several requests, each decided on its own). The script reads every
+// key first, decides, and writes only what admitted requests consumed, at the
+// end, so an error part-way (out of memory) leaves nothing half applied. It
+// reads the time with redis.call('TIME'), so clock skew between application
+// nodes cannot change a limit. Arithmetic is integer
 // microseconds, kept below 2^53 so Lua's doubles are exact; the in-process
 // store computes the same integers, so both give identical answers.
 //
@@ -48,8 +49,7 @@
 // the time until the bucket is full again, when its state is
 // indistinguishable from a bucket never used, and at least one second, so a
 // client that returns within a second finds its key rather than creating it
-// anew (under limits that refill in milliseconds, keys recreated on every
-// request kept Redis's expiry cycle busy and raised every client's p99).
+// anew (keys recreated on every request keep Redis's expiry cycle busy).
 //
 // # Client settings
 //

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 
@@ -33,6 +34,12 @@ func classify(op string, err error) error {
 		se.Kind, se.Ambiguous = sluice.ErrUnavailable, true
 	case errors.Is(err, redis.ErrClosed):
 		se.Kind = sluice.ErrClosed
+	case errors.As(err, &rerr) && redis.HasErrorPrefix(err, "CROSSSLOT"):
+		// The client sent one script for keys in several slots: it is a
+		// cluster client the store did not recognise. Redis refused the
+		// script; the cluster is fine.
+		se.Kind = sluice.ErrUnavailable
+		se.Err = fmt.Errorf("%w: %w: pass the *redis.ClusterClient itself, so that the store sends one script per hash slot", ErrUnsupportedClient, err)
 	case errors.As(err, &rerr):
 		se.Kind = classifyReply(rerr.Error())
 	default:
@@ -62,7 +69,7 @@ func classifyReply(msg string) error {
 		return sluice.ErrCorruptState
 	case "NOSCRIPT":
 		return sluice.ErrScriptMissing
-	case "CLUSTERDOWN", "MOVED", "ASK", "TRYAGAIN", "CROSSSLOT":
+	case "CLUSTERDOWN", "MOVED", "ASK", "TRYAGAIN":
 		return sluice.ErrClusterDown
 	}
 	return sluice.ErrUnavailable

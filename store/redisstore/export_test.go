@@ -30,3 +30,19 @@ const Lanes = lanes
 // busy, just before it queues. s must coalesce; call it before any Take
 // that can find every lane busy.
 func SetBeforeQueue(s *Store, f func()) { s.coalesce.beforeQueue = f }
+
+// SlotOf returns the Redis Cluster hash slot of key.
+func SlotOf(key string) int { return slotOf(key) }
+
+// TakeSHA returns the take script's digest.
+func TakeSHA() any { return takeScript.sha }
+
+// ModeLast marks the last hit of a request in the take script's arguments.
+const ModeLast = modeLast
+
+// RefundFailures returns how many refunds of refused cross-slot requests
+// failed.
+func RefundFailures(s *Store) int64 { return s.cluster.refundFailures.Load() }
+
+// Endpoint returns the name s gives its Redis endpoint in events and logs.
+func Endpoint(s *Store) string { return s.endpoint }

@@ -109,16 +109,27 @@ func (clockHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h clockHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if n := cmd.Name(); n == "evalsha" || n == "eval" {
-			args := cmd.Args() // evalsha, digest, key count, keys..., arguments...
-			if nkeys, ok := args[2].(int); ok && len(args) > 3+nkeys {
-				args[3+nkeys] = h.clock.Now().UnixMicro()
-			}
-		}
+		h.set(cmd)
 		return next(ctx, cmd)
 	}
 }
 
-func (clockHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+func (h clockHook) set(cmd redis.Cmder) {
+	if n := cmd.Name(); n == "evalsha" || n == "eval" {
+		args := cmd.Args() // evalsha, digest, key count, keys..., arguments...
+		if nkeys, ok := args[2].(int); ok && len(args) > 3+nkeys {
+			args[3+nkeys] = h.clock.Now().UnixMicro()
+		}
+	}
+}
+
+// ProcessPipelineHook sets the clock of the scripts of a pipeline (the
+// store pipelines a cross-slot request's per-slot scripts on a cluster).
+func (h clockHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.set(cmd)
+		}
+		return next(ctx, cmds)
+	}
 }

@@ -208,8 +208,9 @@ func TestUnsafeClientsAreRefused(t *testing.T) {
 	}{
 		{"default retries", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), "MaxRetries: -1"},
 		{"deadlines ignored", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}), "ContextTimeoutEnabled: true"},
-		{"cluster", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), "Cluster"},
+		{"cluster, deadlines ignored", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), "ContextTimeoutEnabled: true in redis.ClusterOptions"},
 		{"ring", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}), "Ring"},
+		{"failover cluster", redis.NewFailoverClusterClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), "redis.NewFailoverClient"},
 	}
 	for _, tc := range cases {
 		t.Cleanup(func() { tc.c.(interface{ Close() error }).Close() })

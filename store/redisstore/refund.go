@@ -30,6 +30,9 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	if ctx.Err() != nil {
 		return ctxError(ctx, false)
 	}
+	if s.cluster != nil {
+		return s.cluster.refund(ctx, refunds)
+	}
 	reply, err := s.call(ctx, s.refundCommand(refunds))
 	if err != nil {
 		var se *sluice.StoreError

@@ -51,11 +51,12 @@ for i = 1, #KEYS do
     local v = redis.pcall('GET', k)
     if type(v) == 'string' then
       if al == 1 then
-        if #v <= 18 and not string.find(v, '%D') and tonumber(string.sub(v, -6)) ~= nil then
-          local cur = tonumber(string.sub(v, -6))
-          local prev = tonumber(string.sub(v, -12, -7)) or 0
+        local cur, hi = tonumber(string.sub(v, -6)), 0
+        if #v > 6 then hi = tonumber(string.sub(v, 1, -7)) end
+        if cur and hi and cur >= 0 and cur < 1000000 and cur == math.floor(cur) and hi >= 0 and hi < 1000000000000 and hi == math.floor(hi) then
+          local prev = hi % 1000000
           local idx = math.floor(now / p)
-          local d = (idx - (tonumber(string.sub(v, 1, -13)) or 0)) % WINDOWMOD
+          local d = (idx - math.floor(hi / 1000000)) % WINDOWMOD
           if d > WINDOWMOD / 2 then d = d - WINDOWMOD end
           idx = idx - d
           local ok = true

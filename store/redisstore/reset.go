@@ -25,6 +25,9 @@ func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 	if len(hits) == 0 {
 		return nil
 	}
+	if s.cluster != nil {
+		return s.cluster.reset(ctx, hits)
+	}
 	cmd := make([]any, 0, 1+len(hits))
 	cmd = append(cmd, "del")
 	for i := range hits {

@@ -264,7 +264,7 @@ func (r *request) decode(vals []any) error {
 // script (NOSCRIPT: restart, failover, SCRIPT FLUSH) it sends the source
 // once: Redis did not run the script, so this cannot apply it twice.
 func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
-	c := redis.NewCmd(ctx, cmd...)
+	c := newScriptCmd(ctx, cmd...)
 	_ = s.client.Process(ctx, c)
 	reply, err := c.Result()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -274,7 +274,7 @@ func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 		}
 		// A fresh slice: a hook may keep the first command.
 		cmd = append([]any{"eval", scriptOf(cmd).src}, cmd[2:]...)
-		c = redis.NewCmd(ctx, cmd...)
+		c = newScriptCmd(ctx, cmd...)
 		_ = s.client.Process(ctx, c)
 		reply, err = c.Result()
 	}

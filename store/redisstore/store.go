@@ -19,9 +19,14 @@ type Store struct {
 	keys   *keyer
 	log    *slog.Logger
 
-	reloads  atomic.Int64 // scripts re-sent after NOSCRIPT
-	breaker  *breaker     // nil when disabled
-	coalesce *coalescer   // nil when off
+	reloads atomic.Int64 // scripts re-sent after NOSCRIPT
+	cluster *cluster     // nil unless the client is a *redis.ClusterClient
+	// wrong, once set, fails every call: the start-up check found the
+	// server is a Redis Cluster node behind a client that is not a
+	// cluster client.
+	wrong    atomic.Bool
+	breaker  *breaker   // nil when disabled
+	coalesce *coalescer // nil when off
 	events   sluice.StoreEvents
 	endpoint string
 	closed   atomic.Bool
@@ -69,6 +74,13 @@ func New(client Client, cfg Config) (*Store, error) {
 	if cfg.Coalesce > 1 {
 		s.coalesce = &coalescer{s: s, max: cfg.Coalesce}
 	}
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		s.cluster = newCluster(s, cc, cfg)
+		s.breaker = nil // one per master, in s.cluster
+		if cfg.Endpoint == "" {
+			s.endpoint = "cluster"
+		}
+	}
 	if publicSecret {
 		warnPublicSecret(cfg.Logger)
 	}
@@ -105,6 +117,12 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 		// ambiguous timeout that the breaker counts.
 		return ctxError(ctx, false)
 	}
+	if s.wrong.Load() {
+		return misconfigured()
+	}
+	if s.cluster != nil {
+		return s.cluster.take(ctx, hits, out)
+	}
 	if s.coalesce != nil {
 		return s.coalesce.take(ctx, hits, out)
 	}
@@ -115,10 +133,16 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 // call runs a script command (see takeCommand and refundCommand) through
 // the circuit breaker and classifies its error.
 func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
-	probe := false
-	if s.breaker != nil {
-		ok, p, retry := s.breaker.allow()
+	probe, b := false, s.breaker
+	if s.cluster != nil { // the breaker of the master of the command's slot
+		b = s.cluster.breakerFor(ctx, cmd[3].(string))
+	}
+	if b != nil {
+		ok, p, retry := b.allow()
 		if !ok {
+			if s.cluster != nil { // the slot may have moved to a promoted replica
+				s.cluster.c.ReloadState(ctx)
+			}
 			return nil, &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrBreakerOpen, RetryAfter: retry}
 		}
 		probe = p
@@ -126,9 +150,12 @@ func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
 	reply, err := s.run(ctx, cmd)
 	if err != nil {
 		err = classify("redisstore: take", err)
+		if s.cluster != nil {
+			s.cluster.failed(ctx, err)
+		}
 	}
-	if s.breaker != nil {
-		s.breaker.record(probe, err)
+	if b != nil {
+		b.record(probe, err)
 	}
 	return reply, err
 }

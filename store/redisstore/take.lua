@@ -54,10 +54,13 @@ end
 
 local n = #KEYS
 
--- Single hits of a token bucket or a sliding window, taking exactly their
--- cost, neither forced nor a peek (mode 64 or 65): the commonest calls,
--- decided here without the tables of the general path below.
-if n == 1 and (ARGV[2] == '64' or ARGV[2] == '65') then
+-- Single hits of a token bucket, a sliding window or a fixed window, taking
+-- exactly their cost, neither forced nor a peek (mode 64, 65 or 66, or 68,
+-- 69 or 70 for a shadow hit, which alone refuses nothing else): the
+-- commonest calls, decided here without the tables of the general path
+-- below.
+local single = ARGV[2]
+if n == 1 and (single == '64' or single == '65' or single == '66' or single == '68' or single == '69' or single == '70') then
   local k = KEYS[1]
   local p, limit, c = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
   local v = redis.pcall('GET', k)
@@ -65,7 +68,7 @@ if n == 1 and (ARGV[2] == '64' or ARGV[2] == '65') then
   if type(v) == 'table' then
     healed, v = 1, false -- another type
   end
-  if ARGV[2] == '64' then
+  if single == '64' or single == '68' then
     local tat = 0
     if v then
       tat = tonumber(v)
@@ -95,19 +98,56 @@ if n == 1 and (ARGV[2] == '64' or ARGV[2] == '65') then
     if healed == 1 then return {1, 1, 1 + 4 * c, rem, nxt - now, 0, nxt} end
     return {0, 1 + 4 * c, rem, nxt - now, 0, nxt}
   end
+  if single == '66' or single == '70' then
+    -- A fixed window: see the general path below.
+    local idx = math.floor(now / p)
+    local st, count = idx, 0
+    if v then
+      local x = tonumber(v)
+      if x == nil or x < 0 or x >= BIG or x ~= math.floor(x) then
+        healed = 1
+        redis.call('DEL', k)
+      else
+        st, count = math.floor(x / (p + 1)), x % (p + 1)
+      end
+    end
+    if st > idx then idx = st end
+    if idx ~= st then count = 0 end
+    local el = now - idx * p
+    if el < 0 then el = 0 end
+    local left = p - el
+    if c > limit or count + c > limit then
+      local unsat, retry = 0, left
+      if c > limit then unsat, retry = 2, 0 end
+      local reset = 0
+      if count > 0 then reset = left end
+      local rem = limit - count
+      if rem < 0 then rem = 0 end
+      if healed == 1 then return {1, 1, unsat, rem, reset, retry, 0} end
+      return {0, unsat, rem, reset, retry, 0}
+    end
+    local cap = math.min(2 * limit, p)
+    count = math.min(count + math.min(c, cap), cap)
+    redis.call('SET', k, string.format('%d', idx * (p + 1) + count), 'PX', string.format('%d', math.max(MINPX, math.ceil((left + pad) / 1000))))
+    local rem = limit - count
+    if rem < 0 then rem = 0 end
+    if healed == 1 then return {1, 1, 1 + 4 * c, rem, left, 0, idx} end
+    return {0, 1 + 4 * c, rem, left, 0, idx}
+  end
   -- A sliding window counter: see the general path below.
   local idx = math.floor(now / p)
   local cur, prev, st = 0, 0, idx
   if v then
-    if #v > 18 or string.find(v, '%D') or tonumber(string.sub(v, -6)) == nil then
-      healed = 1
-      redis.call('DEL', k)
-    else
-      cur = tonumber(string.sub(v, -6))
-      prev = tonumber(string.sub(v, -12, -7)) or 0
-      local d = (idx - (tonumber(string.sub(v, 1, -13)) or 0)) % WINDOWMOD
+    local lo, hi = tonumber(string.sub(v, -6)), 0
+    if #v > 6 then hi = tonumber(string.sub(v, 1, -7)) end
+    if lo and hi and lo >= 0 and lo < 1000000 and lo == math.floor(lo) and hi >= 0 and hi < 1000000000000 and hi == math.floor(hi) then
+      cur, prev = lo, hi % 1000000
+      local d = (idx - math.floor(hi / 1000000)) % WINDOWMOD
       if d > WINDOWMOD / 2 then d = d - WINDOWMOD end
       st = idx - d
+    else
+      healed = 1
+      redis.call('DEL', k)
     end
   end
   if st > idx then idx = st end
@@ -161,6 +201,92 @@ if n == 1 and (ARGV[2] == '64' or ARGV[2] == '65') then
   if rem < 0 then rem = 0 end
   if healed == 1 then return {1, 1, 1 + 4 * c, rem, left + p, 0, idx} end
   return {0, 1 + 4 * c, rem, left + p, 0, idx}
+end
+
+-- One request of several plain token-bucket hits (every mode 0, the last
+-- 64), the commonest request with more than one rule: decided without the
+-- tables of the general path. A key that does not hold a token bucket's
+-- state leaves it to the general path, which replaces it.
+local plain = n > 1 and n <= 100 -- the keys are unpacked onto Lua's stack
+if plain then
+  for i = 1, n - 1 do
+    if ARGV[4 * i - 2] ~= '0' then
+      plain = false
+      break
+    end
+  end
+  plain = plain and ARGV[4 * n - 2] == '64'
+end
+if plain then
+  local vals = redis.call('MGET', unpack(KEYS, 1, n))
+  local tats, orig, missing = {}, {}, {}
+  for i = 1, n do
+    local k = KEYS[i]
+    if orig[k] == nil then
+      local tat = 0
+      if vals[i] then
+        tat = tonumber(vals[i])
+        if tat == nil or tat < 0 or tat >= BIG or tat ~= math.floor(tat) then
+          plain = false
+          break
+        end
+      else
+        missing[#missing + 1] = k
+      end
+      orig[k], tats[k] = tat, tat
+    end
+  end
+  -- MGET answers false for a key of another type as for a missing one.
+  if plain and #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then plain = false end
+  if plain then
+    -- Decide hit after hit against the tentative arrival times; then
+    -- report each as taken if every hit passed, else as taking nothing.
+    local base, nxt = {}, {}
+    local admitted = true
+    for i = 1, n do
+      local k, a = KEYS[i], 4 * i - 1
+      local p, limit, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+      local b = tats[k]
+      if b < now then b = now end
+      base[i] = b
+      if c <= limit and b + c * p - now <= limit * p then
+        nxt[i] = b + c * p
+        tats[k] = nxt[i]
+      else
+        admitted = false
+      end
+    end
+    local reply, r = {0}, 1
+    for i = 1, n do
+      local a = 4 * i - 1
+      local p, limit, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+      local b, x, tau = base[i], nxt[i], limit * p
+      local code, slack, reset, retry, mark = 0, now + tau - b, b - now, 0, 0
+      if x then
+        code = 1
+        if admitted then code, slack, reset, mark = 1 + 4 * c, now + tau - x, x - now, x end
+      elseif c > limit then
+        code = 2
+      else
+        retry = b + c * p - tau - now
+      end
+      local rem = 0
+      if slack > 0 then rem = math.floor(slack / p) end
+      reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5] = code, rem, reset, retry, mark
+      r = r + 5
+    end
+    if admitted then
+      for i = 1, n do
+        local k = KEYS[i]
+        local tat = tats[k]
+        if tat ~= orig[k] and tat > now then
+          redis.call('SET', k, string.format('%d', tat), 'PX', string.format('%d', math.max(MINPX, math.ceil((tat - now + pad) / 1000))))
+          orig[k] = tat
+        end
+      end
+    end
+    return reply
+  end
 end
 
 -- The general path. Read every argument, and every key's state, first.
@@ -248,18 +374,21 @@ for j = 1, #strk do
     local al, p = alg[k], kper[k]
     if al == 1 then
       -- A sliding window counter: decimal digits [window index mod 10^6]
-      -- [previous count, 6 digits][count, 6 digits], no leading zeros. The
+      -- [previous count, 6 digits][count, 6 digits], no leading zeros, read
+      -- as the last six digits and the (at most twelve) before them. The
       -- index is recovered from the clock: only the current and previous
       -- windows matter, and a bucket expires two windows after its last
       -- write or MINPX after it, at most 1000 windows of the shortest
       -- period (1 ms), far fewer than the WINDOWMOD / 2 told apart.
-      if #v > 18 or string.find(v, '%D') or tonumber(string.sub(v, -6)) == nil then
-        healed[k] = 1
-      else
+      local lo, hi = tonumber(string.sub(v, -6)), 0
+      if #v > 6 then hi = tonumber(string.sub(v, 1, -7)) end
+      if lo and hi and lo >= 0 and lo < 1000000 and lo == math.floor(lo) and hi >= 0 and hi < 1000000000000 and hi == math.floor(hi) then
         local idx = math.floor(now / p)
-        local d = (idx - (tonumber(string.sub(v, 1, -13)) or 0)) % WINDOWMOD
+        local d = (idx - math.floor(hi / 1000000)) % WINDOWMOD
         if d > WINDOWMOD / 2 then d = d - WINDOWMOD end -- a window ahead: the clock went back
-        sa[k], sb[k], sc[k] = idx - d, tonumber(string.sub(v, -6)), tonumber(string.sub(v, -12, -7)) or 0
+        sa[k], sb[k], sc[k] = idx - d, lo, hi % 1000000
+      else
+        healed[k] = 1
       end
     else
       local x = tonumber(v)

@@ -21,6 +21,15 @@ type Harness struct {
 	// buckets and clock. The contention test spreads its goroutines over
 	// them. When nil, the contention test shares Store.
 	Clients func(t *testing.T, n int) []sluice.Store
+	// Lease, when positive, declares a store that serves buckets from
+	// local leases of up to Lease tokens (see store/lease). Held tokens
+	// do not refill a bucket already full, so once time passes with a
+	// lease held, such a store's answers may differ from an exact store's
+	// by what the lease holds: the refund tests then compare Remaining
+	// within Lease units and ResetAfter and RetryAfter within Lease
+	// emission intervals. Every other case holds it to exact answers.
+	// 0 for a store that decides every hit in its bucket.
+	Lease int64
 }
 
 // Factory returns a fresh, empty store for one subtest. It registers its own

@@ -12,8 +12,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,8 +36,6 @@ const (
 	redisEnv = "SLUICE_BENCH_REDIS"
 	poolEnv  = "SLUICE_BENCH_POOL"
 	keysEnv  = "SLUICE_BENCH_KEYS"
-	// profEnv, when set, is the file the server writes its CPU profile to.
-	profEnv = "SLUICE_BENCH_CPUPROFILE"
 )
 
 // E2EServers are the servers compared end to end: the same handler without
@@ -69,17 +65,6 @@ func serverMain() {
 		os.Exit(2)
 	}
 	defer cleanup()
-	if path := os.Getenv(profEnv); path != "" {
-		f, err := os.Create(path)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "server:", err)
-			os.Exit(2)
-		}
-		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
@@ -149,7 +134,7 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 		return nil, nil, err
 	}
 	var st sluice.Store
-	cleanup := func() {}
+	var cleanup func()
 	switch store {
 	case "memstore":
 		m := memstore.New(memstore.Config{})
@@ -280,9 +265,8 @@ type child struct {
 }
 
 // startServer starts the server named store on the Redis at redisAddr, with
-// a go-redis pool of pool connections and a key space of keys; with a
-// profileDir it writes its CPU profile there, named after store.
-func startServer(store, redisAddr string, pool, keys int, profileDir string) (*child, error) {
+// a go-redis pool of pool connections and a key space of keys.
+func startServer(store, redisAddr string, pool, keys int) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -290,10 +274,6 @@ func startServer(store, redisAddr string, pool, keys int, profileDir string) (*c
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), roleEnv+"=server", storeEnv+"="+store, redisEnv+"="+redisAddr,
 		poolEnv+"="+strconv.Itoa(pool), keysEnv+"="+strconv.Itoa(keys))
-	if profileDir != "" {
-		name := strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(store) + ".pprof"
-		cmd.Env = append(cmd.Env, profEnv+"="+filepath.Join(profileDir, name))
-	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -527,7 +507,7 @@ func runE2E(ctx context.Context, cfg config, redisAddr string) ([]E2ERun, error)
 		}
 	}()
 	for _, name := range E2EServers {
-		c, err := startServer(name, redisAddr, cfg.pool, cfg.keys, cfg.serverProfile)
+		c, err := startServer(name, redisAddr, cfg.pool, cfg.keys)
 		if err != nil {
 			return nil, err
 		}

@@ -3,8 +3,6 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -71,23 +69,5 @@ func TestFloorMiddleware(t *testing.T) {
 	}
 	if n := outcomes[sluice.OutcomeFailedOpen].Load(); n != 1 {
 		t.Errorf("%d counted failed open, want 1", n)
-	}
-}
-
-// TestServerWritesItsProfile checks that a server started with a profile
-// directory writes its CPU profile there, named after it, when it stops.
-func TestServerWritesItsProfile(t *testing.T) {
-	dir := t.TempDir()
-	c, err := startServer(e2eControl, "", 1, 1, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.stop()
-	fi, err := os.Stat(filepath.Join(dir, "none-again.pprof"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Size() == 0 {
-		t.Error("empty profile")
 	}
 }

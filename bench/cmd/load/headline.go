@@ -2,46 +2,43 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"strings"
-	"time"
 
 	"github.com/sluicehq/sluice/bench"
 )
 
-// The headline is one table of a run's figures against issue 6's targets,
-// each with its verdict. -publish writes it into BENCHMARKS.md and
-// README.md between the headline markers, from the same results as the
-// rest, so neither file carries a figure copied by hand
-// (TestPublishedHeadlineMatchesResults).
+// The headline is one short table of a run: each figure a ratio to the
+// peers or to the floor measured in the same run, beside that run's own
+// noise. -publish writes it into BENCHMARKS.md and README.md between the
+// headline markers, from the same results as the tables, so neither file
+// carries a figure copied by hand (TestPublishedHeadlineMatchesResults).
 const (
 	headlineBegin = "<!-- BEGIN GENERATED headline by bench/cmd/load -publish: do not edit by hand -->"
 	headlineEnd   = "<!-- END GENERATED headline -->"
 )
 
-// Verdicts.
-const (
-	met         = "met"
-	notMet      = "**not met**"
-	notMeasured = "not measured in this run"
-)
+// notMeasured fills a row whose phase did not run.
+const notMeasured = "not measured in this run"
 
 // headlineRow is one line of the headline: what was measured, the run's
-// figure, the target and the verdict ("" for a figure without a target),
-// and why the run's own noise could have decided the verdict, if it could
-// (see noise.go).
+// figures, and the noise the run measured in itself for them (see
+// noise.go).
 type headlineRow struct {
-	what, figure, target, verdict, noise string
+	what, figure, noise string
 }
 
-// Peer names the headline looks up.
+// Names the headline looks up.
 const (
 	sluicePeer    = "sluice"
 	coalescedPeer = "sluice (coalesced)"
+	plainLua      = "plain-lua"
 	headlineConc  = 64
-	headlineRate  = 10_000
-	lightRate     = 2_000
 )
+
+// headlineRedisPeers are the Redis peers the headline names: the two
+// cheapest one-round-trip libraries and the floor. The tables have them
+// all.
+var headlineRedisPeers = []string{"ulule", "redis_rate", plainLua}
 
 // renderHeadline returns the headline table of res.
 func renderHeadline(res *Results) string {
@@ -50,273 +47,271 @@ func renderHeadline(res *Results) string {
 	if rev == "" {
 		rev = "unknown"
 	}
-	fmt.Fprintf(&b, "From the run of %s (sluice %s), ratios within that run (noise ±30 %%). ", res.Machine.Date, rev)
-	b.WriteString("Written by `go run ./cmd/load -publish`, like the tables in BENCHMARKS.md.\n\n")
+	fmt.Fprintf(&b, "From the run of %s (sluice %s; %d CPUs shared by the load generator, Redis and the HTTP server; "+
+		"load average %s before the run). Every figure is a ratio within that run; the last column is the noise the "+
+		"run measured in itself. Written by `go run ./cmd/load -publish`, like the tables in BENCHMARKS.md.\n\n",
+		res.Machine.Date, rev, res.Machine.NumCPU, orDash(res.Machine.LoadBefore))
 	t := table{&b}
-	t.head("what", "this run", "target (issue 6)", "verdict")
+	t.head("what", "this run", "noise in this run")
 	for _, r := range headlineRows(res) {
-		t.row(r.what, r.figure, r.target, verdictCell(r))
+		t.row(r.what, r.figure, r.noise)
 	}
 	return b.String()
 }
 
 func headlineRows(res *Results) []headlineRow {
-	return []headlineRow{
-		memstoreSpeed(res),
-		memstoreLead(res),
-		coalescedThroughput(res),
-		uncoalescedThroughput(res),
-		redisCPU(res),
-		multiRule(res),
+	rows := []headlineRow{
+		inProcessRow(res),
+		redisRow(res, coalescedPeer, "coalesced (concurrent checks share script calls)"),
+		redisRow(res, sluicePeer, "one script call per check"),
+		redisCPURow(res),
+		multiRuleRow(res),
 		raceRow(res),
-		httpAdded(res, headlineRate, "added p99 under 1 ms"),
-		httpAdded(res, lightRate, ""),
 	}
+	for _, rate := range res.Settings.E2ERates {
+		rows = append(rows, httpOpenRow(res, rate))
+	}
+	return append(rows, httpClosedRow(res))
 }
 
-var inprocModes = []string{"sequential", "parallel-10k-keys", "parallel-hot-key"}
+// inprocModes are the names of [bench.InProcessModes], in order.
+var inprocModes = func() []string {
+	var names []string
+	for _, m := range bench.InProcessModes {
+		names = append(names, m.Name)
+	}
+	return names
+}()
 
-func memstoreSpeed(res *Results) headlineRow {
-	r := headlineRow{what: "memstore, ns/op: sequential / parallel, 10k keys / parallel, one hot key",
-		target: "under 100 ns parallel, 0 allocs", verdict: notMeasured}
-	var ns []string
+func inProcessRow(res *Results) headlineRow {
+	r := headlineRow{what: "In process (memstore): peer ns/op ÷ sluice ns/op, sequential / parallel over 10k keys / " +
+		"parallel on one hot key (above 1×: sluice is faster)", figure: notMeasured, noise: "–"}
+	var own []string
 	allocs := int64(0)
-	verdict := met
 	for _, m := range inprocModes {
 		ir := inproc(res, sluicePeer, m)
 		if ir == nil {
 			return r
 		}
-		ns = append(ns, fmt.Sprintf("%.0f", ir.NsPerOp))
+		own = append(own, fmt.Sprintf("%.0f", ir.NsPerOp))
 		allocs += ir.AllocsPerOp
-		if m != "sequential" && ir.NsPerOp >= 100 {
-			verdict = notMet
-		}
 	}
-	if allocs != 0 {
-		verdict = notMet
-	}
-	r.figure = fmt.Sprintf("**%s ns**, %d allocs", strings.Join(ns, " / "), allocs)
-	r.verdict = verdict
-	return r
-}
-
-func memstoreLead(res *Results) headlineRow {
-	r := headlineRow{what: "memstore against in-process peers: peer ns ÷ sluice ns, in the same order",
-		target: "ahead of every in-process peer", verdict: notMeasured}
-	var parts, behind, overlapping []string // pairs sluice is behind; pairs whose rounds overlap
-	overlapBehind := 0                      // pairs behind whose rounds overlap
+	parts := []string{fmt.Sprintf("sluice %s ns, %d allocs", strings.Join(own, " / "), allocs)}
+	var overlapping []string
 	for _, p := range ordered(res.InProcess, func(ir InProcessResult) string { return ir.Peer }) {
 		if isSluice(p) {
 			continue
 		}
 		var ratios []string
 		for _, m := range inprocModes {
-			own, peer := inproc(res, sluicePeer, m), inproc(res, p, m)
-			if own == nil || peer == nil {
+			s, o := inproc(res, sluicePeer, m), inproc(res, p, m)
+			if o == nil {
 				ratios = append(ratios, "–")
 				continue
 			}
-			ratio := peer.NsPerOp / own.NsPerOp
-			ratios = append(ratios, fmtRatio(ratio))
-			near := overlap(own, peer)
-			if near {
+			ratios = append(ratios, fmtRatio(o.NsPerOp/s.NsPerOp))
+			if overlap(s, o) {
 				overlapping = append(overlapping, p+" "+m)
-			}
-			if ratio <= 1 {
-				behind = append(behind, p+" "+m)
-				if near {
-					overlapBehind++
-				}
 			}
 		}
 		parts = append(parts, p+" "+strings.Join(ratios, " / "))
 	}
-	if len(parts) == 0 {
-		return r
-	}
-	r.figure, r.verdict = strings.Join(parts, "; "), verdictOf(len(behind) == 0)
-	switch {
-	case len(behind) > 0 && overlapBehind == len(behind):
-		r.noise = joinNotes(behind) + ": the rounds of the two overlap"
-	case len(behind) == 0 && len(overlapping) > 0:
-		r.noise = joinNotes(overlapping) + ": the rounds of the two overlap"
-	}
+	r.figure = strings.Join(parts, "; ")
+	r.noise = roundsNoise(res, overlapping)
 	return r
 }
 
-func coalescedThroughput(res *Results) headlineRow {
-	r := headlineRow{what: fmt.Sprintf("Redis, 1 rule, %d goroutines, coalesced", headlineConc),
-		target: "≥ 1.5× redis_rate's checks/s and ≥ ulule's, p99 no worse", verdict: notMeasured}
-	own := redisRun(res.Redis, coalescedPeer, 1, headlineConc)
-	rr, ul := redisRun(res.Redis, "redis_rate", 1, headlineConc), redisRun(res.Redis, "ulule", 1, headlineConc)
-	if own == nil || rr == nil || ul == nil {
+// redisRow is sluice variant own against the headline's Redis peers at
+// headlineConc goroutines: checks/s ÷ theirs, and p99 ÷ theirs.
+func redisRow(res *Results, own, how string) headlineRow {
+	r := headlineRow{what: fmt.Sprintf("Redis, one rule, %d goroutines, %s: %s checks/s ÷ peer's (p99 ÷ peer's)",
+		headlineConc, how, own), figure: notMeasured, noise: "–"}
+	s := redisRun(res.Redis, own, 1, headlineConc)
+	if s == nil {
 		return r
 	}
-	r.figure = fmt.Sprintf("%s checks/s, p99 %s: **%s redis_rate, %s ulule** (their p99 %s, %s)",
-		fmtRate(own.PerSec), fmtDur(own.P99), fmtRatio(own.PerSec/rr.PerSec), fmtRatio(own.PerSec/ul.PerSec),
-		fmtDur(rr.P99), fmtDur(ul.P99))
-	r.verdict = verdictOf(own.PerSec >= 1.5*rr.PerSec && own.PerSec >= ul.PerSec && own.P99 <= rr.P99 && own.P99 <= ul.P99)
-	if perSec, p99, ok := redisNoise(res); ok {
-		var notes []string
-		if within(own.PerSec, 1.5*rr.PerSec, perSec) {
-			notes = append(notes, "1.5× redis_rate")
-		}
-		if within(own.PerSec, ul.PerSec, perSec) {
-			notes = append(notes, "ulule's checks/s")
-		}
-		if within(float64(own.P99), float64(rr.P99), p99) || within(float64(own.P99), float64(ul.P99), p99) {
-			notes = append(notes, "their p99")
-		}
-		if len(notes) > 0 {
-			r.noise = fmt.Sprintf("%s within the A/A control's %s (checks/s) and %s (p99)", joinNotes(notes), pct(perSec), pct(p99))
-		}
-	}
-	return r
-}
-
-func uncoalescedThroughput(res *Results) headlineRow {
-	r := headlineRow{what: fmt.Sprintf("Redis, 1 rule, %d goroutines, one script call per check", headlineConc),
-		target: "≥ the plain-Lua baseline's checks/s", verdict: notMeasured}
-	own := redisRun(res.Redis, sluicePeer, 1, headlineConc)
-	pl, rr := redisRun(res.Redis, "plain-lua", 1, headlineConc), redisRun(res.Redis, "redis_rate", 1, headlineConc)
-	if own == nil || pl == nil || rr == nil {
-		return r
-	}
-	r.figure = fmt.Sprintf("%s checks/s: **%s plain Lua**, %s redis_rate; p99 %s (plain Lua %s)",
-		fmtRate(own.PerSec), fmtRatio(own.PerSec/pl.PerSec), fmtRatio(own.PerSec/rr.PerSec), fmtDur(own.P99), fmtDur(pl.P99))
-	if ctl := redisRun(res.Redis, bench.ControlPeer, 1, headlineConc); ctl != nil {
-		// The verdict stays the target's; the control shows how far two
-		// instances of one limiter drifted apart in this run.
-		r.figure += fmt.Sprintf("; A/A control: a second plain-Lua instance made %s the first's", fmtRatio(ctl.PerSec/pl.PerSec))
-	}
-	r.verdict = verdictOf(own.PerSec >= pl.PerSec)
-	if perSec, _, ok := redisNoise(res); ok && within(own.PerSec, pl.PerSec, perSec) {
-		side := "ahead of"
-		if own.PerSec < pl.PerSec {
-			side = "behind"
-		}
-		r.noise = fmt.Sprintf("%s %s plain Lua, and its A/A control %s off", pct(math.Abs(own.PerSec/pl.PerSec-1)), side, pct(perSec))
-	}
-	return r
-}
-
-func redisCPU(res *Results) headlineRow {
-	r := headlineRow{what: fmt.Sprintf("Redis CPU per check, %d goroutines", headlineConc), target: "–", verdict: "–"}
 	var parts []string
-	for _, p := range []string{sluicePeer, coalescedPeer, "redis_rate", "plain-lua", "ulule"} {
-		if run := redisRun(res.Redis, p, 1, headlineConc); run != nil {
-			parts = append(parts, fmt.Sprintf("%s %.1f µs", p, run.RedisCPU))
+	for _, p := range headlineRedisPeers {
+		if o := redisRun(res.Redis, p, 1, headlineConc); o != nil {
+			parts = append(parts, fmt.Sprintf("%s %s (%s)", peerLabel(p), fmtRatio(s.PerSec/o.PerSec),
+				fmtRatio(float64(s.P99)/float64(o.P99))))
 		}
 	}
-	if len(parts) == 0 {
-		r.verdict = notMeasured
+	r.figure = strings.Join(append(parts, fmt.Sprintf("sluice's own: %s checks/s, p99 %s", fmtRate(s.PerSec), fmtDur(s.P99))), "; ")
+	if c, ok := redisControl(res, headlineConc); ok {
+		r.noise = fmt.Sprintf("A/A control (a second plain-Lua instance ÷ the first): %s checks/s (%s p99)",
+			fmtRatio(c.perSec), fmtRatio(c.p99))
+	}
+	return r
+}
+
+func redisCPURow(res *Results) headlineRow {
+	r := headlineRow{what: fmt.Sprintf("Redis CPU per check, %d goroutines, ÷ the plain-Lua floor's", headlineConc),
+		figure: notMeasured, noise: "–"}
+	floor := redisRun(res.Redis, plainLua, 1, headlineConc)
+	if floor == nil || floor.RedisCPU <= 0 {
 		return r
+	}
+	var parts []string
+	for _, p := range append([]string{sluicePeer, coalescedPeer}, headlineRedisPeers[:len(headlineRedisPeers)-1]...) {
+		if o := redisRun(res.Redis, p, 1, headlineConc); o != nil {
+			parts = append(parts, fmt.Sprintf("%s %s", p, fmtRatio(o.RedisCPU/floor.RedisCPU)))
+		}
+	}
+	r.figure = strings.Join(parts, ", ") + fmt.Sprintf(" (the floor: %.1f µs)", floor.RedisCPU)
+	if c, ok := redisControl(res, headlineConc); ok && c.cpu > 0 {
+		r.noise = fmt.Sprintf("A/A control: %s", fmtRatio(c.cpu))
+	}
+	return r
+}
+
+func multiRuleRow(res *Results) headlineRow {
+	rules := 1
+	for _, run := range res.MultiRule {
+		rules = max(rules, run.Rules)
+	}
+	r := headlineRow{what: fmt.Sprintf("%d rules per check ÷ 1 rule, p50, one goroutine (sluice: one script call; "+
+		"the others: one call per rule)", rules), figure: notMeasured, noise: "–"}
+	if rules == 1 {
+		return r
+	}
+	var own, others []string
+	for _, p := range ordered(res.MultiRule, func(run RedisRun) string { return run.Peer }) {
+		one, many := redisRun(res.MultiRule, p, 1, 1), redisRun(res.MultiRule, p, rules, 1)
+		if one == nil || many == nil || one.P50 <= 0 {
+			continue
+		}
+		part := fmt.Sprintf("%s %s", p, fmtRatio(float64(many.P50)/float64(one.P50)))
+		if isSluice(p) {
+			own = append(own, part)
+		} else {
+			others = append(others, part)
+		}
+	}
+	if len(own) == 0 {
+		return r
+	}
+	r.figure = strings.Join(own, ", ")
+	if len(others) > 0 {
+		r.figure += "; " + strings.Join(others, ", ")
+	}
+	if c, ok := redisControl(res, 1); ok && c.p50 > 0 {
+		r.noise = fmt.Sprintf("A/A control at one goroutine: %s p50", fmtRatio(c.p50))
+	}
+	return r
+}
+
+func raceRow(res *Results) headlineRow {
+	r := headlineRow{what: "Instances racing on one key: admitted of the limit", figure: notMeasured,
+		noise: "none: an exact count"}
+	if len(res.Race) == 0 {
+		return r
+	}
+	first := res.Race[0]
+	r.what = fmt.Sprintf("%d instances racing on one key: admitted of a limit of %d", first.Instances, first.Limit)
+	var parts []string
+	for _, row := range res.Race {
+		part := fmt.Sprintf("%s %d", row.Peer, row.Admitted)
+		if row.Errors > 0 {
+			part += fmt.Sprintf(" (%d checks failed)", row.Errors)
+		}
+		parts = append(parts, part)
 	}
 	r.figure = strings.Join(parts, ", ")
 	return r
 }
 
-func multiRule(res *Results) headlineRow {
-	rules := 1
-	for _, run := range res.MultiRule {
-		rules = max(rules, run.Rules)
-	}
-	r := headlineRow{what: fmt.Sprintf("%d rules in one request against 1, one goroutine", rules),
-		target: "latency at most 1.3× one rule's", verdict: notMeasured}
-	if rules == 1 {
+// httpOpenRow is the HTTP open loop at rate: each server's p99 ÷ the
+// server without a limiter's, and sluice's Redis middleware's ÷ the
+// floor's.
+func httpOpenRow(res *Results, rate int) headlineRow {
+	r := headlineRow{what: fmt.Sprintf("HTTP, open loop at %d req/s: p99 ÷ the server without a limiter's", rate),
+		figure: notMeasured, noise: "–"}
+	none := e2eRun(res, "none", "open", rate)
+	if none == nil || none.P99 <= 0 {
 		return r
 	}
-	var parts []string
-	ok := true
-	for _, p := range []string{sluicePeer, coalescedPeer} {
-		one, many := redisRun(res.MultiRule, p, 1, 1), redisRun(res.MultiRule, p, rules, 1)
-		if one == nil || many == nil || one.P50 <= 0 || one.Mean <= 0 {
-			return r
+	r.what += fmt.Sprintf(" (%s)", fmtDur(none.P99))
+	ratio := func(server string) (float64, bool) {
+		if run := e2eRun(res, server, "open", rate); run != nil {
+			return float64(run.P99) / float64(none.P99), true
 		}
-		p50 := float64(many.P50) / float64(one.P50)
-		ok = ok && p50 <= 1.3
-		parts = append(parts, fmt.Sprintf("%s: **%s p50**, %s mean", p, fmtRatio(p50), fmtRatio(float64(many.Mean)/float64(one.Mean))))
+		return 0, false
 	}
-	r.figure, r.verdict = strings.Join(parts, "; "), verdictOf(ok)
-	return r
-}
-
-func raceRow(res *Results) headlineRow {
-	r := headlineRow{what: "instances racing on one key", target: "admit exactly the limit", verdict: notMeasured}
 	var parts []string
-	ok := true
-	for _, row := range res.Race {
-		if isSluice(row.Peer) {
-			parts = append(parts, fmt.Sprintf("%s admitted %d of limit %d", row.Peer, row.Admitted, row.Limit))
-			ok = ok && row.Admitted == row.Limit && row.Errors == 0
+	for _, s := range []string{"memstore", "redis", "redis-coalesced"} {
+		if x, ok := ratio(s); ok {
+			parts = append(parts, s+" "+fmtRatio(x))
+		}
+	}
+	if x, ok := ratio(e2eFloor); ok {
+		parts = append(parts, "the floor (one plain-Lua EVALSHA per request) "+fmtRatio(x))
+		if y, ok := ratio("redis"); ok {
+			parts = append(parts, "redis ÷ the floor "+fmtRatio(y/x))
 		}
 	}
 	if len(parts) == 0 {
 		return r
 	}
-	r.figure, r.verdict = strings.Join(parts, "; "), verdictOf(ok)
+	r.figure = strings.Join(parts, ", ")
+	if x, ok := ratio(e2eControl); ok {
+		r.noise = "A/A control (a second server without a limiter): " + fmtRatio(x)
+	}
 	return r
 }
 
-// httpAdded is the HTTP row at rate: the p99 each store adds to the server
-// without a limiter, and its p99 inside the middleware. With a target, the
-// verdict is the default Redis store's ("redis": no coalescing), the one a
-// user gets without tuning: it is met when that adds under a millisecond,
-// whatever the coalescing variant does.
-func httpAdded(res *Results, rate int, target string) headlineRow {
-	r := headlineRow{what: fmt.Sprintf("HTTP at %d req/s: p99 added to the server without a limiter (inside the middleware)", rate),
-		target: "–", verdict: "–"}
-	if target != "" {
-		r.target = target + ", against local Redis (verdict: the default store, `redis`)"
-	}
-	none := e2eRun(res, "none", "open", rate)
-	if none == nil {
-		r.verdict = notMeasured
+// httpClosedRow is the HTTP closed loop: each server's req/s ÷ the server
+// without a limiter's, and its CPU per request ÷ the floor's.
+func httpClosedRow(res *Results) headlineRow {
+	r := headlineRow{what: "HTTP at saturation (closed loop): req/s ÷ the server without a limiter's; " +
+		"server CPU per request ÷ the floor's", figure: notMeasured, noise: "–"}
+	none := e2eRun(res, "none", "closed", 0)
+	if none == nil || none.PerSec <= 0 {
 		return r
 	}
-	var parts []string
-	verdictAdded := time.Duration(math.MaxInt64) // the default Redis store's
-	for _, server := range []string{"redis", "redis-coalesced", "memstore"} {
-		run := e2eRun(res, server, "open", rate)
+	floor := e2eRun(res, e2eFloor, "closed", 0)
+	var rates, cpus []string
+	for _, s := range []string{"memstore", "redis", "redis-coalesced", e2eFloor} {
+		run := e2eRun(res, s, "closed", 0)
 		if run == nil {
 			continue
 		}
-		added := run.P99 - none.P99
-		if server == "redis" {
-			verdictAdded = added
+		name := s
+		if s == e2eFloor {
+			name = "the floor"
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (%s)", server, signedDur(added), fmtDur(run.MiddlewareP99)))
+		rates = append(rates, name+" "+fmtRatio(run.PerSec/none.PerSec))
+		if floor != nil && floor.ServerCPU > 0 && run.ServerCPU > 0 && s != e2eFloor && s != "memstore" {
+			cpus = append(cpus, s+" "+fmtRatio(float64(run.ServerCPU)/float64(floor.ServerCPU)))
+		}
 	}
-	if len(parts) == 0 {
-		r.verdict = notMeasured
+	if len(rates) == 0 {
 		return r
 	}
-	r.figure = strings.Join(parts, ", ") + fmt.Sprintf("; the server alone: p99 %s", fmtDur(none.P99))
-	if floor := e2eRun(res, e2eFloor, "open", rate); floor != nil {
-		r.figure += fmt.Sprintf("; the floor, one plain-Lua EVALSHA per request: %s (%s)",
-			signedDur(floor.P99-none.P99), fmtDur(floor.MiddlewareP99))
+	r.figure = strings.Join(rates, ", ")
+	if len(cpus) > 0 {
+		r.figure += "; CPU per request: " + strings.Join(cpus, ", ")
 	}
-	if ctl := e2eRun(res, e2eControl, "open", rate); ctl != nil {
-		r.figure += fmt.Sprintf("; A/A control, a second server without a limiter: %s", signedDur(ctl.P99-none.P99))
-	}
-	switch {
-	case target == "":
-	case verdictAdded == math.MaxInt64:
-		r.verdict = notMeasured
-	default:
-		r.verdict = verdictOf(verdictAdded < time.Millisecond)
-		margin := max(verdictAdded-time.Millisecond, time.Millisecond-verdictAdded)
-		if d, ok := httpNoise(res, rate); ok && margin <= d {
-			r.noise = fmt.Sprintf("%s from the target, and its A/A control %s off", fmtDur(margin), fmtDur(d))
+	if ctl := e2eRun(res, e2eControl, "closed", 0); ctl != nil {
+		r.noise = "A/A control: " + fmtRatio(ctl.PerSec/none.PerSec) + " req/s"
+		if none.ServerCPU > 0 && ctl.ServerCPU > 0 {
+			r.noise += ", " + fmtRatio(float64(ctl.ServerCPU)/float64(none.ServerCPU)) + " CPU per request"
 		}
 	}
 	return r
 }
 
-func verdictOf(ok bool) string {
-	if ok {
-		return met
+// peerLabel names a Redis peer in the headline: the floor says what it is.
+func peerLabel(p string) string {
+	if p == plainLua {
+		return "the plain-Lua floor"
 	}
-	return notMet
+	return p
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
 }

@@ -1,9 +1,11 @@
-// Command load measures sluice against its peers and writes the figures:
+// Command load reproduces BENCHMARKS.md: it measures sluice and the peer
+// rate limiters side by side in one run and prints the tables.
 //
-//	go run ./cmd/load            # every phase; results/results.json and results/tables.md
-//	go run ./cmd/load -publish   # also report/*.svg, report/results.json, ../BENCHMARKS.md
+//	go run ./cmd/load            # every phase (about 4 minutes); prints the headline and the
+//	                             # tables, and writes results/{results.json,tables.md,*.svg}
+//	go run ./cmd/load -publish   # also report/{*.svg,results.json} and the generated sections
+//	                             # of ../BENCHMARKS.md and ../README.md
 //	go run ./cmd/load -rerender  # measure nothing: publish report/results.json again
-//	                             # (after a change to how the tables or the headline read)
 //
 // Phases (-phases, comma-separated, in this order):
 //
@@ -16,9 +18,14 @@
 //     (peers that cannot decide several rules in one call are stacked);
 //   - race: several instances per peer, each on its own client, racing on
 //     one key with a limit of 100: admitted versus limit;
-//   - e2e: a real HTTP server (a child process) without a limiter and behind
-//     the sluice middleware on memstore and on Redis, under an open-loop load
-//     at -e2e-rate and a closed-loop load at saturation.
+//   - e2e: a real HTTP server (a child process) without a limiter, behind
+//     the sluice middleware on memstore and on Redis, and behind the floor
+//     (one plain-Lua EVALSHA per request), under an open-loop load at
+//     -e2e-rate and a closed-loop load at saturation.
+//
+// Every figure is reported as a ratio to the peers and to the floor measured
+// in the same run, beside A/A controls (two instances of one thing) that
+// show the run's own noise.
 //
 // The tool starts its own redis-server (from PATH) on a free 127.0.0.1 port
 // and sends traffic only over loopback. Every run is bounded in time and the
@@ -31,12 +38,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,9 +85,8 @@ type config struct {
 	readme        string
 	timeout       time.Duration
 	quiet         bool
-	sluiceRev     string
-	cpuProfile    string
-	serverProfile string
+	// stdout receives the tables when the run ends (nil: nowhere).
+	stdout io.Writer
 }
 
 func main() {
@@ -93,22 +99,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(2)
 	}
+	cfg.stdout = os.Stdout
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if cfg.cpuProfile != "" {
-		f, err := os.Create(cfg.cpuProfile)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "load:", err)
-			os.Exit(1)
-		}
-		defer f.Close()
-		defer pprof.StopCPUProfile()
-	}
 	if err := run(ctx, cfg); err != nil {
-		pprof.StopCPUProfile() // os.Exit skips the deferred one
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(1)
 	}
@@ -135,16 +129,13 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&cfg.e2eConc, "e2e-conc", 32, "clients in the closed-loop HTTP run")
 	fs.IntVar(&cfg.e2eWorkers, "e2e-workers", 64, "connections, each with its own sender, in the open-loop HTTP run")
 	fs.StringVar(&cfg.out, "out", "results", "directory for results.json and tables.md")
-	fs.BoolVar(&cfg.publish, "publish", false, "also write charts and results.json to -report and the tables into -benchmarks")
+	fs.BoolVar(&cfg.publish, "publish", false, "also write the charts and results.json to -report, the tables and headline into -benchmarks, and the headline into -readme")
 	fs.BoolVar(&cfg.rerender, "rerender", false, "measure nothing: rewrite the charts, tables and headline of -publish from -report's results.json")
 	fs.StringVar(&cfg.reportDir, "report", "report", "directory of the published charts and results.json (committed)")
 	fs.StringVar(&cfg.benchmarks, "benchmarks", "../BENCHMARKS.md", "file whose generated sections (tables, headline) -publish rewrites")
 	fs.StringVar(&cfg.readme, "readme", "../README.md", "file whose generated headline -publish rewrites")
 	fs.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "stop everything after this long")
 	fs.BoolVar(&cfg.quiet, "q", false, "no progress on stderr")
-	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (this process, not Redis or the HTTP server) to `file`")
-	fs.StringVar(&cfg.serverProfile, "server-cpuprofile", "", "write a CPU profile of each HTTP server to `dir`/<server>.pprof")
-	fs.StringVar(&cfg.sluiceRev, "sluice-rev", "", "the sluice revision measured, for the report (default: the short commit of .., -dirty when files outside bench/ differ)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -237,10 +228,7 @@ func run(ctx context.Context, cfg config) error {
 		Peers:    map[string]string{},
 		Versions: moduleVersions(),
 	}
-	res.Versions["github.com/sluicehq/sluice"] = cfg.sluiceRev
-	if cfg.sluiceRev == "" {
-		res.Versions["github.com/sluicehq/sluice"] = gitRev("..")
-	}
+	res.Versions["github.com/sluicehq/sluice"] = gitRev("..")
 	problem := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		logf("PROBLEM: %s", msg)
@@ -556,10 +544,16 @@ func writeOutputs(cfg config, res *Results) error {
 			return err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(cfg.out, "tables.md"), []byte(renderMarkdown(res, ".", charts)), 0o644); err != nil {
+	tables := renderMarkdown(res, ".", charts)
+	if err := os.WriteFile(filepath.Join(cfg.out, "tables.md"), []byte(tables), 0o644); err != nil {
 		return err
 	}
 	logf("wrote %s", filepath.Join(cfg.out, "{results.json,tables.md,*.svg}"))
+	if cfg.stdout != nil {
+		if _, err := io.WriteString(cfg.stdout, renderHeadline(res)+"\n"+tables); err != nil {
+			return err
+		}
+	}
 	if !cfg.publish {
 		return nil
 	}

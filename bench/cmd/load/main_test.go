@@ -50,7 +50,6 @@ func TestRunEveryPhase(t *testing.T) {
 		"-q", "-rounds", "2", "-conc", "1,2", "-duration", "150ms", "-warmup", "50ms", "-multi-duration", "100ms",
 		"-benchtime", "200x", "-race-instances", "2", "-race-goroutines", "2", "-race-attempts", "150",
 		"-e2e-rate", "300", "-e2e-duration", "200ms", "-e2e-conc", "2", "-e2e-workers", "4", "-keys", "100",
-		"-server-cpuprofile", dir,
 		"-out", filepath.Join(dir, "results"), "-publish", "-report", filepath.Join(dir, "report"), "-benchmarks", bm, "-readme", readme,
 	})
 	if err != nil {
@@ -59,6 +58,8 @@ func TestRunEveryPhase(t *testing.T) {
 	if testing.Short() {
 		cfg.phases = []string{"redis", "race"}
 	}
+	var printed strings.Builder
+	cfg.stdout = &printed
 	if err := run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -103,21 +104,23 @@ func TestRunEveryPhase(t *testing.T) {
 				t.Errorf("e2e run without its time in the middleware: %+v", r)
 			}
 		}
-		for _, s := range []string{"none", "redis", e2eFloor} {
-			if _, err := os.Stat(filepath.Join(dir, s+".pprof")); err != nil {
-				t.Error(err)
-			}
-		}
 	}
 
 	tables, err := os.ReadFile(filepath.Join(dir, "results", "tables.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"### The run", "### Redis-backed limiters", "### Correctness", "| **sluice** |"} {
+	wants := []string{"### The run", "### Redis-backed limiters", "This run's noise, the A/A control", "### Correctness", "| **sluice** |"}
+	if !testing.Short() {
+		wants = append(wants, "Ratios to the server without a limiter", "| none (again) | closed, 2 clients |")
+	}
+	for _, want := range wants {
 		if !strings.Contains(string(tables), want) {
 			t.Errorf("tables.md lacks %q", want)
 		}
+	}
+	if want := renderHeadline(&res) + "\n" + string(tables); printed.String() != want {
+		t.Errorf("printed:\n%s\nwant the headline and tables.md:\n%s", printed.String(), want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "report", "redis.svg")); err != nil {
 		t.Error(err)

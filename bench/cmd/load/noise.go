@@ -2,48 +2,44 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/sluicehq/sluice/bench"
 )
 
-// A verdict is within a run's noise when the margin by which it was met or
-// missed is no larger than the noise the run measured in itself: how far
-// apart its A/A controls (two instances of one thing) landed, or, in
-// process, whether the rounds of the two sides overlap. The verdict is
-// still the target's; the headline adds the note, so a reader knows the
-// run could not tell.
+// Each run measures its own noise. Against Redis and over HTTP it runs A/A
+// controls in the same interleaved rounds as everything else: a second
+// instance of the plain-Lua baseline ([bench.ControlPeer]) and a second
+// server without a limiter (e2eControl). Identical twins should tie; how far
+// apart they land is the smallest difference that run can resolve. In
+// process, each figure is the median of several rounds, and two peers whose
+// rounds overlap cannot be told apart by that run.
 
-// redisNoise returns how far the A/A control landed from plain Lua at the
-// headline concurrency, as fractions |control/plain − 1| of checks/s and
-// of p99; ok is false when the run had no control.
-func redisNoise(res *Results) (perSec, p99 float64, ok bool) {
-	pl, ctl := redisRun(res.Redis, "plain-lua", 1, headlineConc), redisRun(res.Redis, bench.ControlPeer, 1, headlineConc)
-	if pl == nil || ctl == nil {
-		return 0, 0, false
-	}
-	return math.Abs(ctl.PerSec/pl.PerSec - 1), math.Abs(float64(ctl.P99)/float64(pl.P99) - 1), true
+// controlRatios are the Redis A/A control's figures ÷ the plain-Lua
+// baseline's at one concurrency (0 where a figure is missing).
+type controlRatios struct {
+	perSec, p50, p99, cpu float64
 }
 
-// within reports whether a and b are no further apart than noise, as a
-// fraction of b.
-func within(a, b, noise float64) bool { return math.Abs(a/b-1) <= noise }
-
-// pct formats a fraction as a percentage.
-func pct(f float64) string { return fmt.Sprintf("%.0f %%", 100*f) }
-
-// httpNoise returns how far the A/A control server's p99 landed from the
-// server without a limiter at rate; ok is false without a control.
-func httpNoise(res *Results, rate int) (time.Duration, bool) {
-	none, ctl := e2eRun(res, "none", "open", rate), e2eRun(res, e2eControl, "open", rate)
-	if none == nil || ctl == nil {
-		return 0, false
+// redisControl returns the Redis A/A control's ratios at conc goroutines;
+// ok is false when the run had no control there.
+func redisControl(res *Results, conc int) (c controlRatios, ok bool) {
+	pl, ctl := redisRun(res.Redis, plainLua, 1, conc), redisRun(res.Redis, bench.ControlPeer, 1, conc)
+	if pl == nil || ctl == nil || pl.PerSec <= 0 {
+		return c, false
 	}
-	d := ctl.P99 - none.P99
-	return max(d, -d), true
+	c.perSec = ctl.PerSec / pl.PerSec
+	if pl.P50 > 0 {
+		c.p50 = float64(ctl.P50) / float64(pl.P50)
+	}
+	if pl.P99 > 0 {
+		c.p99 = float64(ctl.P99) / float64(pl.P99)
+	}
+	if pl.RedisCPU > 0 {
+		c.cpu = ctl.RedisCPU / pl.RedisCPU
+	}
+	return c, true
 }
 
 // overlap reports whether the rounds of a and b overlap: then the run
@@ -55,14 +51,12 @@ func overlap(a, b *InProcessResult) bool {
 	return slices.Min(a.Samples) <= slices.Max(b.Samples) && slices.Min(b.Samples) <= slices.Max(a.Samples)
 }
 
-// verdictCell is the headline's verdict column for r: the verdict, and the
-// noise note when there is one.
-func verdictCell(r headlineRow) string {
-	if r.noise == "" {
-		return r.verdict
+// roundsNoise describes the in-process noise: how many rounds each median
+// comes from, and which comparisons (peer and mode) had overlapping rounds.
+func roundsNoise(res *Results, overlapping []string) string {
+	s := fmt.Sprintf("median of %d rounds; ", res.Settings.Rounds)
+	if len(overlapping) == 0 {
+		return s + "no peer's rounds overlap sluice's"
 	}
-	return r.verdict + " (within this run's noise: " + r.noise + ")"
+	return s + "rounds overlap sluice's for " + strings.Join(overlapping, ", ")
 }
-
-// joinNotes joins noise notes.
-func joinNotes(notes []string) string { return strings.Join(notes, "; ") }

@@ -197,71 +197,136 @@ func concurrencies(runs []RedisRun) []int {
 
 // --- charts ---
 
+// ratioOf returns v ÷ base, NaN when either is missing, and v itself when
+// absolute is set (the run did not measure the reference).
+func ratioOf(v, base float64, absolute bool) float64 {
+	switch {
+	case absolute:
+		return v
+	case v <= 0 || base <= 0 || math.IsNaN(v):
+		return math.NaN()
+	}
+	return v / base
+}
+
+func fmtChartRatio(v float64) string { return fmt.Sprintf("%.2g×", v) }
+
+// writeCharts draws the run as ratios to the references measured in it:
+// Redis peers to the plain-Lua floor, in-process peers to sluice, HTTP
+// servers to the server without a limiter. A phase run without its
+// reference (a -peers subset) is drawn in absolute figures instead.
 func writeCharts(res *Results) map[string][]byte {
 	charts := map[string][]byte{}
 	if len(res.Redis) > 0 {
 		cs := concurrencies(res.Redis)
 		xs := make([]float64, len(cs))
+		absolute := true
 		for i, c := range cs {
 			xs[i] = float64(c)
+			absolute = absolute && redisRun(res.Redis, plainLua, 1, c) == nil
 		}
-		tp := svgchart.Panel{Title: "Throughput", XLabel: "goroutines", YLabel: "checks/s", X: xs,
-			Format: func(v float64) string { return fmtRate(v) }}
-		p99 := svgchart.Panel{Title: "p99 latency per check", XLabel: "goroutines", YLabel: "ms", X: xs,
-			Format: func(v float64) string { return fmt.Sprintf("%.3g", v) }}
+		tp := svgchart.Panel{Title: "checks/s ÷ the floor's (higher is better)", XLabel: "goroutines", YLabel: "ratio", X: xs,
+			Format: fmtChartRatio}
+		p99 := svgchart.Panel{Title: "p99 per check ÷ the floor's (lower is better)", XLabel: "goroutines", YLabel: "ratio", X: xs,
+			Format: fmtChartRatio}
+		title := "Redis-backed limiters ÷ the plain-Lua floor, one rule per check, 10k keys (one run)"
+		if absolute {
+			tp.Title, tp.YLabel, tp.Format = "Throughput", "checks/s", func(v float64) string { return fmtRate(v) }
+			p99.Title, p99.YLabel, p99.Format = "p99 latency per check", "ms", func(v float64) string { return fmt.Sprintf("%.3g", v) }
+			title = "Redis-backed limiters, one rule per check, 10k keys (one run, one 2-core machine)"
+		}
 		for _, peer := range ordered(res.Redis, func(r RedisRun) string { return r.Peer }) {
 			a := svgchart.Series{Name: peer, Highlight: isSluice(peer)}
 			b := a
 			for _, c := range cs {
-				if r := redisRun(res.Redis, peer, 1, c); r != nil {
-					a.Y = append(a.Y, r.PerSec)
-					b.Y = append(b.Y, float64(r.P99)/1e6)
-				} else {
+				r, floor := redisRun(res.Redis, peer, 1, c), redisRun(res.Redis, plainLua, 1, c)
+				if r == nil || (floor == nil && !absolute) {
 					a.Y, b.Y = append(a.Y, math.NaN()), append(b.Y, math.NaN())
+					continue
 				}
+				var fPerSec, fP99 float64
+				if floor != nil {
+					fPerSec, fP99 = floor.PerSec, float64(floor.P99)
+				}
+				p99ms := float64(r.P99)
+				if absolute {
+					p99ms /= 1e6
+				}
+				a.Y = append(a.Y, ratioOf(r.PerSec, fPerSec, absolute))
+				b.Y = append(b.Y, ratioOf(p99ms, fP99, absolute))
 			}
 			tp.Series, p99.Series = append(tp.Series, a), append(p99.Series, b)
 		}
-		charts["redis.svg"] = svgchart.Figure("Redis-backed limiters, one rule per check, 10k keys (one run, one 2-core machine)",
-			[]svgchart.Panel{tp, p99})
+		charts["redis.svg"] = svgchart.Figure(title, []svgchart.Panel{tp, p99})
 	}
 	if len(res.InProcess) > 0 {
+		absolute := true
+		for _, m := range bench.InProcessModes {
+			absolute = absolute && inproc(res, sluicePeer, m.Name) == nil
+		}
 		var panels []svgchart.Panel
 		for _, m := range bench.InProcessModes {
-			p := svgchart.Panel{Title: m.Name, XLabel: "ns/op (lower is better)",
-				Format: func(v float64) string { return fmt.Sprintf("%.0f", v) }}
+			p := svgchart.Panel{Title: m.Name, XLabel: "ns/op ÷ sluice's (lower is faster)", Format: fmtChartRatio}
+			if absolute {
+				p.XLabel, p.Format = "ns/op (lower is better)", func(v float64) string { return fmt.Sprintf("%.0f", v) }
+			}
+			own := inproc(res, sluicePeer, m.Name)
 			for _, peer := range ordered(res.InProcess, func(r InProcessResult) string { return r.Peer }) {
 				s := svgchart.Series{Name: peer, Highlight: isSluice(peer), Y: []float64{math.NaN()}}
-				if r := inproc(res, peer, m.Name); r != nil {
-					s.Y[0] = r.NsPerOp
+				if r := inproc(res, peer, m.Name); r != nil && (own != nil || absolute) {
+					base := 0.0
+					if own != nil {
+						base = own.NsPerOp
+					}
+					s.Y[0] = ratioOf(r.NsPerOp, base, absolute)
 				}
 				p.Series = append(p.Series, s)
 			}
 			panels = append(panels, p)
 		}
-		charts["inprocess.svg"] = svgchart.Figure("In-process limiters (testing.B, GOMAXPROCS=2)", panels)
+		title := "In-process limiters against sluice's memstore (testing.B, GOMAXPROCS=2)"
+		if absolute {
+			title = "In-process limiters (testing.B, GOMAXPROCS=2)"
+		}
+		charts["inprocess.svg"] = svgchart.Figure(title, panels)
 	}
 	if len(res.E2E) > 0 {
 		var panels []svgchart.Panel
 		for _, rate := range res.Settings.E2ERates {
-			open := svgchart.Panel{Title: fmt.Sprintf("p99 at %s req/s (open loop)", fmtRate(float64(rate))), XLabel: "ms",
-				Format: func(v float64) string { return fmt.Sprintf("%.3g", v) }}
+			none := e2eRun(res, "none", "open", rate)
+			open := svgchart.Panel{Title: fmt.Sprintf("p99 at %s req/s (open loop)", fmtRate(float64(rate))),
+				XLabel: "p99 ÷ the server without a limiter's", Format: fmtChartRatio}
+			if none == nil {
+				open.XLabel, open.Format = "ms", func(v float64) string { return fmt.Sprintf("%.3g", v) }
+			}
 			for _, s := range E2EServers {
 				if r := e2eRun(res, s, "open", rate); r != nil {
-					open.Series = append(open.Series, svgchart.Series{Name: s, Y: []float64{float64(r.P99) / 1e6}, Highlight: isSluiceServer(s)})
+					v := float64(r.P99) / 1e6
+					if none != nil {
+						v = ratioOf(float64(r.P99), float64(none.P99), false)
+					}
+					open.Series = append(open.Series, svgchart.Series{Name: s, Y: []float64{v}, Highlight: isSluiceServer(s)})
 				}
 			}
 			panels = append(panels, open)
 		}
-		closed := svgchart.Panel{Title: "saturation (closed loop)", XLabel: "requests/s",
-			Format: func(v float64) string { return fmtRate(v) }}
+		none := e2eRun(res, "none", "closed", 0)
+		closed := svgchart.Panel{Title: "saturation (closed loop)", XLabel: "req/s ÷ the server without a limiter's",
+			Format: fmtChartRatio}
+		if none == nil {
+			closed.XLabel, closed.Format = "requests/s", func(v float64) string { return fmtRate(v) }
+		}
 		for _, s := range E2EServers {
 			if r := e2eRun(res, s, "closed", 0); r != nil {
-				closed.Series = append(closed.Series, svgchart.Series{Name: s, Y: []float64{r.PerSec}, Highlight: isSluiceServer(s)})
+				v := r.PerSec
+				if none != nil {
+					v = ratioOf(r.PerSec, none.PerSec, false)
+				}
+				closed.Series = append(closed.Series, svgchart.Series{Name: s, Y: []float64{v}, Highlight: isSluiceServer(s)})
 			}
 		}
 		panels = append(panels, closed)
-		charts["e2e.svg"] = svgchart.Figure("HTTP end to end: no limiter, sluice middleware and the plain-Lua floor (client, server, Redis on 2 cores)", panels)
+		charts["e2e.svg"] = svgchart.Figure("HTTP end to end against the server without a limiter: sluice middleware and the plain-Lua floor (client, server, Redis on 2 cores)", panels)
 	}
 	return charts
 }
@@ -467,6 +532,17 @@ func renderRedis(b *strings.Builder, res *Results, chartDir string, charts map[s
 		b.WriteString("\n")
 	}
 
+	var ctl []string
+	for _, c := range cs {
+		if x, ok := redisControl(res, c); ok {
+			ctl = append(ctl, fmt.Sprintf("at %d gor. %s checks/s and %s p99", c, fmtRatio(x.perSec), fmtRatio(x.p99)))
+		}
+	}
+	if len(ctl) > 0 {
+		fmt.Fprintf(b, "This run's noise, the A/A control (a second plain-Lua instance on its own client) ÷ the first: %s.\n\n",
+			strings.Join(ctl, "; "))
+	}
+
 	b.WriteString("All figures. Round trips are counted by a go-redis hook (a pipeline or MULTI/EXEC is one); Redis commands " +
 		"come from `INFO commandstats` (commands run inside scripts and transactions included); Redis CPU from `INFO cpu` " +
 		"(used_cpu_sys + used_cpu_user); client CPU is this process's getrusage, all per check.\n\n")
@@ -526,20 +602,20 @@ func renderRace(b *strings.Builder, res *Results) {
 			"with a limit of %d and a negligible refill (100 per hour). A correct limiter admits exactly %d.\n\n",
 			r.Instances, r.Goroutines, r.Attempts, r.Limit, r.Limit)
 	}
-	t.head("peer", "checks", "limit", "admitted", "denied", "errors", "verdict")
+	t.head("peer", "checks", "limit", "admitted", "denied", "errors", "outcome")
 	for _, r := range res.Race {
-		verdict := "exact"
+		outcome := "exact"
 		switch d := r.Admitted - r.Limit; {
 		case d > 0:
-			verdict = fmt.Sprintf("**over-admits by %d (%.0f%%)**", d, 100*float64(d)/float64(r.Limit))
+			outcome = fmt.Sprintf("**over-admits by %d (%.0f%%)**", d, 100*float64(d)/float64(r.Limit))
 		case d < 0:
-			verdict = fmt.Sprintf("under-admits by %d", -d)
+			outcome = fmt.Sprintf("under-admits by %d", -d)
 		}
 		if r.Errors > 0 {
-			verdict += fmt.Sprintf("; %.0f%% of checks failed: %s", 100*float64(r.Errors)/float64(r.Attempts), r.FirstError)
+			outcome += fmt.Sprintf("; %.0f%% of checks failed: %s", 100*float64(r.Errors)/float64(r.Attempts), r.FirstError)
 		}
 		t.row(bold(r.Peer), fmt.Sprint(r.Attempts), fmt.Sprint(r.Limit), fmt.Sprint(r.Admitted), fmt.Sprint(r.Denied),
-			fmt.Sprint(r.Errors), verdict)
+			fmt.Sprint(r.Errors), outcome)
 	}
 	b.WriteString("\n")
 }
@@ -600,6 +676,40 @@ func renderE2E(b *strings.Builder, res *Results, chartDir string, charts map[str
 			}
 			t.row(srv, desc, fmtRate(r.PerSec), fmtDur(r.P50), fmtDur(r.P99), fmtDur(r.P999), fmtDur(r.Max), add50, add99,
 				inMW, fmtDur(r.ServerCPU), fmt.Sprintf("%d / %d", r.Errors, r.Non200), fmt.Sprint(r.StoreFailures))
+		}
+	}
+	b.WriteString("\n")
+
+	fmt.Fprintf(b, "Ratios to the server without a limiter (`none`) and to the floor (`%s`) under the same load; "+
+		"`%s` against `none` is this run's noise:\n\n", e2eFloor, e2eControl)
+	t.head("server", "load", "p99 ÷ none", "p99 ÷ floor", "req/s ÷ none", "server CPU ÷ none", "server CPU ÷ floor")
+	ratio := func(a, b float64) string {
+		if a <= 0 || b <= 0 {
+			return "–"
+		}
+		return fmtRatio(a / b)
+	}
+	for _, l := range loads {
+		base, floor := e2eRun(res, "none", l.mode, l.rate), e2eRun(res, e2eFloor, l.mode, l.rate)
+		if base == nil {
+			continue
+		}
+		for _, srv := range E2EServers {
+			r := e2eRun(res, srv, l.mode, l.rate)
+			if r == nil || srv == "none" {
+				continue
+			}
+			desc, perSec := fmt.Sprintf("open, %d/s", r.Rate), "–"
+			if l.mode == "closed" {
+				desc, perSec = fmt.Sprintf("closed, %d clients", r.Concurrency), ratio(r.PerSec, base.PerSec)
+			}
+			toFloor99, toFloorCPU := "–", "–"
+			if floor != nil && srv != e2eFloor && srv != e2eControl {
+				toFloor99 = ratio(float64(r.P99), float64(floor.P99))
+				toFloorCPU = ratio(float64(r.ServerCPU), float64(floor.ServerCPU))
+			}
+			t.row(srv, desc, ratio(float64(r.P99), float64(base.P99)), toFloor99, perSec,
+				ratio(float64(r.ServerCPU), float64(base.ServerCPU)), toFloorCPU)
 		}
 	}
 	b.WriteString("\n")

@@ -1,0 +1,22 @@
+// Package client is the other side of rate limiting: an
+// [http.RoundTripper] for Go clients of a sluice-protected API, or of any
+// API that sends Retry-After and the IETF RateLimit fields.
+//
+//	t, err := client.New(nil) // over http.DefaultTransport
+//	if err != nil { ... }
+//	c := &http.Client{Transport: t}
+//
+// The [Transport] waits out 429 and 503 responses that carry Retry-After
+// and sends the request again when that is safe (a body it can replay;
+// for a 503, an idempotent method), with jitter, never beyond a maximum
+// total wait nor the request's context. It reads the rate-limit fields of
+// every response to slow down before it is refused: the IETF draft's
+// RateLimit and RateLimit-Policy, draft-06's RateLimit-Limit, -Remaining
+// and -Reset, and X-RateLimit-*. A server that lies (a Retry-After of a
+// year, a field that does not parse) costs a bounded wait and a clear
+// error ([*RefusedError]), never a hang.
+//
+// The fields are read by the package's own Structured Fields parser
+// ([ParseQuota], [ParseRetryAfter]); malformed fields are ignored, as the
+// draft requires.
+package client

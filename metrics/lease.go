@@ -1,0 +1,174 @@
+package metrics
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// LeaseConfig configures a [LeaseCollector]. Its zero value is ready to
+// use.
+type LeaseConfig struct {
+	// Namespace prefixes every metric name. Default: [DefaultNamespace].
+	Namespace string
+	// ConstLabels are added to every series, as in [Config].
+	ConstLabels prometheus.Labels
+	// MaxRules caps the distinct rule label values; events of further
+	// rules are counted under [OtherRule]. Zero means [DefaultMaxRules];
+	// negative, no cap.
+	MaxRules int
+	// Registerer, if not nil, is where [NewLease] registers the collector.
+	Registerer prometheus.Registerer
+}
+
+// LeaseCollector exports what a lease store (store/lease) does: refills
+// (the leading indicator of its load on the shared store), tokens given
+// back and lost, keys holding leases, and hot keys. It implements
+// [prometheus.Collector] and the lease store's Observer; give it to the
+// store as lease.Config.Observer. Create it with [NewLease]. It is safe
+// for concurrent use.
+//
+// With the default namespace "sluice":
+//
+//	sluice_lease_refills_total{rule}              counter
+//	    Refills: calls to the shared store that took a lease.
+//	sluice_lease_tokens_refilled_total{rule}      counter
+//	    Tokens those refills took.
+//	sluice_lease_tokens_returned_total{rule}      counter
+//	    Unused tokens given back (on expiry or Close).
+//	sluice_lease_tokens_lost_total{rule}          counter
+//	    Unused tokens that did not go back: their window had passed, or the
+//	    refund failed (never retried).
+//	sluice_lease_keys                             gauge
+//	    Keys holding lease state, after each sweep.
+//	sluice_hot_keys{rule}                         gauge
+//	    Keys hot right now.
+//	sluice_hot_key_transitions_total{rule, handling, to}  counter
+//	    Keys turning hot (to="hot") and cooling (to="cold"); handling is
+//	    "lease", "split", "lease+split" or "none".
+type LeaseCollector struct {
+	refills, refilled, returned, lost *prometheus.CounterVec
+	keys                              prometheus.Gauge
+	hot                               *prometheus.GaugeVec
+	transitions                       *prometheus.CounterVec
+
+	mu       sync.Mutex
+	seen     map[string]bool
+	maxRules int
+}
+
+// NewLease returns a lease collector configured by cfg. It fails on an
+// invalid namespace or constant label and, if cfg.Registerer is set, when
+// registration fails.
+func NewLease(cfg LeaseConfig) (*LeaseCollector, error) {
+	ns := cfg.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	if !validName(ns) {
+		return nil, fmt.Errorf("metrics: invalid namespace %q", ns)
+	}
+	for name := range cfg.ConstLabels {
+		if !validName(name) || strings.HasPrefix(name, "__") || name == "rule" || name == "handling" || name == "to" {
+			return nil, fmt.Errorf("metrics: invalid constant label %q", name)
+		}
+	}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help, ConstLabels: cfg.ConstLabels}, labels)
+	}
+	c := &LeaseCollector{
+		refills:  counter("lease_refills_total", "Calls to the shared store that took a local lease.", "rule"),
+		refilled: counter("lease_tokens_refilled_total", "Tokens taken by lease refills.", "rule"),
+		returned: counter("lease_tokens_returned_total", "Unused lease tokens given back to the shared store.", "rule"),
+		lost:     counter("lease_tokens_lost_total", "Unused lease tokens that did not go back (window passed or refund failed).", "rule"),
+		keys: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "lease_keys",
+			Help: "Keys holding lease state.", ConstLabels: cfg.ConstLabels}),
+		hot: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "hot_keys",
+			Help: "Keys hot right now.", ConstLabels: cfg.ConstLabels}, []string{"rule"}),
+		transitions: counter("hot_key_transitions_total", "Keys turning hot or cooling, by how the rule handles them.", "rule", "handling", "to"),
+		seen:        make(map[string]bool),
+		maxRules:    cfg.MaxRules,
+	}
+	if c.maxRules == 0 {
+		c.maxRules = DefaultMaxRules
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("metrics: register: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// rule returns the label for rule name: itself, or OtherRule past the cap.
+func (c *LeaseCollector) rule(name string) string {
+	name = strings.ToValidUTF8(name, "\uFFFD")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen[name] {
+		return name
+	}
+	if c.maxRules >= 0 && len(c.seen) >= c.maxRules {
+		return OtherRule
+	}
+	c.seen[name] = true
+	return name
+}
+
+// Describe implements [prometheus.Collector].
+func (c *LeaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	c.refills.Describe(ch)
+	c.refilled.Describe(ch)
+	c.returned.Describe(ch)
+	c.lost.Describe(ch)
+	c.keys.Describe(ch)
+	c.hot.Describe(ch)
+	c.transitions.Describe(ch)
+}
+
+// Collect implements [prometheus.Collector].
+func (c *LeaseCollector) Collect(ch chan<- prometheus.Metric) {
+	c.refills.Collect(ch)
+	c.refilled.Collect(ch)
+	c.returned.Collect(ch)
+	c.lost.Collect(ch)
+	c.keys.Collect(ch)
+	c.hot.Collect(ch)
+	c.transitions.Collect(ch)
+}
+
+// LeaseRefilled counts a refill that took taken tokens.
+func (c *LeaseCollector) LeaseRefilled(rule string, taken int64) {
+	r := c.rule(rule)
+	c.refills.WithLabelValues(r).Inc()
+	c.refilled.WithLabelValues(r).Add(float64(taken))
+}
+
+// LeaseReturned counts unused tokens given back.
+func (c *LeaseCollector) LeaseReturned(rule string, units int64) {
+	c.returned.WithLabelValues(c.rule(rule)).Add(float64(units))
+}
+
+// LeaseLost counts unused tokens that did not go back.
+func (c *LeaseCollector) LeaseLost(rule string, units int64) {
+	c.lost.WithLabelValues(c.rule(rule)).Add(float64(units))
+}
+
+// LeasedKeys sets the number of keys holding lease state.
+func (c *LeaseCollector) LeasedKeys(n int) { c.keys.Set(float64(n)) }
+
+// HotKey counts a key turning hot or cooling and keeps the gauge of hot
+// keys.
+func (c *LeaseCollector) HotKey(rule string, hot bool, handling string) {
+	r := c.rule(rule)
+	to := "cold"
+	if hot {
+		to = "hot"
+		c.hot.WithLabelValues(r).Inc()
+	} else {
+		c.hot.WithLabelValues(r).Dec()
+	}
+	c.transitions.WithLabelValues(r, handling, to).Inc()
+}

@@ -1,0 +1,64 @@
+package metrics_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/sluicehq/sluice/metrics"
+	"github.com/sluicehq/sluice/store/lease"
+)
+
+var _ lease.Observer = (*metrics.LeaseCollector)(nil)
+
+func TestLeaseCollector(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	c, err := metrics.NewLease(metrics.LeaseConfig{Registerer: reg, MaxRules: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.LeaseRefilled("api", 25)
+	c.LeaseRefilled("api", 10)
+	c.LeaseReturned("api", 7)
+	c.LeaseLost("ip", 3)
+	c.LeaseRefilled("third", 1) // past MaxRules: counted under OtherRule
+	c.LeasedKeys(42)
+	c.HotKey("api", true, "lease")
+	c.HotKey("api", true, "lease")
+	c.HotKey("api", false, "lease")
+	want := `
+# HELP sluice_lease_refills_total Calls to the shared store that took a local lease.
+# TYPE sluice_lease_refills_total counter
+sluice_lease_refills_total{rule="__other__"} 1
+sluice_lease_refills_total{rule="api"} 2
+# HELP sluice_lease_tokens_refilled_total Tokens taken by lease refills.
+# TYPE sluice_lease_tokens_refilled_total counter
+sluice_lease_tokens_refilled_total{rule="__other__"} 1
+sluice_lease_tokens_refilled_total{rule="api"} 35
+# HELP sluice_lease_tokens_returned_total Unused lease tokens given back to the shared store.
+# TYPE sluice_lease_tokens_returned_total counter
+sluice_lease_tokens_returned_total{rule="api"} 7
+# HELP sluice_lease_tokens_lost_total Unused lease tokens that did not go back (window passed or refund failed).
+# TYPE sluice_lease_tokens_lost_total counter
+sluice_lease_tokens_lost_total{rule="ip"} 3
+# HELP sluice_lease_keys Keys holding lease state.
+# TYPE sluice_lease_keys gauge
+sluice_lease_keys 42
+# HELP sluice_hot_keys Keys hot right now.
+# TYPE sluice_hot_keys gauge
+sluice_hot_keys{rule="api"} 1
+# HELP sluice_hot_key_transitions_total Keys turning hot or cooling, by how the rule handles them.
+# TYPE sluice_hot_key_transitions_total counter
+sluice_hot_key_transitions_total{handling="lease",rule="api",to="cold"} 1
+sluice_hot_key_transitions_total{handling="lease",rule="api",to="hot"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []metrics.LeaseConfig{{Namespace: "bad-name"}, {ConstLabels: prometheus.Labels{"rule": "x"}}} {
+		if _, err := metrics.NewLease(cfg); err == nil {
+			t.Errorf("%+v: accepted", cfg)
+		}
+	}
+}

@@ -1,0 +1,43 @@
+package admin
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/sluicehq/sluice/keyfunc"
+)
+
+// FuzzParseIdentity: every key kind's parser either refuses an identity
+// or returns a non-empty key; ip keys are addresses in canonical form.
+func FuzzParseIdentity(f *testing.F) {
+	for _, s := range []string{"192.0.2.7", "::ffff:192.0.2.7", "2001:db8::1", "fe80::1%eth0", "global", "", "GET /users/{id}",
+		"alice GET /users/{id}", "sk_live_1", " \t", "a\x00b", "300.1.1.1", "GET <unmatched>"} {
+		f.Add(s)
+	}
+	h := &handler{config: config{parsers: builtinParsers(64)}}
+	kinds := []string{"ip", "global", "endpoint", "user_endpoint", "user", "api_key", "header:X-Tenant"}
+	f.Fuzz(func(t *testing.T, typed string) {
+		for _, kind := range kinds {
+			id, err := h.parseIdentity(kind, typed)
+			if err != nil {
+				if id != "" {
+					t.Fatalf("%s %q: an error and a key %q", kind, typed, id)
+				}
+				continue
+			}
+			if id == "" {
+				t.Fatalf("%s %q: an empty key without an error", kind, typed)
+			}
+			if kind == "ip" {
+				a, perr := keyfunc.ParseAddr(id)
+				if again, _ := keyfunc.IPKey(a, 64); perr != nil || again != id {
+					t.Fatalf("ip %q: key %q is not canonical (%v, %q)", typed, id, perr, again)
+				}
+			}
+			if strings.ContainsFunc(id, unicode.IsControl) {
+				t.Fatalf("%s %q: control characters in key %q", kind, typed, id)
+			}
+		}
+	})
+}

@@ -1,0 +1,274 @@
+package admin
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/rules"
+)
+
+// Source provides the current rules: a fixed *rules.Set, or a rule file's
+// watcher (rulefile.Watcher), whose rules the handler follows as they are
+// reloaded.
+type Source interface {
+	Current() *rules.Set
+}
+
+// maxBody bounds a request body, in bytes.
+const maxBody = 8 << 10
+
+type handler struct {
+	config
+	store sluice.Store
+	src   Source
+	mux   *http.ServeMux
+}
+
+// New returns the operator handler for the rules src provides, whose
+// buckets live in store (the store the middleware uses). It refuses a nil
+// store or source and an invalid option. See the package documentation
+// for the routes.
+func New(store sluice.Store, src Source, opts ...Option) (http.Handler, error) {
+	if store == nil || src == nil {
+		return nil, errors.New("admin: New: nil store or rule source")
+	}
+	h := &handler{store: store, src: src, config: config{log: slog.Default(), ipv6Prefix: 64}}
+	h.parsers = map[string]IdentityParser{}
+	for _, o := range opts {
+		if err := o(&h.config); err != nil {
+			return nil, err
+		}
+	}
+	for kind, p := range builtinParsers(h.ipv6Prefix) {
+		if _, set := h.parsers[kind]; !set {
+			h.parsers[kind] = p
+		}
+	}
+	if h.secret == nil {
+		h.secret = make([]byte, 32)
+		_, _ = rand.Read(h.secret)
+	}
+	h.mux = http.NewServeMux()
+	h.mux.HandleFunc("GET /rules", h.listRules)
+	h.mux.HandleFunc("POST /inspect", func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, false) })
+	h.mux.HandleFunc("POST /reset", func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, true) })
+	return h, nil
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := h.mux.Handler(r); pattern == "" {
+		writeProblem(w, http.StatusNotFound, "Not Found", "routes: GET /rules, POST /inspect, POST /reset")
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// query is the body of /inspect and /reset.
+type query struct {
+	Rule     string `json:"rule"`
+	Kind     string `json:"kind"`
+	Identity string `json:"identity"`
+}
+
+// Bucket is one rule's bucket for one identity, as /inspect and /reset
+// answer it.
+type Bucket struct {
+	Rule      string `json:"rule"`
+	Kind      string `json:"kind"`
+	Identity  string `json:"identity"`
+	Limit     string `json:"limit"`
+	Algorithm string `json:"algorithm"`
+	Cost      int64  `json:"cost"`
+	Shadow    bool   `json:"shadow,omitempty"`
+	// Allowed says whether a request of the rule's cost would pass now.
+	Allowed   bool  `json:"allowed"`
+	Remaining int64 `json:"remaining"`
+	// ResetAfterMS is the time until the bucket is full again.
+	ResetAfterMS int64 `json:"reset_after_ms"`
+	// RetryAfterMS is, when not Allowed, the time until a request of the
+	// rule's cost would pass.
+	RetryAfterMS int64 `json:"retry_after_ms"`
+}
+
+// match is one rule selected by a query, with its hit for the identity.
+type match struct {
+	rule *rules.Rule
+	id   string
+	hit  sluice.Hit
+}
+
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, reset bool) {
+	q, status, detail := decodeQuery(w, r)
+	if status != 0 {
+		writeProblem(w, status, http.StatusText(status), detail)
+		return
+	}
+	ms, status, detail := h.resolve(q)
+	if status != 0 {
+		writeProblem(w, status, http.StatusText(status), detail)
+		return
+	}
+	if reset {
+		rs, ok := h.store.(sluice.Resetter)
+		if !ok {
+			writeProblem(w, http.StatusNotImplemented, "Not Implemented", fmt.Sprintf("the store (%T) cannot reset buckets", h.store))
+			return
+		}
+		hits := make([]sluice.Hit, len(ms))
+		for i := range ms {
+			hits[i] = ms[i].hit
+		}
+		if err := rs.Reset(r.Context(), hits); err != nil {
+			h.storeFailed(w, r, "reset", err)
+			return
+		}
+		h.audit(r.Context(), r, ms)
+	}
+	out, err := h.inspect(r.Context(), ms)
+	if err != nil {
+		h.storeFailed(w, r, "inspect", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Buckets []Bucket `json:"buckets"`
+	}{out})
+}
+
+// decodeQuery reads a query body; a status of 0 means it is well formed.
+func decodeQuery(w http.ResponseWriter, r *http.Request) (q query, status int, detail string) {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&q); err != nil {
+		return q, http.StatusBadRequest, "the body is not a JSON object of rule (or kind) and identity"
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return q, http.StatusBadRequest, "the body holds more than one JSON value"
+	}
+	if (q.Rule == "") == (q.Kind == "") {
+		return q, http.StatusBadRequest, `name a rule ("rule") or a key kind ("kind"), not both`
+	}
+	return q, 0, ""
+}
+
+// resolve selects the rules q names and parses its identity for each.
+func (h *handler) resolve(q query) (ms []match, status int, detail string) {
+	set := h.src.Current()
+	all := set.Rules()
+	for i := range all {
+		rule := &all[i]
+		if q.Rule != "" && rule.Name != q.Rule || q.Kind != "" && rule.KeyKind != q.Kind {
+			continue
+		}
+		id, err := h.parseIdentity(rule.KeyKind, q.Identity)
+		if err != nil {
+			return nil, http.StatusBadRequest, fmt.Sprintf("rule %q keys on %s: malformed identity: %v", rule.Name, rule.KeyKind, err)
+		}
+		ms = append(ms, match{rule: rule, id: id, hit: sluice.Hit{
+			Key:       rules.BucketKey(rule.Name, rule.KeyKind, id),
+			Limit:     rule.Limit,
+			Algorithm: rule.Algorithm,
+			Cost:      rule.Cost,
+			Peek:      true,
+		}})
+	}
+	if len(ms) == 0 {
+		if q.Rule != "" {
+			return nil, http.StatusNotFound, fmt.Sprintf("no rule named %q", q.Rule)
+		}
+		return nil, http.StatusNotFound, fmt.Sprintf("no rule keys on %q", q.Kind)
+	}
+	return ms, 0, ""
+}
+
+// inspect peeks at the buckets of ms.
+func (h *handler) inspect(ctx context.Context, ms []match) ([]Bucket, error) {
+	hits := make([]sluice.Hit, len(ms))
+	for i := range ms {
+		hits[i] = ms[i].hit
+	}
+	res := make([]sluice.Result, len(hits))
+	if err := h.store.Take(ctx, hits, res); err != nil {
+		return nil, err
+	}
+	out := make([]Bucket, len(ms))
+	for i, m := range ms {
+		out[i] = Bucket{
+			Rule: m.rule.Name, Kind: m.rule.KeyKind, Identity: m.id,
+			Limit: m.rule.Limit.String(), Algorithm: m.rule.Algorithm.String(),
+			Cost: m.hit.Units(), Shadow: m.rule.Shadow,
+			Allowed: res[i].Allowed, Remaining: res[i].Remaining,
+			ResetAfterMS: ceilMillis(res[i].ResetAfter), RetryAfterMS: ceilMillis(res[i].RetryAfter),
+		}
+	}
+	return out, nil
+}
+
+// audit logs and counts the resets of ms.
+func (h *handler) audit(ctx context.Context, r *http.Request, ms []match) {
+	ro, _ := h.observer.(sluice.ResetObserver)
+	for _, m := range ms {
+		h.log.LogAttrs(ctx, slog.LevelInfo, "admin: bucket reset",
+			slog.String("rule", m.rule.Name),
+			slog.String("kind", m.rule.KeyKind),
+			slog.String("identity_hash", h.hash(m.id)),
+			slog.String("remote_addr", r.RemoteAddr))
+		if ro != nil {
+			ro.ObserveReset(ctx, m.rule.Name)
+		}
+	}
+}
+
+// hash is the keyed hash under which logs name an identity.
+func (h *handler) hash(id string) string {
+	mac := hmac.New(sha256.New, h.secret)
+	mac.Write([]byte(id))
+	return hex.EncodeToString(mac.Sum(nil)[:12])
+}
+
+func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, op string, err error) {
+	h.log.LogAttrs(r.Context(), slog.LevelError, "admin: store failed", slog.String("op", op), slog.String("error", err.Error()))
+	detail := "the store could not " + op + " the buckets"
+	if sluice.IsAmbiguous(err) {
+		detail += "; the " + op + " may have been applied"
+	}
+	writeProblem(w, http.StatusBadGateway, "Bad Gateway", detail)
+}
+
+// RuleInfo describes one rule, as /rules lists it.
+type RuleInfo struct {
+	Name      string `json:"name"`
+	Kind      string `json:"kind"`
+	Limit     string `json:"limit"`
+	Algorithm string `json:"algorithm"`
+	Cost      int64  `json:"cost"`
+	Shadow    bool   `json:"shadow,omitempty"`
+}
+
+func (h *handler) listRules(w http.ResponseWriter, _ *http.Request) {
+	all := h.src.Current().Rules()
+	out := make([]RuleInfo, len(all))
+	for i, r := range all {
+		out[i] = RuleInfo{Name: r.Name, Kind: r.KeyKind, Limit: r.Limit.String(), Algorithm: r.Algorithm.String(), Cost: r.Cost, Shadow: r.Shadow}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Rules []RuleInfo `json:"rules"`
+	}{out})
+}
+
+func ceilMillis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}

@@ -1,0 +1,94 @@
+package lease_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/store/lease"
+	"github.com/sluicehq/sluice/store/memstore"
+)
+
+// The local hit path allocates nothing.
+func TestHitPathAllocatesNothing(t *testing.T) {
+	back, clock := backing(t)
+	s := newStore(t, back, lease.Config{Clock: clock, MaxLease: 1000, SweepInterval: -1})
+	h := []sluice.Hit{{Key: "k", Limit: sluice.PerHour(1_000_000), Lease: leased}}
+	out := make([]sluice.Result, 1)
+	for range 600 { // K grows to 512: the lease then holds 423
+		take(t, s, h...)
+	}
+	calls := back.takes.Load()
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := s.Take(context.Background(), h, out); err != nil || !out[0].Allowed {
+			t.Fatal(err, out[0])
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per local hit, want 0", allocs)
+	}
+	if back.takes.Load() != calls {
+		t.Fatal("the measured hits went to the backing store: not the local path")
+	}
+}
+
+// BenchmarkHotKey compares, in one run, the lease hit path with memstore
+// on one hot key, in parallel; memstore runs twice (A and A2) as the
+// noise control. The lease store runs over a memstore and over a real
+// Redis (started for the benchmark), where it also reports the Redis
+// scripts per check (INFO commandstats). The bucket never runs dry within
+// a run (a huge burst), so every lease hit is local after the refills.
+func BenchmarkHotKey(b *testing.B) {
+	limit := sluice.PerSecond(1_000_000).WithBurst(1 << 40)
+	srv := redistest.Start(b)
+	mem := func(b *testing.B) sluice.Store {
+		m := memstore.New(memstore.Config{SweepInterval: -1})
+		b.Cleanup(func() { m.Close() })
+		return m
+	}
+	leaseOver := func(back sluice.Store) func(b *testing.B) sluice.Store {
+		return func(b *testing.B) sluice.Store {
+			s, err := lease.New(back, lease.Config{MaxLease: 4096, SweepInterval: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close(context.Background()) })
+			return s
+		}
+	}
+	for _, bc := range []struct {
+		name  string
+		store func(b *testing.B) sluice.Store
+		redis bool
+	}{
+		{"memstore/A", mem, false},
+		{"lease/memstore", func(b *testing.B) sluice.Store { return leaseOver(mem(b))(b) }, false},
+		{"lease/redis", func(b *testing.B) sluice.Store { return leaseOver(redisStore(b, srv.Addr, nil))(b) }, true},
+		{"memstore/A2", mem, false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := bc.store(b)
+			key := fmt.Sprint("hot-", b.N) // a fresh bucket for each run
+			var before int64
+			if bc.redis {
+				before = evalCalls(b, srv.Addr)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				hits := []sluice.Hit{{Key: key, Limit: limit, Lease: leased}}
+				out := make([]sluice.Result, 1)
+				for pb.Next() {
+					if err := s.Take(context.Background(), hits, out); err != nil || !out[0].Allowed {
+						b.Fatal(err, out[0])
+					}
+				}
+			})
+			if bc.redis {
+				b.ReportMetric(float64(evalCalls(b, srv.Addr)-before)/float64(b.N), "scripts/op")
+			}
+		})
+	}
+}

@@ -1,0 +1,86 @@
+// Package lease is a [sluice.Store] that serves hot buckets in process:
+// it takes up to K tokens of a bucket from a shared store (Redis, in
+// practice) in one call, spends them locally with no I/O, and goes back
+// for more when they run out or the lease expires. Unused tokens go back
+// to the shared store when a lease expires and on [Store.Close].
+//
+// # What is leased
+//
+// A hit is leased when its rule's policy ([sluice.Hit.Lease], or
+// [Config.Default]) is enabled, or when its key is hot and the policy
+// escalates hot keys to leases. Only token bucket and fixed window buckets
+// are leased (see [MaxLease] for why); sliding window and sliding log,
+// peeks, shadow hits, forced charges and partial hits pass through. The
+// backing store must implement [sluice.Refunder]; over any other store
+// every hit passes through.
+//
+// # Lease size and drift
+//
+// K, the most one refill takes, adapts per key: a key seen once takes only
+// its cost, and K doubles each time a lease runs out within half its TTL
+// and halves when one expires, up to the bound of [MaxLease] (Instances ×
+// K within DriftBudget of burst + 60 s × rate, and K ≤ capacity /
+// Instances), Config.MaxLease and the policy's MaxLease. With N instances
+// the instances together admit at most N × K beyond the limit in any
+// window. A process that stops without Close loses what its leases held:
+// the bucket under-admits by at most that much until it refills.
+//
+// # Answers under a lease
+//
+// A hit served from a lease reports, in its Result:
+//   - Remaining: the tokens this process holds plus what the shared bucket
+//     held at the last refill; for a token bucket, refilled at its rate
+//     since, as this process alone would see it. It does not see other
+//     instances' takes since the refill: it is this process's view, exact
+//     for one instance and an upper bound otherwise (by at most what the
+//     others took since).
+//   - ResetAfter: when the shared bucket is full again as of the last
+//     refill, counting the held tokens as back in it.
+//   - RetryAfter (refusals): a refusal comes from the shared store (its
+//     exact Retry-After for the cost beyond what the lease holds), or from
+//     the remembered refusal of the same cost, whose Retry-After counts
+//     down to the same instant. Over the limit it stays exact for one
+//     instance; with several, another instance's return can make a request
+//     pass sooner, never later.
+//
+// The 429 body and headers are written from these values as from any
+// store's, so their shape does not change.
+//
+// # Failure
+//
+// When the shared store fails, a leased bucket keeps serving its lease
+// until it expires; the request that needs the shared store gets its error,
+// so the rule's on_fail applies. A return of unused tokens that fails is
+// counted ([Store.FailedRefunds], [Observer.LeaseLost]) and logged, never
+// retried.
+//
+// # Hot keys
+//
+// A policy with HotKeys.Threshold counts, per rule, the shared-store
+// traffic of each key (weighted by the tokens each call stands for) in a
+// count-min sketch of one-second windows with the top keys (Config.TopK)
+// tracked exactly: memory per rule is fixed however many keys pass.
+// A key at or over the threshold in a window is hot until a whole window
+// passes under it. A hot key is leased (HotKeys.Lease) and/or split
+// (HotKeys.Split = N): each request uses one of N sub-buckets in turn,
+// each with the rate and capacity divided by N (rounded down, at least 1).
+//
+// Splitting spreads a key over N shared-store keys (on Redis Cluster, N
+// slots), at a cost in accuracy: a request is refused when its
+// sub-bucket is empty even if another has tokens, so a client can be
+// refused with up to (N−1)/N of the capacity left, and a burst is capped
+// at capacity/N per request; the rounding down can lose up to N−1 of
+// rate and capacity; when a key turns hot its sub-buckets start full, so
+// the transition can admit up to one more capacity; and a split hit's
+// Result describes its sub-bucket (the sub-limit, its Remaining) and has
+// no receipt, so it cannot be refunded. When a rule both leases and splits
+// hot keys, leasable buckets are leased and the others split.
+//
+// # Configuration from rules
+//
+// The rules package points each hit's [sluice.Hit.Lease] at its rule's
+// policy (Rule.Lease; the `lease:` and `hot_keys:` blocks of a rule
+// file), so wrapping the store is the only other step:
+//
+//	store, err := lease.New(redisStore, lease.Config{Instances: 4})
+package lease

@@ -1,0 +1,123 @@
+package lease_test
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/store/memstore"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// counting wraps a Refunder, counts its calls, and fails them on demand.
+type counting struct {
+	sluice.Refunder
+	takes, refunds, hits atomic.Int64
+	down                 atomic.Bool
+	mu                   sync.Mutex
+	keys                 map[string]int // backing hits by key, when not nil
+}
+
+var errDown = &sluice.StoreError{Op: "test: take", Kind: sluice.ErrUnavailable}
+
+func (c *counting) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
+	if c.down.Load() {
+		return errDown
+	}
+	c.takes.Add(1)
+	c.hits.Add(int64(len(hits)))
+	c.mu.Lock()
+	if c.keys != nil {
+		for i := range hits {
+			c.keys[hits[i].Key]++
+		}
+	}
+	c.mu.Unlock()
+	return c.Refunder.Take(ctx, hits, out)
+}
+
+func (c *counting) Refund(ctx context.Context, r []sluice.Refund) error {
+	if c.down.Load() {
+		return errDown
+	}
+	c.refunds.Add(1)
+	return c.Refunder.Refund(ctx, r)
+}
+
+// backing returns a memstore on a fake clock, wrapped to count calls.
+func backing(t *testing.T) (*counting, *storetest.Clock) {
+	t.Helper()
+	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
+	m := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
+	t.Cleanup(func() { m.Close() })
+	return &counting{Refunder: m}, clock
+}
+
+func take(t *testing.T, s sluice.Store, hits ...sluice.Hit) []sluice.Result {
+	t.Helper()
+	out := make([]sluice.Result, len(hits))
+	if err := s.Take(context.Background(), hits, out); err != nil {
+		t.Fatalf("Take: %v", err)
+	}
+	return out
+}
+
+// peek returns what the bucket of h holds in s, consuming nothing.
+func peek(t *testing.T, s sluice.Store, h sluice.Hit) int64 {
+	t.Helper()
+	h.Peek, h.Cost, h.Lease = true, 1, nil
+	return take(t, s, h)[0].Remaining
+}
+
+// noLeak fails t when goroutines started during f outlive it. It polls
+// (yielding, not sleeping) for up to a second of wall time, for
+// goroutines on their way out.
+func noLeak(t *testing.T, f func()) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	f()
+	deadline := time.Now().Add(time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// recorder is an Observer that keeps what it is told.
+type recorder struct {
+	mu                       sync.Mutex
+	refilled, returned, lost int64
+	refills                  int
+	hot, cooled              map[string]int // by handling
+	leasedKeys               int
+}
+
+func newRecorder() *recorder {
+	return &recorder{hot: map[string]int{}, cooled: map[string]int{}}
+}
+
+func (r *recorder) LeaseRefilled(_ string, n int64) {
+	r.mu.Lock()
+	r.refilled += n
+	r.refills++
+	r.mu.Unlock()
+}
+func (r *recorder) LeaseReturned(_ string, n int64) { r.mu.Lock(); r.returned += n; r.mu.Unlock() }
+func (r *recorder) LeaseLost(_ string, n int64)     { r.mu.Lock(); r.lost += n; r.mu.Unlock() }
+func (r *recorder) LeasedKeys(n int)                { r.mu.Lock(); r.leasedKeys = n; r.mu.Unlock() }
+func (r *recorder) HotKey(_ string, hot bool, handling string) {
+	r.mu.Lock()
+	if hot {
+		r.hot[handling]++
+	} else {
+		r.cooled[handling]++
+	}
+	r.mu.Unlock()
+}

@@ -1,0 +1,215 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Store serves leased buckets in process and passes everything else to
+// the backing store. Create it with [New]; it is safe for concurrent use.
+// Call [Store.Close] to stop its sweeper and give back every lease.
+type Store struct {
+	backing  sluice.Store
+	refunder sluice.Refunder // nil: nothing is leased
+	cfg      Config
+	obs      Observer
+	clock    sluice.Clock
+	epoch    time.Time
+	epochU   int64
+	table    table
+	hot      hotTable
+	scratch  sync.Pool
+	closed   atomic.Bool
+	stop     chan struct{}
+	done     sync.WaitGroup
+	refunds  atomic.Int64 // refunds that failed: counted, logged, never retried
+}
+
+var (
+	_ sluice.Refunder       = (*Store)(nil)
+	_ sluice.Resetter       = (*Store)(nil)
+	_ sluice.InProcessStore = (*Store)(nil)
+)
+
+// localSeq marks the receipts of hits served from a lease (Receipt.Seq);
+// Mark is then the lease's generation.
+const localSeq = math.MinInt64
+
+// New returns a lease store over backing. It leases only when backing
+// implements [sluice.Refunder]: a refill takes up to K tokens with a
+// partial hit, whose receipt says how many it took, and unused tokens go
+// back by refund. Over any other store every hit passes through. An
+// invalid cfg is an error wrapping [ErrInvalidConfig] naming the field.
+// Unless cfg.SweepInterval is negative New starts one sweeper goroutine,
+// which Close stops.
+func New(backing sluice.Store, cfg Config) (*Store, error) {
+	if backing == nil {
+		return nil, fmt.Errorf("%w: no backing store", ErrInvalidConfig)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{backing: backing, cfg: cfg, obs: cfg.Observer, clock: cfg.Clock, epoch: time.Now(), stop: make(chan struct{})}
+	if s.obs == nil {
+		s.obs = nopObserver{}
+	}
+	s.epochU = s.epoch.UnixMicro()
+	s.refunder, _ = backing.(sluice.Refunder)
+	s.table.init(cfg.MaxKeys)
+	s.hot.init(cfg.MaxRules, cfg.TopK, cfg.Logger, s.obs)
+	if cfg.SweepInterval > 0 {
+		s.done.Add(1)
+		go s.sweepLoop(cfg.SweepInterval)
+	}
+	return s, nil
+}
+
+// InProcess answers for the backing store (see [sluice.InProcessStore]).
+func (s *Store) InProcess() bool {
+	ip, ok := s.backing.(sluice.InProcessStore)
+	return ok && ip.InProcess()
+}
+
+func (s *Store) now() int64 {
+	if s.clock == nil {
+		return s.epochU + int64(time.Since(s.epoch)/time.Microsecond)
+	}
+	return s.clock.Now().UnixMicro()
+}
+
+func errClosed() error { return &sluice.StoreError{Op: "lease: take", Kind: sluice.ErrClosed} }
+
+// Take decides hits (see [sluice.Store]) all-or-nothing. A hit of a
+// leased bucket is served from the local lease with no I/O when the lease
+// holds its cost; otherwise the hits that need the backing store (refills
+// of up to K tokens, and the hits that pass through) go to it in one call.
+// The local part is decided first, so the backing store is called only
+// for a request every local lease admits, and a request the backing store
+// refuses gives back what it reserved locally. A backing-store error is
+// returned as it is, so the rule's on_fail applies; leases keep serving
+// until they expire.
+func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
+	if len(hits) == 1 && len(out) > 0 && s.takeLocal(&hits[0], &out[0]) {
+		return nil
+	}
+	if err := sluice.CheckHits(hits, out); err != nil {
+		return fmt.Errorf("lease: %w", err)
+	}
+	if s.closed.Load() {
+		return errClosed()
+	}
+	return s.takeSlow(ctx, hits, out)
+}
+
+// takeLocal serves a plain hit from a live lease: no lock, no I/O, no
+// allocation. It reports false when the hit needs the general path.
+func (s *Store) takeLocal(h *sluice.Hit, out *sluice.Result) bool {
+	if h.Peek || h.Force || h.Shadow || h.MinCost != 0 || h.Cost < 0 || h.Key == "" || s.closed.Load() {
+		return false
+	}
+	e := s.table.get(h.Key)
+	if e == nil || e.limit != h.Limit || e.alg != h.Algorithm {
+		return false
+	}
+	now := s.now()
+	c := h.Units()
+	gen := e.gen.Load()
+	for {
+		l := e.left.Load()
+		if l < c || !e.live(now) {
+			return false
+		}
+		if e.left.CompareAndSwap(l, l-c) {
+			e.report(now, l-c, out)
+			out.Allowed = true
+			out.Receipt = sluice.Receipt{Taken: c, Mark: gen, Seq: localSeq}
+			return true
+		}
+	}
+}
+
+// report fills r with the lease's view: Remaining is the tokens held plus
+// what the backing bucket holds as of the last refill (for a token bucket,
+// refilled at its rate since, as a process alone would see it); ResetAfter
+// is when that bucket is full again, counting the tokens held as back in
+// it.
+func (e *entry) report(now, left int64, r *sluice.Result) {
+	fullAt := e.fullAt.Load()
+	*r = sluice.Result{Limit: e.limit}
+	if e.interval > 0 {
+		capacity := e.limit.Capacity()
+		backing := min(capacity, max(0, capacity+floorDiv(now-fullAt, e.interval)))
+		r.Remaining = min(capacity, left+backing)
+		r.ResetAfter = time.Duration(max(0, fullAt-now-left*e.interval)) * time.Microsecond
+		return
+	}
+	r.Remaining = min(e.limit.Rate, left+e.base.Load())
+	r.ResetAfter = time.Duration(max(0, fullAt-now)) * time.Microsecond
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// policy returns h's lease policy.
+func (s *Store) policy(h *sluice.Hit) *sluice.LeasePolicy {
+	if h.Lease != nil {
+		return h.Lease
+	}
+	return s.cfg.Default
+}
+
+// Expire gives back the unused tokens of every lease that has expired, in
+// one refund call to the backing store, and forgets keys that hold
+// nothing. The sweeper calls it every Config.SweepInterval; tests with a
+// fake clock call it directly. A refund that fails is counted and logged,
+// never retried.
+func (s *Store) Expire(ctx context.Context) error {
+	return s.giveBack(ctx, false)
+}
+
+// Close stops the sweeper and gives back the unused tokens of every lease,
+// live or expired, in one refund call. Take then fails with
+// [sluice.ErrClosed]. Close does not close the backing store.
+func (s *Store) Close(ctx context.Context) error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	close(s.stop)
+	s.done.Wait()
+	return s.giveBack(ctx, true)
+}
+
+func (s *Store) sweepLoop(every time.Duration) {
+	defer s.done.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), every)
+			_ = s.Expire(ctx) // counted and logged inside
+			cancel()
+		}
+	}
+}
+
+// Leased returns the number of keys holding lease state.
+func (s *Store) Leased() int { return s.table.len() }
+
+// FailedRefunds returns how many returns of unused tokens failed (each
+// counted once, never retried).
+func (s *Store) FailedRefunds() int64 { return s.refunds.Load() }

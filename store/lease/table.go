@@ -1,0 +1,169 @@
+package lease
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sluicehq/sluice"
+)
+
+// entry is one leased bucket: the tokens this process holds, and what the
+// backing store said at the last refill. The fields the local hit path
+// reads are atomics; the refill state is guarded by mu.
+type entry struct {
+	left    atomic.Int64 // tokens held and not yet served
+	expires atomic.Int64 // µs: the lease serves while now < expires
+	gen     atomic.Int64 // lease generation: local receipts name it
+	base    atomic.Int64 // fixed window: the backing's Remaining at the last refill
+	fullAt  atomic.Int64 // µs: when the backing's bucket is full, as of the last refill
+	winEnd  atomic.Int64 // fixed window: µs at which the lease's window ends
+
+	limit    sluice.Limit // immutable
+	alg      sluice.Algorithm
+	interval int64 // token bucket: µs per token; 0 for a fixed window
+	policy   *sluice.LeasePolicy
+
+	mu         sync.Mutex
+	refilling  chan struct{} // closed when the refill in flight ends
+	hit        sluice.Hit    // the last refill, as taken: what a return refunds
+	receipt    sluice.Receipt
+	k          int64 // the lease size the next refill asks for
+	refilledAt int64 // µs
+	dry        bool  // the last refill found less than it asked for
+	ttl        int64 // µs
+	deny       denial
+}
+
+// live reports whether e's lease may serve now: before it expires. Held
+// tokens are served even once the bucket, counting them as back in it,
+// would be full again: an exact bucket would have let that refill go, so
+// the instance may admit up to what it holds beyond an exact bucket's
+// answer. That is the drift Instances × K bounds (see [MaxLease]), and it
+// is what lets a key under its limit be served from leases at all.
+func (e *entry) live(now int64) bool { return now < e.expires.Load() }
+
+// windowEnd returns when a fixed window lease's window ends.
+func (e *entry) windowEnd() int64 { return e.winEnd.Load() }
+
+// denial remembers a refusal by the backing store, so the same cost is
+// refused in process until it could pass: a hot key far over its limit
+// costs no store call per request.
+type denial struct {
+	cost, until, remaining, fullAt int64
+}
+
+const shardCount = 64
+
+// table maps bucket keys to entries, in shards, bounded in size.
+type table struct {
+	seed     maphash.Seed
+	perShard int
+	shards   [shardCount]shard
+}
+
+type shard struct {
+	mu sync.RWMutex
+	m  map[string]*entry
+	_  [40]byte // keep shards' locks on separate cache lines
+}
+
+func (t *table) init(maxKeys int) {
+	t.seed = maphash.MakeSeed()
+	t.perShard = max(1, maxKeys/shardCount)
+	for i := range t.shards {
+		t.shards[i].m = make(map[string]*entry)
+	}
+}
+
+func (t *table) shard(key string) *shard {
+	return &t.shards[maphash.String(t.seed, key)%shardCount]
+}
+
+// get returns key's entry, or nil.
+func (t *table) get(key string) *entry {
+	sh := t.shard(key)
+	sh.mu.RLock()
+	e := sh.m[key]
+	sh.mu.RUnlock()
+	return e
+}
+
+// getOrCreate returns key's entry, creating it with make when there is
+// room. It returns nil when the shard is full of entries in use.
+func (t *table) getOrCreate(key string, now int64, make func() *entry) *entry {
+	if e := t.get(key); e != nil {
+		return e
+	}
+	sh := t.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e := sh.m[key]; e != nil {
+		return e
+	}
+	if len(sh.m) >= t.perShard && !sh.evictOne(now) {
+		return nil
+	}
+	e := make()
+	sh.m[key] = e
+	return e
+}
+
+// evictOne forgets one entry that holds nothing: no tokens, no refill in
+// flight, no live lease or denial. Called with sh.mu held.
+func (sh *shard) evictOne(now int64) bool {
+	for k, e := range sh.m {
+		if idle(e, now) {
+			delete(sh.m, k)
+			return true
+		}
+	}
+	return false
+}
+
+// idle reports whether e holds nothing worth keeping.
+func idle(e *entry, now int64) bool {
+	if e.left.Load() != 0 || now < e.expires.Load() {
+		return false
+	}
+	if !e.mu.TryLock() {
+		return false
+	}
+	defer e.mu.Unlock()
+	return e.refilling == nil && now >= e.deny.until
+}
+
+// each calls f for every entry, a shard at a time, outside the shard's
+// lock; f returns whether to forget the entry.
+func (t *table) each(buf []*entry, keys []string, f func(*entry) bool) {
+	for i := range t.shards {
+		sh := &t.shards[i]
+		buf, keys = buf[:0], keys[:0]
+		sh.mu.RLock()
+		for k, e := range sh.m {
+			buf, keys = append(buf, e), append(keys, k)
+		}
+		sh.mu.RUnlock()
+		for j, e := range buf {
+			if f(e) {
+				sh.mu.Lock()
+				if sh.m[keys[j]] == e {
+					delete(sh.m, keys[j])
+				}
+				sh.mu.Unlock()
+			}
+		}
+	}
+}
+
+// len returns the number of entries.
+func (t *table) len() int {
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.RLock()
+		n += len(sh.m)
+		sh.mu.RUnlock()
+	}
+	return n
+}

@@ -1,0 +1,471 @@
+package lease
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// How one hit of a request is decided.
+type planKind uint8
+
+const (
+	kPass   planKind = iota // the backing store decides it as it is
+	kLocal                  // served from the lease: reserved is its cost
+	kRefill                 // a refill of up to upTo, at least need, with reserved held
+	kDeny                   // refused in process by a remembered denial
+	kPeek                   // a peek: the backing's answer plus the lease
+)
+
+type plan struct {
+	kind     planKind
+	e        *entry
+	gen      int64
+	reserved int64 // tokens taken from e.left for this hit
+	need     int64 // kRefill: the least the refill must take
+	upTo     int64 // kRefill: the most it may take
+	marked   bool  // this call owns e's refill
+	j        int   // index in the backing call, or -1
+	det      *detector
+	slot     *hotSlot // a split hit's hot slot
+	sub      sluice.Hit
+}
+
+type scratch struct {
+	plans []plan
+	hits  []sluice.Hit
+	outs  []sluice.Result
+}
+
+// maxWaits is how often one call waits for another's refill of the same
+// key before it passes through instead.
+const maxWaits = 2
+
+func (s *Store) getScratch(n int) *scratch {
+	sc, _ := s.scratch.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
+	}
+	if cap(sc.plans) < n {
+		sc.plans = make([]plan, n)
+	}
+	sc.plans = sc.plans[:n]
+	sc.hits, sc.outs = sc.hits[:0], sc.outs[:0]
+	return sc
+}
+
+func (s *Store) putScratch(sc *scratch) {
+	clear(sc.plans)
+	clear(sc.hits)
+	s.scratch.Put(sc)
+}
+
+func (s *Store) takeSlow(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
+	sc := s.getScratch(len(hits))
+	defer s.putScratch(sc)
+	for wait := 0; ; wait++ {
+		now := s.now()
+		busy := s.plan(now, hits, sc.plans, wait < maxWaits)
+		if busy == nil {
+			return s.decide(ctx, now, hits, out, sc)
+		}
+		s.undo(sc.plans)
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return &sluice.StoreError{Op: "lease: take", Kind: sluice.ErrTimeout, Err: ctx.Err()}
+		}
+	}
+}
+
+// plan decides what each hit needs, reserving local tokens and claiming
+// refills. When a refill it needs is in flight in another call and it may
+// wait, it returns that refill's channel, holding nothing (undo releases
+// what it reserved): a call waits only while it owns no refill, so two
+// calls never wait for each other.
+func (s *Store) plan(now int64, hits []sluice.Hit, plans []plan, mayWait bool) <-chan struct{} {
+	if hits[0].Force {
+		for i := range plans {
+			plans[i] = plan{kind: kPass, j: -1}
+		}
+		return nil
+	}
+	for i := range hits {
+		p := &plans[i]
+		*p = plan{j: -1}
+		h := &hits[i]
+		pol := s.policy(h)
+		if s.refunder == nil || !pol.Active() || h.Shadow || h.MinCost != 0 {
+			continue
+		}
+		c := h.Units()
+		slot, det := s.hotSlot(pol, h, now)
+		leased := pol.Enabled || slot != nil && pol.HotKeys.Lease
+		kmax := s.kmax(h, pol)
+		if !leased || kmax == 0 || c > h.Limit.Capacity() {
+			if slot != nil && slot.sub != nil && !h.Peek {
+				if sub, ok := SplitLimit(h.Limit, h.Algorithm, len(slot.sub), c); ok {
+					p.sub = *h
+					p.sub.Key, p.sub.Limit = slot.sub[slot.next%len(slot.sub)], sub
+					slot.next++
+					p.slot = slot
+				}
+			}
+			p.det = det
+			continue
+		}
+		p.det = det
+		if h.Peek {
+			p.kind = kPeek
+			p.e = s.table.get(h.Key)
+			continue
+		}
+		e := s.table.getOrCreate(h.Key, now, func() *entry { return s.newEntry(h, pol) })
+		if e == nil || e.limit != h.Limit || e.alg != h.Algorithm {
+			continue
+		}
+		p.e, p.gen = e, e.gen.Load()
+		if reserve(e, c, now) {
+			p.kind, p.reserved = kLocal, c
+			continue
+		}
+		e.mu.Lock()
+		switch {
+		case e.refilling != nil && mayWait:
+			ch := e.refilling
+			e.mu.Unlock()
+			return ch
+		case e.refilling != nil:
+			e.mu.Unlock()
+			p.e = nil // pass through this time
+			continue
+		case reserve(e, c, now):
+			e.mu.Unlock()
+			p.kind, p.reserved = kLocal, c
+			continue
+		case now < e.deny.until && c == e.deny.cost:
+			e.mu.Unlock()
+			p.kind = kDeny
+			continue
+		}
+		// Claim the refill. A token bucket's held tokens count toward the
+		// cost (they do not age); a fixed window's from a past window are
+		// worth nothing.
+		held := e.left.Swap(0)
+		if held > 0 && e.interval == 0 && now >= e.windowEnd() {
+			s.obs.LeaseLost(pol.Rule, held) // tokens of a past window
+			held = 0
+		}
+		if held >= c { // a refund came back meanwhile
+			e.left.Add(held - c)
+			e.mu.Unlock()
+			p.kind, p.reserved = kLocal, c
+			continue
+		}
+		ttl := e.ttl
+		k := nextK(e.k, kmax, e.refilledAt > 0 && now < e.expires.Load() && now-e.refilledAt < ttl/2, e.refilledAt > 0 && now >= e.expires.Load(), e.dry)
+		e.k = k
+		e.refilling = make(chan struct{})
+		e.mu.Unlock()
+		p.kind, p.reserved, p.marked = kRefill, held, true
+		p.need = c - held
+		p.upTo = max(c, k) - held
+	}
+	return nil
+}
+
+// reserve takes c tokens from e's lease if it is live and holds them.
+func reserve(e *entry, c, now int64) bool {
+	for {
+		l := e.left.Load()
+		if l < c || !e.live(now) {
+			return false
+		}
+		if e.left.CompareAndSwap(l, l-c) {
+			return true
+		}
+	}
+}
+
+// undo gives back what plans reserved and releases the refills they
+// claimed, for a request that is not admitted or must start over.
+func (s *Store) undo(plans []plan) {
+	for i := range plans {
+		p := &plans[i]
+		if p.reserved > 0 && p.e.gen.Load() == p.gen {
+			p.e.left.Add(p.reserved)
+		}
+		p.reserved = 0
+		if p.marked {
+			p.e.mu.Lock()
+			close(p.e.refilling)
+			p.e.refilling = nil
+			p.e.mu.Unlock()
+			p.marked = false
+		}
+	}
+}
+
+func (s *Store) newEntry(h *sluice.Hit, pol *sluice.LeasePolicy) *entry {
+	e := &entry{limit: h.Limit, alg: h.Algorithm, policy: pol}
+	if h.Algorithm == sluice.TokenBucket {
+		e.interval = h.Limit.IntervalMicros()
+	}
+	ttl := s.cfg.TTL
+	if pol.TTL > 0 {
+		ttl = pol.TTL
+	}
+	e.ttl = int64(ttl / time.Microsecond)
+	return e
+}
+
+// kmax returns the largest lease h's bucket may take under pol: the drift
+// bound, the store's cap and the policy's.
+func (s *Store) kmax(h *sluice.Hit, pol *sluice.LeasePolicy) int64 {
+	k := min(MaxLease(h.Limit, h.Algorithm, s.cfg.Instances, s.cfg.DriftBudget), s.cfg.MaxLease)
+	if pol.MaxLease > 0 {
+		k = min(k, pol.MaxLease)
+	}
+	if k < minLeaseForLeasing {
+		return 0
+	}
+	return k
+}
+
+// hotSlot returns h's hot slot when its rule detects hot keys and h's key
+// is hot, and the rule's detector.
+func (s *Store) hotSlot(pol *sluice.LeasePolicy, h *sluice.Hit, now int64) (*hotSlot, *detector) {
+	d := s.hot.detector(pol)
+	if d == nil {
+		return nil, nil
+	}
+	d.mu.Lock()
+	slot := d.lookup(h.Key, now)
+	d.mu.Unlock()
+	return slot, d
+}
+
+// decide makes the backing call the plans need, if any, and writes the
+// results.
+func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []sluice.Result, sc *scratch) error {
+	local := true // every hit decided in process admits
+	need := false
+	for i := range sc.plans {
+		p := &sc.plans[i]
+		switch p.kind {
+		case kDeny:
+			local = false
+		case kPass, kRefill, kPeek:
+			need = true
+		}
+	}
+	if need {
+		// A remembered denial only stands in for the backing store when
+		// nothing else needs it: otherwise it is a refill like any other.
+		for i := range sc.plans {
+			if p := &sc.plans[i]; p.kind == kDeny {
+				p.kind = kPass
+			}
+		}
+		local = true
+		for i := range sc.plans {
+			p := &sc.plans[i]
+			h := hits[i]
+			switch p.kind {
+			case kLocal:
+				continue
+			case kRefill:
+				h.Cost, h.MinCost = p.upTo, p.need
+			case kPass:
+				if p.slot != nil {
+					h = p.sub
+				}
+			}
+			p.j = len(sc.hits)
+			sc.hits = append(sc.hits, h)
+		}
+		if cap(sc.outs) < len(sc.hits) {
+			sc.outs = make([]sluice.Result, len(sc.hits))
+		}
+		sc.outs = sc.outs[:len(sc.hits)]
+		clear(sc.outs)
+		if err := s.backing.Take(ctx, sc.hits, sc.outs); err != nil {
+			s.undo(sc.plans)
+			return err
+		}
+		local = sluice.Admitted(sc.hits, sc.outs)
+	}
+	admitted := local
+	for i := range sc.plans {
+		p := &sc.plans[i]
+		h := &hits[i]
+		if p.kind == kLocal || p.kind == kDeny {
+			continue
+		}
+		if p.det != nil && p.kind != kPeek {
+			p.det.mu.Lock()
+			p.det.observe(h.Key, h.Units(), now)
+			p.det.mu.Unlock()
+		}
+		r := sc.outs[p.j]
+		switch p.kind {
+		case kPass:
+			if p.slot != nil {
+				r.Receipt = sluice.Receipt{} // a sub-bucket's take cannot be named by the hit
+				out[i] = r
+				continue
+			}
+			if p.e == nil && s.refunder != nil {
+				p.e = s.table.get(h.Key)
+			}
+			out[i] = s.withLease(now, h, p.e, r, false)
+		case kPeek:
+			out[i] = s.withLease(now, h, p.e, r, true)
+		case kRefill:
+			if admitted {
+				out[i] = s.install(now, h, p, r)
+				continue
+			}
+			out[i] = s.refused(now, h, p, r)
+		}
+	}
+	for i := range sc.plans {
+		p := &sc.plans[i]
+		switch p.kind {
+		case kLocal:
+			left := p.e.left.Load()
+			if !admitted {
+				if p.e.gen.Load() == p.gen {
+					left = p.e.left.Add(p.reserved)
+				}
+				p.reserved = 0
+			}
+			p.e.report(now, left, &out[i])
+			out[i].Allowed = true
+			if admitted {
+				out[i].Receipt = sluice.Receipt{Taken: p.reserved, Mark: p.gen, Seq: localSeq}
+			}
+		case kDeny:
+			e := p.e
+			e.mu.Lock()
+			d := e.deny
+			e.mu.Unlock()
+			out[i] = sluice.Result{Limit: e.limit, Remaining: d.remaining, RetryAfter: time.Duration(d.until-now) * time.Microsecond,
+				ResetAfter: time.Duration(max(0, d.fullAt-now)) * time.Microsecond}
+		}
+	}
+	return nil
+}
+
+// install makes a refill the backing store admitted the key's lease, and
+// returns the hit's result: served from it.
+func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) sluice.Result {
+	e := p.e
+	taken := r.Receipt.Taken
+	extra := max(0, taken-p.need)
+	held := p.reserved
+	e.mu.Lock()
+	e.hit = *h
+	e.hit.Lease = e.policy // names the rule when the policy is the default
+	e.hit.Cost, e.hit.MinCost = p.upTo, p.need
+	e.receipt = r.Receipt
+	gen := e.gen.Add(1)
+	e.base.Store(r.Remaining)
+	e.fullAt.Store(now + int64(r.ResetAfter/time.Microsecond))
+	left := e.left.Add(extra)
+	exp := now + e.ttl
+	if e.alg == sluice.FixedWindow {
+		e.winEnd.Store((floorDiv(now, e.limit.PeriodMicros()) + 1) * e.limit.PeriodMicros())
+		exp = min(exp, e.winEnd.Load())
+	}
+	e.expires.Store(exp)
+	e.refilledAt = now
+	e.dry = taken < p.upTo
+	e.deny = denial{}
+	close(e.refilling)
+	e.refilling = nil
+	e.mu.Unlock()
+	p.marked, p.reserved = false, 0
+	s.obs.LeaseRefilled(e.policy.Rule, taken)
+	if p.det != nil && extra > 0 {
+		p.det.mu.Lock()
+		p.det.observe(h.Key, extra, now)
+		p.det.mu.Unlock()
+	}
+	var out sluice.Result
+	e.report(now, left, &out)
+	out.Allowed = true
+	out.Receipt = sluice.Receipt{Taken: h.Units(), Mark: gen, Seq: localSeq}
+	if extra == 0 && held == 0 {
+		// The hit took exactly its cost from the backing store: its
+		// receipt is the backing store's, refundable there whatever
+		// becomes of the lease.
+		out.Receipt = r.Receipt
+	}
+	return out
+}
+
+// refused writes the result of a refill in a request that was not
+// admitted, gives back what the hit held, and remembers a refusal of the
+// refill itself.
+func (s *Store) refused(now int64, h *sluice.Hit, p *plan, r sluice.Result) sluice.Result {
+	e := p.e
+	held := p.reserved
+	r.Remaining = min(h.Limit.Capacity(), r.Remaining+held)
+	r.Receipt = sluice.Receipt{}
+	r.Limit = h.Limit
+	if e.interval > 0 {
+		r.ResetAfter = max(0, r.ResetAfter-time.Duration(held*e.interval)*time.Microsecond)
+	}
+	e.mu.Lock()
+	if held > 0 && e.gen.Load() == p.gen {
+		e.left.Add(held)
+	}
+	if !r.Allowed {
+		e.dry = true
+	}
+	if !r.Allowed && r.RetryAfter > 0 {
+		e.deny = denial{cost: h.Units(), until: now + int64(r.RetryAfter/time.Microsecond), remaining: r.Remaining,
+			fullAt: now + int64(r.ResetAfter/time.Microsecond)}
+	}
+	close(e.refilling)
+	e.refilling = nil
+	e.mu.Unlock()
+	p.marked, p.reserved = false, 0
+	return r
+}
+
+// withLease is the backing store's answer for h with the tokens h's lease
+// holds counted as in the bucket; a peek that the held tokens let pass is
+// allowed.
+func (s *Store) withLease(now int64, h *sluice.Hit, e *entry, r sluice.Result, peek bool) sluice.Result {
+	if e == nil || e.limit != h.Limit || e.alg != h.Algorithm {
+		return r
+	}
+	if e.alg == sluice.FixedWindow && now >= e.expires.Load() {
+		return r // tokens of a past window, or lost with their lease
+	}
+	left := e.left.Load()
+	if left <= 0 {
+		return r
+	}
+	c := h.Units()
+	capacity := h.Limit.Capacity()
+	r.Remaining = min(capacity, r.Remaining+left)
+	lent := time.Duration(left*e.interval) * time.Microsecond
+	if e.interval > 0 {
+		r.ResetAfter = max(0, r.ResetAfter-lent)
+	} else if r.Remaining == capacity {
+		r.ResetAfter = 0
+	}
+	switch {
+	case r.Unsatisfiable:
+	case r.Allowed:
+	case r.Remaining >= c && peek:
+		r.Allowed, r.RetryAfter = true, 0
+	case e.interval > 0:
+		r.RetryAfter = max(0, r.RetryAfter-lent)
+	}
+	return r
+}

@@ -1,0 +1,492 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice"
+)
+
+// On Redis Cluster the atomic unit is the hash slot: Redis refuses a script
+// whose keys lie in two slots, even on one node. So the store groups a
+// request's hits by slot and decides each group with one script call, the
+// calls for all the groups in one cluster pipeline (go-redis sends it as
+// one pipeline per node, the nodes concurrently). When one group refuses
+// the request, what the others took is given back by exact refunds before
+// Take returns, and their results are read again by peeks in the same round
+// trip, so the caller sees what a single node would have answered.
+
+// cluster is the store's state for a Redis Cluster client: a circuit
+// breaker per master, and the coalescers of the slots.
+type cluster struct {
+	s *Store
+	c *redis.ClusterClient
+	// breakerCfg makes each master's breaker; disabled leaves them nil.
+	breakerCfg BreakerConfig
+	breakers   sync.Map // master address → *breaker
+	// coalescers, when the store coalesces, hold a coalescer per slot,
+	// made on first use: a batch is one script call, so one slot.
+	coalescers     *[hashSlots]atomic.Pointer[coalescer]
+	refundFailures atomic.Int64
+}
+
+func newCluster(s *Store, c *redis.ClusterClient, cfg Config) *cluster {
+	cl := &cluster{s: s, c: c, breakerCfg: cfg.Breaker}
+	if cfg.Coalesce > 1 {
+		cl.coalescers = new([hashSlots]atomic.Pointer[coalescer])
+	}
+	return cl
+}
+
+// coalescer returns slot's coalescer.
+func (cl *cluster) coalescer(slot int) *coalescer {
+	p := &cl.coalescers[slot]
+	if c := p.Load(); c != nil {
+		return c
+	}
+	c := &coalescer{s: cl.s, max: cl.s.coalesce.max}
+	if p.CompareAndSwap(nil, c) {
+		return c
+	}
+	return p.Load()
+}
+
+// breakerFor returns the circuit breaker of the master serving key's slot,
+// as the client's slot map has it (no I/O once the map is loaded), or nil
+// when breakers are disabled.
+func (cl *cluster) breakerFor(ctx context.Context, key string) *breaker {
+	if cl.breakerCfg.Disabled {
+		return nil
+	}
+	addr := "cluster"
+	if m, err := cl.c.MasterForKey(ctx, key); err == nil {
+		addr = m.Options().Addr
+	}
+	if b, ok := cl.breakers.Load(addr); ok {
+		return b.(*breaker)
+	}
+	b, _ := cl.breakers.LoadOrStore(addr, newBreaker(addr, cl.breakerCfg, cl.s.events))
+	return b.(*breaker)
+}
+
+// failed reacts to a failed call: unless the failure says nothing about the
+// cluster's shape, the slot map is reloaded (go-redis reloads at most one
+// at a time, then waits 200 ms before the next), so the slots of a master
+// that died move to its promoted replica about as soon as the cluster
+// promotes it, rather than at the next periodic reload.
+func (cl *cluster) failed(ctx context.Context, err error) {
+	if countsAsFailure(err) || errors.Is(err, sluice.ErrBreakerOpen) {
+		cl.c.ReloadState(ctx)
+	}
+}
+
+// take decides one request's hits: one script call when they share a slot,
+// otherwise one per slot in one pipeline, with refunds when a slot refuses.
+func (cl *cluster) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
+	s := cl.s
+	r := s.newRequest(hits, out)
+	slot := slotOf(r.keys[0])
+	single := true
+	for _, k := range r.keys[1:] {
+		if slotOf(k) != slot {
+			single = false
+			break
+		}
+	}
+	if single {
+		if cl.coalescers != nil {
+			return cl.coalescer(slot).take(ctx, hits, out)
+		}
+		return s.decide(ctx, []*request{&r})
+	}
+	return cl.takeSlots(ctx, r.keys, hits, out)
+}
+
+// slotGroup is the part of a request whose hits share a slot.
+type slotGroup struct {
+	idx  []int // the hits' positions in the request
+	hits []sluice.Hit
+	out  []sluice.Result
+	req  request
+}
+
+// groupBySlot splits a request's hits, whose Redis keys are keys, by slot,
+// in the order their slots first appear.
+func (s *Store) groupBySlot(keys []string, hits []sluice.Hit) []*slotGroup {
+	var groups []*slotGroup
+	bySlot := make(map[int]*slotGroup, 4)
+	for i, k := range keys {
+		slot := slotOf(k)
+		g := bySlot[slot]
+		if g == nil {
+			g = &slotGroup{}
+			bySlot[slot] = g
+			groups = append(groups, g)
+		}
+		g.idx = append(g.idx, i)
+		g.hits = append(g.hits, hits[i])
+	}
+	for _, g := range groups {
+		g.out = make([]sluice.Result, len(g.hits))
+		g.req = s.newRequest(g.hits, g.out)
+	}
+	return groups
+}
+
+// takeSlots decides a request whose hits lie in several slots.
+func (cl *cluster) takeSlots(ctx context.Context, keys []string, hits []sluice.Hit, out []sluice.Result) error {
+	s := cl.s
+	groups := s.groupBySlot(keys, hits)
+	cmds := make([][]any, len(groups))
+	for i, g := range groups {
+		cmds[i] = takeCommand([]*request{&g.req})
+	}
+	replies, errs := cl.runMany(ctx, "redisstore: take", cmds)
+	var failure error
+	for i, g := range groups {
+		if errs[i] == nil {
+			errs[i] = s.finish(replies[i], []*request{&g.req})
+		}
+		if errs[i] != nil {
+			if failure == nil || sluice.IsAmbiguous(errs[i]) && !sluice.IsAmbiguous(failure) {
+				failure = errs[i]
+			}
+			continue
+		}
+		for j, at := range g.idx {
+			out[at] = g.out[j]
+		}
+	}
+	if failure != nil {
+		// The request is undecided: give back what the decided slots took.
+		var refunds []sluice.Refund
+		for i, g := range groups {
+			if errs[i] == nil {
+				refunds = appendRefunds(refunds, g.hits, g.out)
+			}
+		}
+		cl.refundQuietly(ctx, refunds)
+		return failure
+	}
+	if sluice.Admitted(hits, out) {
+		return nil
+	}
+	cl.giveBack(ctx, groups, hits, out)
+	return nil
+}
+
+// appendRefunds appends to refunds one refund per hit of hits that took
+// something, by its result in out.
+func appendRefunds(refunds []sluice.Refund, hits []sluice.Hit, out []sluice.Result) []sluice.Refund {
+	for j := range hits {
+		if rc := out[j].Receipt; rc.Taken > 0 && !hits[j].Force {
+			refunds = append(refunds, sluice.Refund{Hit: hits[j], Receipt: rc})
+		}
+	}
+	return refunds
+}
+
+// giveBack undoes a refused request's takes in the slots that admitted
+// their part: per such slot, one refund script call and, behind it in the
+// same pipeline, a peek at the refunded buckets, whose results replace the
+// takes' (what a hit that passed in a refused request reports: what is left
+// without its consumption). A refund is never retried; a failed one is
+// counted and logged, and its hit keeps its take's result without the
+// receipt.
+func (cl *cluster) giveBack(ctx context.Context, groups []*slotGroup, hits []sluice.Hit, out []sluice.Result) {
+	s := cl.s
+	type undo struct {
+		at      []int // positions in the request
+		refunds []sluice.Refund
+		peeks   []sluice.Hit
+		out     []sluice.Result
+	}
+	var undos []*undo
+	var cmds [][]any
+	for _, g := range groups {
+		u := &undo{}
+		for j, h := range g.hits {
+			rc := g.out[j].Receipt
+			if rc.Taken == 0 || h.Force {
+				continue
+			}
+			u.at = append(u.at, g.idx[j])
+			u.refunds = append(u.refunds, sluice.Refund{Hit: h, Receipt: rc})
+			p := h
+			p.Peek, p.Shadow = true, false
+			if p.MinCost > 0 { // a partial hit passes when its minimum does
+				p.Cost, p.MinCost = p.MinCost, 0
+			}
+			u.peeks = append(u.peeks, p)
+		}
+		if len(u.refunds) == 0 {
+			continue
+		}
+		u.out = make([]sluice.Result, len(u.peeks))
+		undos = append(undos, u)
+		pr := s.newRequest(u.peeks, u.out)
+		cmds = append(cmds, s.refundCommand(u.refunds), takeCommand([]*request{&pr}))
+	}
+	if len(cmds) == 0 {
+		return
+	}
+	replies, errs, resent := cl.runManyReloading(ctx, "redisstore: refund", cmds)
+	var stale []int // peeks that ran before their refund was re-sent
+	for i := range undos {
+		if resent[2*i] && errs[2*i] == nil {
+			stale = append(stale, i)
+		}
+	}
+	if len(stale) > 0 {
+		again := make([][]any, len(stale))
+		for j, i := range stale {
+			again[j] = cmds[2*i+1]
+		}
+		r, e := cl.runMany(ctx, "redisstore: refund", again)
+		for j, i := range stale {
+			replies[2*i+1], errs[2*i+1] = r[j], e[j]
+		}
+	}
+	for i, u := range undos {
+		rerr, perr := errs[2*i], errs[2*i+1]
+		if rerr == nil {
+			rerr = decodeRefund(replies[2*i], len(u.refunds))
+		}
+		for _, at := range u.at {
+			out[at].Receipt = sluice.Receipt{}
+		}
+		if rerr != nil {
+			cl.refundFailed(ctx, rerr, u.refunds)
+			continue
+		}
+		if perr == nil {
+			pr := s.newRequest(u.peeks, u.out)
+			perr = s.finish(replies[2*i+1], []*request{&pr})
+		}
+		if perr != nil {
+			continue // the takes' results stand, without receipts
+		}
+		for j, at := range u.at {
+			r := u.out[j]
+			r.Limit, r.Receipt = hits[at].Limit, sluice.Receipt{}
+			out[at] = r
+		}
+	}
+}
+
+// refundQuietly gives back refunds, grouped by slot, and counts and logs
+// what fails.
+func (cl *cluster) refundQuietly(ctx context.Context, refunds []sluice.Refund) {
+	if len(refunds) == 0 {
+		return
+	}
+	groups := cl.s.groupRefunds(refunds)
+	cmds := make([][]any, len(groups))
+	for i, g := range groups {
+		cmds[i] = cl.s.refundCommand(g)
+	}
+	replies, errs := cl.runMany(ctx, "redisstore: refund", cmds)
+	for i, g := range groups {
+		err := errs[i]
+		if err == nil {
+			err = decodeRefund(replies[i], len(g))
+		}
+		if err != nil {
+			cl.refundFailed(ctx, err, g)
+		}
+	}
+}
+
+// refundFailed counts and logs a refund that failed. It is not retried:
+// a retry can give back twice. It loses at most what it was for.
+func (cl *cluster) refundFailed(ctx context.Context, err error, refunds []sluice.Refund) {
+	var units int64
+	for _, r := range refunds {
+		units += r.Amount()
+	}
+	cl.refundFailures.Add(1)
+	cl.s.log.LogAttrs(ctx, slog.LevelWarn, "redisstore: a refund of a refused cross-slot request failed; its units stay consumed until their buckets refill",
+		slog.Int("buckets", len(refunds)), slog.Int64("units", units), slog.String("error", err.Error()))
+}
+
+// groupRefunds splits refunds by the slot of their buckets.
+func (s *Store) groupRefunds(refunds []sluice.Refund) [][]sluice.Refund {
+	var groups [][]sluice.Refund
+	at := make(map[int]int, 4)
+	for _, r := range refunds {
+		slot := slotOf(s.keys.key(&r.Hit))
+		i, ok := at[slot]
+		if !ok {
+			i = len(groups)
+			at[slot] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], r)
+	}
+	return groups
+}
+
+// refund applies refunds that may lie in several slots: one refund script
+// call per slot, in one pipeline. It returns the first failure, the first
+// ambiguous one if any.
+func (cl *cluster) refund(ctx context.Context, refunds []sluice.Refund) error {
+	groups := cl.s.groupRefunds(refunds)
+	cmds := make([][]any, len(groups))
+	for i, g := range groups {
+		cmds[i] = cl.s.refundCommand(g)
+	}
+	replies, errs := cl.runMany(ctx, "redisstore: refund", cmds)
+	var failure error
+	for i, g := range groups {
+		err := errs[i]
+		if err == nil {
+			err = decodeRefund(replies[i], len(g))
+		}
+		if err != nil && (failure == nil || sluice.IsAmbiguous(err) && !sluice.IsAmbiguous(failure)) {
+			failure = err
+		}
+	}
+	return failure
+}
+
+// reset deletes the buckets of hits, one DEL per slot in one pipeline.
+func (cl *cluster) reset(ctx context.Context, hits []sluice.Hit) error {
+	pipe := cl.c.Pipeline()
+	at := make(map[int][]any, 4)
+	var order []int
+	for i := range hits {
+		k := cl.s.keys.key(&hits[i])
+		slot := slotOf(k)
+		if _, ok := at[slot]; !ok {
+			order = append(order, slot)
+			at[slot] = []any{"del"}
+		}
+		at[slot] = append(at[slot], k)
+	}
+	for _, slot := range order {
+		_ = pipe.Process(ctx, redis.NewCmd(ctx, at[slot]...))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return classify("redisstore: reset", err)
+	}
+	return nil
+}
+
+// runMany sends script commands, each on one slot, in one cluster pipeline
+// (one pipeline per node, the nodes concurrently), through the breakers of
+// their masters, and returns each command's reply or classified error.
+// Commands Redis answered NOSCRIPT are sent again, with the script's source,
+// in a second pipeline: Redis did not run them. Nothing else is re-sent.
+func (cl *cluster) runMany(ctx context.Context, op string, cmds [][]any) ([]any, []error) {
+	replies, errs, _ := cl.runManyReloading(ctx, op, cmds)
+	return replies, errs
+}
+
+// runManyReloading is runMany, also reporting which commands were sent
+// again after NOSCRIPT (so after the commands that followed them in the
+// first pipeline).
+func (cl *cluster) runManyReloading(ctx context.Context, op string, cmds [][]any) ([]any, []error, []bool) {
+	s := cl.s
+	replies := make([]any, len(cmds))
+	errs := make([]error, len(cmds))
+	sent := make([]scriptCmd, len(cmds))
+	resent := make([]bool, len(cmds))
+	gates := make([]*gate, len(cmds))
+	byBreaker := make(map[*breaker]*gate, 4)
+	pipe := cl.c.Pipeline()
+	for i, cmd := range cmds {
+		b := cl.breakerFor(ctx, cmd[3].(string))
+		g := byBreaker[b]
+		if g == nil {
+			g = &gate{b: b}
+			byBreaker[b] = g
+			if b != nil {
+				ok, probe, retry := b.allow()
+				if !ok {
+					g.err = &sluice.StoreError{Op: op, Kind: sluice.ErrBreakerOpen, RetryAfter: retry}
+				}
+				g.probe = probe
+			}
+		}
+		gates[i] = g
+		if g.err != nil && errors.Is(g.err, sluice.ErrBreakerOpen) {
+			errs[i] = g.err
+			continue
+		}
+		sent[i] = newScriptCmd(ctx, cmd...)
+		_ = pipe.Process(ctx, sent[i])
+	}
+	if pipe.Len() > 0 {
+		_, _ = pipe.Exec(ctx)
+		var again []int
+		for i := range sent {
+			if sent[i].Cmd != nil && redis.HasErrorPrefix(sent[i].Err(), "NOSCRIPT") {
+				again = append(again, i)
+			}
+		}
+		if len(again) > 0 {
+			pipe = cl.c.Pipeline()
+			for _, i := range again {
+				resent[i] = true
+				s.reloads.Add(1)
+				if s.events != nil {
+					s.events.ScriptReloaded(gates[i].endpoint())
+				}
+				cmd := append([]any{"eval", scriptOf(cmds[i]).src}, cmds[i][2:]...)
+				sent[i] = newScriptCmd(ctx, cmd...)
+				_ = pipe.Process(ctx, sent[i])
+			}
+			_, _ = pipe.Exec(ctx)
+		}
+	}
+	for i := range sent {
+		if sent[i].Cmd == nil {
+			continue
+		}
+		reply, err := sent[i].Result()
+		if err != nil {
+			err = classify(op, err)
+			if g := gates[i]; g.err == nil {
+				g.err = err
+			}
+		}
+		replies[i], errs[i] = reply, err
+	}
+	reloaded := false
+	for _, g := range byBreaker {
+		if g.b != nil && !errors.Is(g.err, sluice.ErrBreakerOpen) {
+			g.b.record(g.probe, g.err)
+		}
+		if g.err != nil && !reloaded {
+			reloaded = true
+			cl.failed(ctx, g.err)
+		}
+	}
+	return replies, errs, resent
+}
+
+// gate is one master's breaker in a runMany call: asked once, told once.
+type gate struct {
+	b     *breaker
+	probe bool
+	err   error // the first failure among its commands
+}
+
+func (g *gate) endpoint() string {
+	if g.b == nil {
+		return "cluster"
+	}
+	return g.b.endpoint
+}
+
+// misconfigured is the error of every call on a store whose start-up check
+// found a Redis Cluster node behind a client that is not a cluster client.
+func misconfigured() error {
+	return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable,
+		Err: fmt.Errorf("%w: the server is a Redis Cluster node (cluster_enabled:1) but the client is not a *redis.ClusterClient: pass the ClusterClient itself, so that the store sends one script per hash slot", ErrUnsupportedClient)}
+}

@@ -1,0 +1,304 @@
+package redisstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/store/redisstore"
+	"github.com/sluicehq/sluice/store/storetest"
+)
+
+// TestCluster runs the cluster tests that share one 3+3 cluster.
+func TestCluster(t *testing.T) {
+	c := redistest.StartCluster(t, redistest.ClusterOptions{Args: []string{"--enable-debug-command", "local"}})
+	t.Run("Clients", func(t *testing.T) { testClusterClients(t, c) })
+	t.Run("SlotsAreRedis", func(t *testing.T) { testClusterSlots(t, c) })
+	t.Run("NoDoubleExecution", func(t *testing.T) { testClusterNoDoubleExecution(t, c) })
+	t.Run("CrossSlotAllOrNothing", func(t *testing.T) { testClusterCrossSlot(t, c) })
+	t.Run("CrossSlotRace", func(t *testing.T) { testClusterCrossSlotRace(t, c) })
+}
+
+// testClusterClients: a UniversalClient that is a cluster client works; a
+// cluster client hidden behind a wrapper, or a plain client on a cluster
+// node, is found out by the start-up check and every call fails with a
+// configuration error the breaker does not count.
+func testClusterClients(t *testing.T, c *redistest.Cluster) {
+	ctx := context.Background()
+	hits := []sluice.Hit{
+		{Key: "clients-a", Limit: sluice.PerMinute(5), Cost: 1},
+		{Key: "clients-b", Limit: sluice.PerMinute(5), Cost: 1},
+		{Key: "clients-c", Limit: sluice.PerMinute(5), Cost: 1},
+	}
+	out := make([]sluice.Result, len(hits))
+
+	u := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: c.Addrs(), ContextTimeoutEnabled: true})
+	defer u.Close()
+	s := newStore(t, u, nil)
+	if err := s.Take(ctx, hits, out); err != nil || !sluice.Admitted(hits, out) {
+		t.Fatalf("UniversalClient on the cluster: %+v %v", out, err)
+	}
+
+	type wrapped struct{ *redis.ClusterClient }
+	for _, tc := range []struct {
+		name   string
+		client redisstore.Client
+	}{
+		{"wrapped cluster client", wrapped{newClusterClient(t, c.Addrs())}},
+		{"plain client on a node", newClient(t, c.Nodes[0].Addr)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncBuffer
+			st, err := redisstore.New(tc.client, redisstore.Config{AllowUnsafeClient: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			redisstore.WaitStartupCheck(st)
+			for range 10 {
+				err = st.Take(ctx, hits, out)
+				if !errors.Is(err, redisstore.ErrUnsupportedClient) || sluice.IsAmbiguous(err) {
+					t.Fatalf("Take = %v, want an unambiguous ErrUnsupportedClient", err)
+				}
+			}
+			if st.BreakerState() != sluice.BreakerClosed {
+				t.Fatalf("breaker %v after configuration errors", st.BreakerState())
+			}
+			if !strings.Contains(logs.String(), "cluster_enabled:1") {
+				t.Fatalf("nothing logged: %q", logs.String())
+			}
+		})
+	}
+}
+
+// testClusterSlots: the store's slot of every key kind is the cluster's.
+func testClusterSlots(t *testing.T, c *redistest.Cluster) {
+	s := newStore(t, newClusterClient(t, c.Addrs()), nil)
+	for i := range 50 {
+		for _, alg := range []sluice.Algorithm{sluice.TokenBucket, sluice.SlidingWindow, sluice.FixedWindow, sluice.SlidingLog} {
+			h := sluice.Hit{Key: "slot" + strconv.Itoa(i), Algorithm: alg, Limit: sluice.PerMinute(5)}
+			k := redisstore.KeyOf(s, h)
+			if got, want := redisstore.SlotOf(k), c.Slot(k); got != want {
+				t.Fatalf("slot of %q: %d, the cluster says %d", k, got, want)
+			}
+		}
+	}
+}
+
+// testClusterNoDoubleExecution: the key's master is busy longer than the
+// client's read timeout. The store's script ran exactly once on it (INFO
+// commandstats), consumed at most its cost, and the error is an ambiguous
+// timeout. The same command sent as an ordinary command runs more than
+// once: the busy master provokes go-redis's re-sends.
+func testClusterNoDoubleExecution(t *testing.T, c *redistest.Cluster) {
+	ctx := context.Background()
+	opt := clusterOptions(c.Addrs())
+	opt.ReadTimeout = 100 * time.Millisecond
+	client := redis.NewClusterClient(opt)
+	defer client.Close()
+	s := newStoreWith(t, client, nil, redisstore.Config{Breaker: redisstore.BreakerConfig{Disabled: true}})
+	redisstore.WaitStartupCheck(s)
+	hit := sluice.Hit{Key: "busy", Limit: sluice.PerHour(100), Cost: 1}
+	key := redisstore.KeyOf(s, hit)
+	master := c.MasterOf(c.Slot(key))
+	out := make([]sluice.Result, 1)
+	if err := s.Take(ctx, []sluice.Hit{hit}, out); err != nil {
+		t.Fatal(err)
+	}
+	scripts := func() int64 { return cmdCalls(t, master.Addr, "evalsha") + cmdCalls(t, master.Addr, "eval") }
+
+	busy := func(run func()) int64 {
+		before := scripts()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = redistest.Do(master.Addr, "DEBUG", "SLEEP", "0.4")
+		}()
+		time.Sleep(50 * time.Millisecond) // the sleep has begun
+		run()
+		<-done
+		time.Sleep(600 * time.Millisecond) // every re-send, if any, has landed
+		return scripts() - before
+	}
+
+	var err error
+	runs := busy(func() { err = s.Take(ctx, []sluice.Hit{hit}, out) })
+	if !errors.Is(err, sluice.ErrTimeout) || !sluice.IsAmbiguous(err) {
+		t.Fatalf("Take on a busy master: %v, want an ambiguous timeout", err)
+	}
+	if runs != 1 {
+		t.Fatalf("the store's script ran %d times for one Take, want 1", runs)
+	}
+	if got := peek(t, s, hit).Remaining; got != 98 {
+		t.Fatalf("remaining %d after two takes of 1, want 98", got)
+	}
+
+	ordinary := busy(func() {
+		_ = client.Do(ctx, "evalsha", redisstore.TakeSHA(), 1, key, "", int(sluice.TokenBucket)|redisstore.ModeLast,
+			hit.Limit.IntervalMicros(), hit.Limit.Capacity(), 1).Err()
+	})
+	t.Logf("script runs for one call on a busy master: store %d, ordinary command %d", runs, ordinary)
+	if ordinary < 2 {
+		t.Fatalf("an ordinary command ran %d times: the busy master provoked no re-send, so the test proves nothing", ordinary)
+	}
+}
+
+// cmdCalls returns how many times the server at addr ran cmd.
+func cmdCalls(t testing.TB, addr, cmd string) int64 {
+	t.Helper()
+	info, err := redistest.Info(addr, "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, ok := strings.CutPrefix(info["cmdstat_"+cmd], "calls=")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+	return n
+}
+
+// hitsInSlots returns n hits of alg with limit, whose keys lie in n
+// different slots, their masters as varied as the cluster allows.
+func hitsInSlots(t *testing.T, s *redisstore.Store, c *redistest.Cluster, n int, prefix string, alg sluice.Algorithm, limit sluice.Limit) []sluice.Hit {
+	t.Helper()
+	var hits []sluice.Hit
+	seen := map[string]bool{}
+	for i := 0; len(hits) < n && i < 1000; i++ {
+		h := sluice.Hit{Key: prefix + strconv.Itoa(i), Algorithm: alg, Limit: limit, Cost: 1}
+		m := c.MasterOf(redisstore.SlotOf(redisstore.KeyOf(s, h)))
+		if m == nil || seen[m.Addr] && len(seen) < 3 {
+			continue
+		}
+		seen[m.Addr] = true
+		hits = append(hits, h)
+	}
+	return hits
+}
+
+// testClusterCrossSlot: for every algorithm, a request refused in one slot
+// leaves the other slots' raw state exactly as it was (read back with
+// DUMP), and reports for the passing hits what is left without consuming.
+func testClusterCrossSlot(t *testing.T, c *redistest.Cluster) {
+	ctx := context.Background()
+	for _, alg := range []sluice.Algorithm{sluice.TokenBucket, sluice.SlidingWindow, sluice.FixedWindow, sluice.SlidingLog} {
+		t.Run(alg.String(), func(t *testing.T) {
+			clock := storetest.NewClock(time.Now().Truncate(time.Hour).Add(17 * time.Minute))
+			s := newStore(t, newClusterClient(t, c.Addrs()), clock)
+			hits := hitsInSlots(t, s, c, 3, fmt.Sprintf("aon-%v-%d-", alg, time.Now().UnixNano()), alg, sluice.PerHour(5))
+			hits[2].Limit = sluice.PerHour(1) // the refusing rule
+			out := make([]sluice.Result, 3)
+			for i := range hits { // every bucket in use
+				if err := s.Take(ctx, hits[i:i+1], out[:1]); err != nil || !out[0].Allowed {
+					t.Fatalf("first take of %d: %+v %v", i, out[0], err)
+				}
+			}
+			dump := func() []string {
+				var d []string
+				for _, h := range hits {
+					k := redisstore.KeyOf(s, h)
+					v, err := redistest.DoString(c.MasterOf(redisstore.SlotOf(k)).Addr, "DUMP", k)
+					if err != nil || v == "" {
+						t.Fatalf("DUMP %s: %q %v", k, v, err)
+					}
+					d = append(d, v)
+				}
+				return d
+			}
+			before := dump()
+			clock.Advance(time.Second)
+			if err := s.Take(ctx, hits, out); err != nil {
+				t.Fatal(err)
+			}
+			if sluice.Admitted(hits, out) || !out[0].Allowed || !out[1].Allowed || out[2].Allowed {
+				t.Fatalf("refused request: %+v", out)
+			}
+			for i := range 2 {
+				if out[i].Remaining != 4 || out[i].Receipt != (sluice.Receipt{}) {
+					t.Fatalf("hit %d passed in a refused request: %+v, want 4 remaining without consuming and no receipt", i, out[i])
+				}
+			}
+			after := dump()
+			for i := range hits {
+				if !bytes.Equal([]byte(before[i]), []byte(after[i])) {
+					t.Fatalf("hit %d's raw state changed by a refused request", i)
+				}
+			}
+		})
+	}
+}
+
+// testClusterCrossSlotRace: many requests of two rules, per user and
+// global, in different slots, race on a store per goroutine. They admit at
+// least 97 % of what a single node admits for the same requests, and no
+// bucket admits more than its allowance (the clock stands still: the
+// allowance is the burst).
+func testClusterCrossSlotRace(t *testing.T, c *redistest.Cluster) {
+	single := redistest.Start(t)
+	const (
+		goroutines = 16
+		requests   = 150 // per goroutine
+		users      = 40
+		userBurst  = 5
+		global     = 100
+	)
+	run := func(newClient func() redisstore.Client) (admitted int64, perUser []int64) {
+		clock := storetest.NewClock(time.Now())
+		prefix := strconv.FormatInt(time.Now().UnixNano(), 36)
+		perUser = make([]int64, users)
+		var wg sync.WaitGroup
+		var n atomic.Int64
+		for g := range goroutines {
+			s := newStore(t, newClient(), clock)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(g), 7))
+				out := make([]sluice.Result, 2)
+				for range requests {
+					u := int(float64(users) * rng.Float64() * rng.Float64()) // skewed
+					hits := []sluice.Hit{
+						{Key: prefix + "user" + strconv.Itoa(u), Limit: sluice.PerHour(userBurst), Cost: 1},
+						{Key: prefix + "global", Limit: sluice.PerHour(global), Cost: 1},
+					}
+					if err := s.Take(context.Background(), hits, out); err != nil {
+						t.Error(err)
+						return
+					}
+					if sluice.Admitted(hits, out) {
+						n.Add(1)
+						atomic.AddInt64(&perUser[u], 1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return n.Load(), perUser
+	}
+	one, _ := run(func() redisstore.Client { return newClient(t, single.Addr) })
+	many, perUser := run(func() redisstore.Client { return newClusterClient(t, c.Addrs()) })
+	t.Logf("%d requests of 2 rules: single node admitted %d, cluster %d (%.1f %%)", goroutines*requests, one, many, 100*float64(many)/float64(one))
+	if many > global {
+		t.Fatalf("the cluster admitted %d, above the global allowance %d", many, global)
+	}
+	for u, n := range perUser {
+		if n > userBurst {
+			t.Fatalf("user %d admitted %d, above its allowance %d", u, n, userBurst)
+		}
+	}
+	if float64(many) < 0.97*float64(one) {
+		t.Fatalf("the cluster admitted %d, under 97 %% of the single node's %d", many, one)
+	}
+}

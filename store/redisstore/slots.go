@@ -1,0 +1,44 @@
+package redisstore
+
+import "strings"
+
+// Redis Cluster spreads keys over hashSlots slots: a key's slot is the
+// CRC16 (XMODEM) of its hash tag (the part between the first '{' and the
+// next '}', when not empty) or of the whole key, modulo hashSlots. The
+// store computes it itself, without I/O, to group a request's hits by slot.
+const hashSlots = 16384
+
+// slotOf returns the cluster hash slot of key.
+func slotOf(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	return int(crc16(key)) % hashSlots
+}
+
+// crc16 is CRC-16/XMODEM (polynomial 0x1021, initial value 0), the checksum
+// Redis Cluster hashes keys with.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc = crc<<8 ^ crc16Table[byte(crc>>8)^s[i]]
+	}
+	return crc
+}
+
+var crc16Table = func() (t [256]uint16) {
+	for i := range t {
+		c := uint16(i) << 8
+		for range 8 {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()
