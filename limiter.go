@@ -191,7 +191,7 @@ func (l *Limiter) decide(ctx context.Context, key string, n int64, peek bool) (R
 	c.hit[0] = Hit{Key: key, Limit: l.limit, Algorithm: l.alg, Cost: n, Peek: peek}
 	err := l.store.Take(ctx, c.hit[:], c.out[:])
 	r := c.out[0]
-	*c = call{}
+	c.hit[0].Key = "" // the pool must not keep the caller's key alive
 	calls.Put(c)
 	return r, err
 }

@@ -176,3 +176,16 @@ func BenchmarkLimiterAllowParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkStoreTake is the floor under BenchmarkLimiterAllow: the same
+// decision through Store.Take with slices kept by the caller.
+func BenchmarkStoreTake(b *testing.B) {
+	_, cs, _ := newMemLimiter(b, sluice.PerSecond(1_000_000))
+	ctx := context.Background()
+	hits := []sluice.Hit{{Key: "tenant-1", Limit: sluice.PerSecond(1_000_000), Cost: 1}}
+	out := make([]sluice.Result, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		cs.Take(ctx, hits, out)
+	}
+}

@@ -65,6 +65,18 @@ type Observer interface {
 	Observe(ctx context.Context, d Decision)
 }
 
+// ObserverSource is an optional interface of a [Store] whose configuration
+// already names where its events go (the Redis store's Config.Events).
+// When that receiver is also an Observer, such as the metrics package's
+// Collector, the middleware reports its decisions to it too, unless it is
+// given an observer of its own: metrics are attached in one place, the
+// store's configuration.
+type ObserverSource interface {
+	// Observer returns the observer the store's configuration implies, or
+	// nil for none.
+	Observer() Observer
+}
+
 // ObserverFunc adapts a function to the [Observer] interface.
 type ObserverFunc func(ctx context.Context, d Decision)
 

@@ -37,7 +37,7 @@ func EndpointKey(method, pattern string) string {
 	return method + " " + rest
 }
 
-// Endpoint returns a KeyFunc whose key is the route pattern the request was
+// Endpoint returns the Key, of kind "endpoint", whose identity is the route pattern the request was
 // routed by, read from r.Pattern (see [EndpointKey] for the format).
 //
 // r.Pattern is set by http.ServeMux, and by chi, just before the matched
@@ -48,16 +48,19 @@ func EndpointKey(method, pattern string) string {
 // [EndpointFromMux] or chikey.Endpoint, which look the pattern up. Inside
 // the middleware of a mounted chi sub-router r.Pattern is only the mount
 // point ("/api/*"); chikey.Endpoint handles that case too.
-func Endpoint() KeyFunc {
-	return func(r *http.Request) (string, error) {
+func Endpoint() Key {
+	return Key{kind: endpointKind, fn: func(r *http.Request) (string, error) {
 		if r.Pattern == "" {
 			return "", noKey("request has no route pattern yet (r.Pattern is empty); look it up with EndpointFromMux")
 		}
 		return EndpointKey(r.Method, r.Pattern), nil
-	}
+	}}
 }
 
-// EndpointFromMux returns a KeyFunc whose key is the pattern of the route
+// endpointKind is the kind of the endpoint keys.
+const endpointKind = "endpoint"
+
+// EndpointFromMux returns the Key, of kind "endpoint", whose identity is the pattern of the route
 // that mux selects for the request (see [EndpointKey] for the format), found
 // with mux.Handler. It works wherever the limiter is installed, also in
 // front of the mux (limit(mux)) where routing has not happened yet, and
@@ -67,11 +70,11 @@ func Endpoint() KeyFunc {
 // Pass the mux that receives the request's path as it is at the limiter;
 // behind http.StripPrefix that is the inner mux. EndpointFromMux panics if
 // mux is nil.
-func EndpointFromMux(mux *http.ServeMux) KeyFunc {
+func EndpointFromMux(mux *http.ServeMux) Key {
 	if mux == nil {
 		panic("keyfunc: EndpointFromMux: nil mux")
 	}
-	return func(r *http.Request) (string, error) {
+	return Key{kind: endpointKind, fn: func(r *http.Request) (string, error) {
 		if r.URL == nil {
 			return "", noKey("request has no URL")
 		}
@@ -83,7 +86,7 @@ func EndpointFromMux(mux *http.ServeMux) KeyFunc {
 			pattern = ""
 		}
 		return EndpointKey(r.Method, pattern), nil
-	}
+	}}
 }
 
 // isSlashRedirect reports whether pattern is the request path with a slash

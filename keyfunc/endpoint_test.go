@@ -42,7 +42,7 @@ func TestEndpointKey(t *testing.T) {
 func TestEndpointReadsRoutedPattern(t *testing.T) {
 	fn := keyfunc.Endpoint()
 	r := httptest.NewRequest(http.MethodGet, "/users/1", nil)
-	_, err := fn(r)
+	_, err := fn.Identity(r)
 	wantNoKey(t, err) // not routed yet
 
 	mux := http.NewServeMux()
@@ -61,14 +61,14 @@ func TestEndpointReadsRoutedPattern(t *testing.T) {
 // recorder is a limiter stand-in: middleware that records the key of every
 // request it sees.
 type recorder struct {
-	fn   keyfunc.KeyFunc
+	fn   keyfunc.Key
 	mu   sync.Mutex
 	keys map[string]string // X-Case header -> key or "error: ..."
 }
 
 func (rec *recorder) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		k, err := rec.fn(r)
+		k, err := rec.fn.Identity(r)
 		if err != nil {
 			k = "error: " + err.Error()
 		}

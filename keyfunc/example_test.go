@@ -19,16 +19,16 @@ func ExampleClientIP() {
 	r := httptest.NewRequest("GET", "/", nil)
 	r.RemoteAddr = "198.51.100.7:52311"
 	r.Header.Set("X-Forwarded-For", "203.0.113.1") // spoofed, ignored
-	fmt.Println(key(r))
+	fmt.Println(key.Identity(r))
 
 	r.RemoteAddr = "[::ffff:198.51.100.7]:52311" // dual-stack listener
-	fmt.Println(key(r))
+	fmt.Println(key.Identity(r))
 
 	r.RemoteAddr = "[2001:db8:1:2:aaaa:bbbb:cccc:dddd]:443"
-	fmt.Println(key(r))
+	fmt.Println(key.Identity(r))
 
 	r.RemoteAddr = "@" // a Unix socket has no client IP
-	_, err := key(r)
+	_, err := key.Identity(r)
 	fmt.Println(errors.Is(err, keyfunc.ErrNoKey))
 	// Output:
 	// 198.51.100.7 <nil>
@@ -57,7 +57,7 @@ func ExampleXFF() {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = peer
 		r.Header.Set("X-Forwarded-For", xff)
-		k, err := key(r)
+		k, err := key.Identity(r)
 		fmt.Printf("%q %v\n", k, err)
 	}
 	show("10.0.0.2:80", "6.6.6.6, 203.0.113.1, 10.1.1.1")   // client wrote 6.6.6.6 itself
@@ -97,7 +97,7 @@ func ExampleEndpointFromMux() {
 	key := keyfunc.EndpointFromMux(mux)
 
 	for _, target := range []string{"/users/1", "/users/2", "/no/such/page"} {
-		k, _ := key(httptest.NewRequest("GET", target, nil))
+		k, _ := key.Identity(httptest.NewRequest("GET", target, nil))
 		fmt.Println(k)
 	}
 	// Output:
@@ -111,19 +111,19 @@ type accountKey struct{}
 // Join a user id from the request context with the endpoint, for a limit
 // per user and route.
 func ExampleJoin() {
-	user := keyfunc.Must(keyfunc.User(func(ctx context.Context) (string, bool) {
+	user := keyfunc.User(func(ctx context.Context) (string, bool) {
 		id, ok := ctx.Value(accountKey{}).(string)
 		return id, ok
-	}))
+	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /orders", func(http.ResponseWriter, *http.Request) {})
-	key := keyfunc.Must(keyfunc.Join(user, keyfunc.EndpointFromMux(mux)))
+	key := keyfunc.Join(user, keyfunc.EndpointFromMux(mux))
 
 	r := httptest.NewRequest("POST", "/orders", nil)
 	r = r.WithContext(context.WithValue(r.Context(), accountKey{}, "u-42"))
-	fmt.Println(key(r))
+	fmt.Println(key.Identity(r))
 
-	_, err := key(httptest.NewRequest("POST", "/orders", nil)) // anonymous
+	_, err := key.Identity(httptest.NewRequest("POST", "/orders", nil)) // anonymous
 	fmt.Println(err)
 	// Output:
 	// 4:u-42,12:POST /orders, <nil>
@@ -131,12 +131,12 @@ func ExampleJoin() {
 }
 
 func ExampleAPIKey() {
-	key := keyfunc.Must(keyfunc.APIKey("X-API-Key"))
+	key := keyfunc.APIKey("X-API-Key")
 	r := httptest.NewRequest("GET", "/", nil)
-	_, err := key(r)
+	_, err := key.Identity(r)
 	fmt.Println(err)
 	r.Header.Set("X-API-Key", "k_123")
-	fmt.Println(key(r))
+	fmt.Println(key.Identity(r))
 	// Output:
 	// keyfunc: no key: no X-Api-Key header
 	// k_123 <nil>

@@ -88,7 +88,7 @@ func FuzzResolveIP(f *testing.F) {
 				t.Fatalf("%s: resolved %s without a peer address", name, a)
 			}
 
-			key, kerr := keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{Resolver: res, IPv6Prefix: prefix}))(r)
+			key, kerr := keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{Resolver: res, IPv6Prefix: prefix})).Identity(r)
 			if (kerr == nil) != (err == nil) {
 				t.Fatalf("%s: resolver error %v but key error %v", name, err, kerr)
 			}
@@ -190,11 +190,11 @@ func FuzzJoin(f *testing.F) {
 }
 
 func join(parts ...string) (string, error) {
-	fns := make([]keyfunc.KeyFunc, len(parts))
+	fns := make([]keyfunc.Key, len(parts))
 	for i, p := range parts {
 		fns[i] = constKey(p)
 	}
-	return keyfunc.Must(keyfunc.Join(fns...))(&http.Request{})
+	return keyfunc.Join(fns...).Identity(&http.Request{})
 }
 
 // splitNetstrings decodes a concatenation of netstrings.
@@ -233,7 +233,7 @@ func FuzzEndpointFromMux(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, method, path, host string) {
 		r := &http.Request{Method: method, URL: &url.URL{Path: path}, Host: host, Header: http.Header{}}
-		key, err := fn(r)
+		key, err := fn.Identity(r)
 		if err != nil {
 			t.Fatalf("error %v", err)
 		}

@@ -6,31 +6,57 @@ import (
 	"net/http"
 )
 
-// Header returns a KeyFunc whose key is the value of the named request
-// header, such as a tenant id set by an authenticating gateway.
+// Header returns the Key, of kind "header:" and the canonical header name,
+// whose identity is the value of the named request header, such as a
+// tenant id set by an authenticating gateway.
 //
-// A missing header, an empty value (after trimming spaces and tabs) or a
-// header sent more than once is an error wrapping [ErrNoKey]. Repeated
+// A request without the header is skipped by the rule, or refused if the
+// Key is [Key.Required] (see [Key]): its error wraps [ErrMissing]. An
+// empty value (after trimming spaces and tabs) or a header sent more than
+// once is an error wrapping [ErrNoKey]. Repeated
 // headers are refused rather than picking one, because another component
 // (say the authentication middleware) may read a different one, which would
 // let a client be authenticated as one identity and rate-limited as another.
 // Error messages name the header, never its value.
 //
 // The value is whatever the client sent: without a gateway that sets or
-// verifies it, a client can pick a fresh key per request. Header returns an
-// error if name is not a valid header field name.
-func Header(name string) (KeyFunc, error) {
-	canonical, err := headerName(name)
-	if err != nil {
-		return nil, err
-	}
-	return func(r *http.Request) (string, error) {
-		return headerValue(r, canonical)
-	}, nil
+// verifies it, a client can pick a fresh key per request.
+//
+// Header panics if name is not a valid header field name, as
+// regexp.MustCompile does for a bad pattern: names are fixed in code. Check
+// a name read at run time with [CheckHeaderName] first.
+func Header(name string) Key {
+	return headerKey("header:", name)
 }
 
-// APIKey returns a KeyFunc whose key is the API key in the named header,
-// such as "X-API-Key". It follows the rules of [Header].
+// CheckHeaderName returns an error if name is not a valid header field
+// name (an RFC 9110 token), which [Header] and [APIKey] would panic on.
+func CheckHeaderName(name string) error {
+	_, err := headerName(name)
+	return err
+}
+
+func headerKey(kindPrefix, name string) Key {
+	canonical, err := headerName(name)
+	if err != nil {
+		panic(err)
+	}
+	kind := kindPrefix + canonical
+	if kindPrefix == apiKeyKind {
+		kind = apiKeyKind
+	}
+	return Key{kind: kind, fn: func(r *http.Request) (string, error) {
+		return headerValue(r, canonical)
+	}}
+}
+
+// apiKeyKind is the kind of APIKey's keys, whatever the header.
+const apiKeyKind = "api_key"
+
+// APIKey returns the Key, of kind "api_key", whose identity is the API key
+// in the named header, such as "X-API-Key". It follows the rules of
+// [Header]: a request without the header is skipped by the rule unless the
+// Key is [Key.Required], and APIKey panics on an invalid header name.
 //
 // The key is returned in clear text so that rules can tell clients apart;
 // the rules and store layers hash it with a keyed hash before anything is
@@ -38,8 +64,8 @@ func Header(name string) (KeyFunc, error) {
 // messages never include it. APIKey only identifies the client; it does not
 // authenticate it, so run it after (or rely on) middleware that rejects
 // unknown keys, or an attacker can rotate invented keys to get fresh buckets.
-func APIKey(header string) (KeyFunc, error) {
-	return Header(header)
+func APIKey(header string) Key {
+	return headerKey(apiKeyKind, header)
 }
 
 // headerValue returns the single, non-empty value of a canonical header.
@@ -47,7 +73,7 @@ func headerValue(r *http.Request, canonical string) (string, error) {
 	values := r.Header.Values(canonical)
 	switch len(values) {
 	case 0:
-		return "", noKey("no %s header", canonical)
+		return "", missing("no %s header", canonical)
 	case 1:
 	default:
 		return "", noKey("%s header sent %d times", canonical, len(values))

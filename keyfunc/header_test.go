@@ -2,6 +2,7 @@ package keyfunc_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,31 +16,41 @@ func TestHeaderAndAPIKey(t *testing.T) {
 		name    string
 		headers []string
 		want    string // "" means an error wrapping ErrNoKey
+		missing bool   // the error wraps ErrMissing: the rule skips the request
 	}{
-		{"present", []string{"X-API-Key: " + secret}, secret},
-		{"lowercase_on_wire", []string{"x-api-key: " + secret}, secret},
-		{"trimmed", []string{"X-API-Key: \t" + secret + " "}, secret},
-		{"missing", nil, ""},
-		{"empty", []string{"X-API-Key: "}, ""},
-		{"blank", []string{"X-API-Key: \t "}, ""},
-		{"repeated_refused", []string{"X-API-Key: " + secret, "X-API-Key: other"}, ""},
-		{"other_header_ignored", []string{"Authorization: Bearer " + secret}, ""},
+		{"present", []string{"X-API-Key: " + secret}, secret, false},
+		{"lowercase_on_wire", []string{"x-api-key: " + secret}, secret, false},
+		{"trimmed", []string{"X-API-Key: \t" + secret + " "}, secret, false},
+		{"missing", nil, "", true},
+		{"empty", []string{"X-API-Key: "}, "", false},
+		{"blank", []string{"X-API-Key: \t "}, "", false},
+		{"repeated_refused", []string{"X-API-Key: " + secret, "X-API-Key: other"}, "", false},
+		{"other_header_ignored", []string{"Authorization: Bearer " + secret}, "", true},
 	}
-	ctors := map[string]func(string) (keyfunc.KeyFunc, error){
-		"Header": keyfunc.Header,
-		"APIKey": keyfunc.APIKey,
+	ctors := map[string]struct {
+		ctor func(string) keyfunc.Key
+		kind string
+	}{
+		"Header": {keyfunc.Header, "header:X-Api-Key"},
+		"APIKey": {keyfunc.APIKey, "api_key"},
 	}
-	for cname, ctor := range ctors {
-		fn, err := ctor("x-api-key")
-		if err != nil {
-			t.Fatal(err)
+	for cname, c := range ctors {
+		key := c.ctor("x-api-key")
+		if key.Kind() != c.kind {
+			t.Errorf("%s kind %q, want %q", cname, key.Kind(), c.kind)
 		}
 		for _, tc := range cases {
 			t.Run(cname+"/"+tc.name, func(t *testing.T) {
 				r := newReq("192.0.2.1:1", tc.headers...)
-				got, err := fn(r)
+				got, err := key.Identity(r)
 				if tc.want == "" {
 					wantNoKey(t, err)
+					if errors.Is(err, keyfunc.ErrMissing) != tc.missing {
+						t.Fatalf("error %q: wraps ErrMissing %v, want %v", err, !tc.missing, tc.missing)
+					}
+					if key.Skips(err) != tc.missing || key.Required().Skips(err) {
+						t.Fatalf("error %q: Skips %v, Required().Skips %v; want %v, false", err, key.Skips(err), key.Required().Skips(err), tc.missing)
+					}
 					if strings.Contains(err.Error(), "SECRET") {
 						t.Fatalf("error %q leaks the header value", err)
 					}
@@ -55,12 +66,14 @@ func TestHeaderAndAPIKey(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "X API Key", "X-Key:", "é"} {
-		if _, err := keyfunc.Header(bad); err == nil {
-			t.Errorf("Header(%q) accepted", bad)
+		if err := keyfunc.CheckHeaderName(bad); err == nil {
+			t.Errorf("CheckHeaderName(%q) accepted", bad)
 		}
-		if _, err := keyfunc.APIKey(bad); err == nil {
-			t.Errorf("APIKey(%q) accepted", bad)
-		}
+		wantPanic(t, "Header("+bad+")", func() { keyfunc.Header(bad) })
+		wantPanic(t, "APIKey("+bad+")", func() { keyfunc.APIKey(bad) })
+	}
+	if err := keyfunc.CheckHeaderName("X-API-Key"); err != nil {
+		t.Errorf("CheckHeaderName(X-API-Key): %v", err)
 	}
 }
 
@@ -71,9 +84,9 @@ func TestUser(t *testing.T) {
 		id, ok := ctx.Value(userCtxKey{}).(string)
 		return id, ok
 	}
-	fn, err := keyfunc.User(lookup)
-	if err != nil {
-		t.Fatal(err)
+	fn := keyfunc.User(lookup)
+	if fn.Kind() != "user" {
+		t.Errorf("kind %q", fn.Kind())
 	}
 	with := func(v any) *http.Request {
 		r := newReq("192.0.2.1:1")
@@ -91,14 +104,15 @@ func TestUser(t *testing.T) {
 		"wrong_type": with(42),
 	} {
 		t.Run(name, func(t *testing.T) {
-			k, err := fn(r)
+			k, err := fn.Identity(r)
 			wantNoKey(t, err)
+			if !fn.Skips(err) {
+				t.Fatalf("error %q: a request without a user is not skipped", err)
+			}
 			if k != "" {
 				t.Fatalf("key %q with error", k)
 			}
 		})
 	}
-	if _, err := keyfunc.User(nil); err == nil {
-		t.Fatal("User(nil) accepted")
-	}
+	wantPanic(t, "User(nil)", func() { keyfunc.User(nil) })
 }

@@ -2,6 +2,7 @@ package keyfunc_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -52,9 +53,9 @@ func wantNoKey(t testing.TB, err error) {
 }
 
 // keyOf runs fn and fails the test on error.
-func keyOf(t testing.TB, fn keyfunc.KeyFunc, r *http.Request) string {
+func keyOf(t testing.TB, key any, r *http.Request) string {
 	t.Helper()
-	k, err := fn(r)
+	k, err := fnOf(key)(r)
 	if err != nil {
 		t.Fatalf("unexpected error: %v", err)
 	}
@@ -62,4 +63,26 @@ func keyOf(t testing.TB, fn keyfunc.KeyFunc, r *http.Request) string {
 		t.Fatal("empty key without error")
 	}
 	return k
+}
+
+// fnOf returns the function of a keyfunc.Key or a KeyFunc.
+func fnOf(key any) keyfunc.KeyFunc {
+	switch k := key.(type) {
+	case keyfunc.Key:
+		return k.Func()
+	case keyfunc.KeyFunc:
+		return k
+	}
+	panic(fmt.Sprintf("fnOf: %T", key))
+}
+
+// wantPanic fails t unless fn panics.
+func wantPanic(t *testing.T, what string, fn func()) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Errorf("%s did not panic", what)
+		}
+	}()
+	fn()
 }

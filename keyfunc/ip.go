@@ -38,24 +38,24 @@ type IPConfig struct {
 	IPv6Prefix int
 }
 
-// IP returns a KeyFunc whose key is the client address found by
-// cfg.Resolver, in the canonical text form [IPKey] gives it: for example
+// IP returns the Key, of kind "ip", whose identity is the client address
+// found by cfg.Resolver, in the canonical text form [IPKey] gives it: for example
 // "192.0.2.1", or "2001:db8:1:2::" for any address in 2001:db8:1:2::/64.
 // Resolution failures wrap [ErrNoKey]. IP returns an error if cfg is
-// invalid.
-func IP(cfg IPConfig) (KeyFunc, error) {
+// invalid (an IPv6 prefix out of range, which may come from configuration).
+func IP(cfg IPConfig) (Key, error) {
 	bits := cfg.IPv6Prefix
 	if bits == 0 {
 		bits = DefaultIPv6Prefix
 	}
 	if err := checkIPv6Prefix(bits); err != nil {
-		return nil, err
+		return Key{}, err
 	}
 	resolve := cfg.Resolver
 	if resolve == nil {
 		resolve = RemoteAddr
 	}
-	return func(r *http.Request) (string, error) {
+	return Key{kind: "ip", fn: func(r *http.Request) (string, error) {
 		a, err := resolve(r)
 		if err != nil {
 			return "", wrapNoKey(err)
@@ -64,13 +64,13 @@ func IP(cfg IPConfig) (KeyFunc, error) {
 			return "", noKey("the IP resolver returned no address")
 		}
 		return groupAddr(Normalize(a), bits).String(), nil
-	}, nil
+	}}, nil
 }
 
-// ClientIP returns the KeyFunc for servers exposed directly to clients: the
+// ClientIP returns the Key for servers exposed directly to clients: the
 // TCP peer address (see [RemoteAddr]), IPv6 grouped by /64. It is
 // IP(IPConfig{}). Behind a proxy use [IP] with [XFF] or [TrustedHeader].
-func ClientIP() KeyFunc {
+func ClientIP() Key {
 	return Must(IP(IPConfig{}))
 }
 

@@ -89,7 +89,7 @@ func TestIPUnresolvable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			key, err := fn(newReq(tc.remote))
+			key, err := fn.Identity(newReq(tc.remote))
 			wantNoKey(t, err)
 			if key != "" || !errors.Is(err, tc.wantErr) {
 				t.Fatalf("got %q, %v; want no key and %v", key, err, tc.wantErr)

@@ -5,31 +5,39 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
-// Join returns a KeyFunc that combines the keys of fns, in order, into one
-// key, for rules that count per combination, such as user and endpoint.
+// Join returns the Key that combines the identities of keys, in order, into
+// one, for rules that count per combination, such as user and endpoint. Its
+// kind is the kinds of keys joined by "_" ("user_endpoint"), and it is
+// [Key.Required] if any of keys is.
 //
 // The parts are encoded as netstrings (the decimal byte length, a colon, the
 // bytes, a comma), so the encoding is injective: ("a:b", "c") gives
 // "3:a:b,1:c," and ("a", "b:c") gives "1:a,3:b:c,", and no choice of parts
 // can make two different lists of parts, of any length, collide.
 //
-// If a part fails, the joined KeyFunc fails with that error, wrapped so that
-// it names the part and wraps [ErrNoKey]. A part that returns an empty key
-// without an error is treated as a failure too (see [Strict]). Join returns
-// an error if fns is empty or any of them is nil.
-func Join(fns ...KeyFunc) (KeyFunc, error) {
-	if len(fns) == 0 {
-		return nil, errors.New("keyfunc: Join: no key functions")
+// If a part fails, the joined Key fails with that error, wrapped so that
+// it names the part and wraps [ErrNoKey] (and [ErrMissing] when the part's
+// identity is missing). A part that returns an empty key without an error
+// is treated as a failure too (see [Strict]). Join panics if keys is empty
+// or one of them is the zero Key.
+func Join(keys ...Key) Key {
+	if len(keys) == 0 {
+		panic("keyfunc: Join: no keys")
 	}
-	for i, fn := range fns {
-		if fn == nil {
-			return nil, fmt.Errorf("keyfunc: Join: key function #%d is nil", i+1)
+	kinds := make([]string, len(keys))
+	fns := make([]KeyFunc, len(keys))
+	required := false
+	for i, k := range keys {
+		if k.IsZero() {
+			panic(fmt.Sprintf("keyfunc: Join: key #%d is the zero Key", i+1))
 		}
+		kinds[i], fns[i] = k.kind, k.fn
+		required = required || k.required
 	}
-	fns = append([]KeyFunc(nil), fns...) // the caller may reuse its slice
-	return func(r *http.Request) (string, error) {
+	return Key{kind: strings.Join(kinds, "_"), required: required, fn: func(r *http.Request) (string, error) {
 		var b []byte
 		for i, fn := range fns {
 			part, err := fn(r)
@@ -42,7 +50,7 @@ func Join(fns ...KeyFunc) (KeyFunc, error) {
 			b = appendNetstring(b, part)
 		}
 		return string(b), nil
-	}, nil
+	}}
 }
 
 // appendNetstring appends s to b as a netstring: len(s) ":" s ",".

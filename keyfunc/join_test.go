@@ -5,24 +5,20 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/go-chi/httprate"
-
 	"github.com/sluicehq/sluice/keyfunc"
 )
 
-func constKey(s string) keyfunc.KeyFunc { return httprate.Key(s) }
+func constKey(s string) keyfunc.Key {
+	return keyfunc.New("const", func(*http.Request) (string, error) { return s, nil })
+}
 
 func mustJoin(t testing.TB, parts ...string) string {
 	t.Helper()
-	fns := make([]keyfunc.KeyFunc, len(parts))
+	fns := make([]keyfunc.Key, len(parts))
 	for i, p := range parts {
 		fns[i] = constKey(p)
 	}
-	fn, err := keyfunc.Join(fns...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := fn(newReq("192.0.2.1:1"))
+	k, err := keyfunc.Join(fns...).Identity(newReq("192.0.2.1:1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,13 +60,6 @@ func TestJoinUnambiguous(t *testing.T) {
 			t.Errorf("Join%q == Join%q == %q", p[0], p[1], a)
 		}
 	}
-	// Compare with httprate.JoinKeys, which is ambiguous.
-	r := newReq("192.0.2.1:1")
-	x, _ := httprate.JoinKeys(constKey("a:b"), constKey("c"))(r)
-	y, _ := httprate.JoinKeys(constKey("a"), constKey("b:c"))(r)
-	if x != y {
-		t.Logf("note: httprate.JoinKeys is no longer ambiguous (%q vs %q)", x, y)
-	}
 }
 
 func TestJoinErrors(t *testing.T) {
@@ -79,32 +68,28 @@ func TestJoinErrors(t *testing.T) {
 	r := newReq("@") // no peer IP
 	cases := []struct {
 		name    string
-		fns     []keyfunc.KeyFunc
+		fns     []keyfunc.Key
 		wantErr error
 	}{
-		{"own_error", []keyfunc.KeyFunc{constKey("a"), keyfunc.ClientIP()}, keyfunc.ErrNoKey},
-		{"foreign_error", []keyfunc.KeyFunc{failing, constKey("b")}, boom},
-		{"empty_part", []keyfunc.KeyFunc{constKey("a"), constKey("")}, keyfunc.ErrNoKey},
+		{"own_error", []keyfunc.Key{constKey("a"), keyfunc.ClientIP()}, keyfunc.ErrNoKey},
+		{"foreign_error", []keyfunc.Key{keyfunc.New("failing", failing), constKey("b")}, boom},
+		{"empty_part", []keyfunc.Key{constKey("a"), constKey("")}, keyfunc.ErrNoKey},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fn := keyfunc.Must(keyfunc.Join(tc.fns...))
-			k, err := fn(r)
+			fn := keyfunc.Join(tc.fns...)
+			k, err := fn.Identity(r)
 			wantNoKey(t, err)
 			if k != "" || !errors.Is(err, tc.wantErr) {
 				t.Fatalf("got %q, %v; want no key and %v", k, err, tc.wantErr)
 			}
 		})
 	}
-	if _, err := keyfunc.Join(); err == nil {
-		t.Error("Join() accepted")
-	}
-	if _, err := keyfunc.Join(constKey("a"), nil); err == nil {
-		t.Error("Join with a nil part accepted")
-	}
+	wantPanic(t, "Join()", func() { keyfunc.Join() })
+	wantPanic(t, "Join with a zero part", func() { keyfunc.Join(constKey("a"), keyfunc.Key{}) })
 	// The caller may reuse its slice after Join.
-	fns := []keyfunc.KeyFunc{constKey("a")}
-	fn := keyfunc.Must(keyfunc.Join(fns...))
+	fns := []keyfunc.Key{constKey("a")}
+	fn := keyfunc.Join(fns...)
 	fns[0] = constKey("changed")
 	if got := keyOf(t, fn, r); got != "1:a," {
 		t.Fatalf("Join kept a reference to the caller's slice: %q", got)

@@ -18,14 +18,14 @@ type KeyFunc = func(*http.Request) (string, error)
 // failure of the functions in this package wraps it; test with [errors.Is].
 var ErrNoKey = errors.New("keyfunc: no key")
 
-// GlobalKey is the key [Global] returns for every request.
+// GlobalKey is the identity [Global] gives every request.
 const GlobalKey = "global"
 
-// Global returns a KeyFunc that gives every request the same key,
-// [GlobalKey]: one bucket shared by all clients, for global rules such as a
-// cap on the total request rate of a service.
-func Global() KeyFunc {
-	return func(*http.Request) (string, error) { return GlobalKey, nil }
+// Global returns the Key, of kind "global", that gives every request the
+// same identity, [GlobalKey]: one bucket shared by all clients, for global
+// rules such as a cap on the total request rate of a service.
+func Global() Key {
+	return Key{kind: "global", fn: func(*http.Request) (string, error) { return GlobalKey, nil }}
 }
 
 // Strict wraps a KeyFunc that may not follow this package's rules, such as
@@ -53,7 +53,7 @@ func Strict(fn KeyFunc) KeyFunc {
 // Must returns v, or panics if err is not nil. It is meant for
 // configuration known at compile time:
 //
-//	xff := keyfunc.Must(keyfunc.XFF(keyfunc.Must(keyfunc.ParsePrefixes("10.0.0.0/8"))))
+//	ip := keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{Resolver: keyfunc.Must(keyfunc.XFF(keyfunc.Must(keyfunc.ParsePrefixes("10.0.0.0/8"))))}))
 func Must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)

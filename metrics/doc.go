@@ -2,17 +2,22 @@
 //
 // A [Collector] is at once a [prometheus.Collector] (register it with a
 // registry), a [sluice.Observer] with the optional
-// [sluice.StoreCallObserver] (give it to the middleware), and a
-// [sluice.StoreEvents] (give it to the Redis store):
+// [sluice.StoreCallObserver], and a [sluice.StoreEvents]. Attach it in one
+// place, the Redis store's configuration: a middleware on that store
+// reports its decisions and store calls to it too (the store is a
+// [sluice.ObserverSource]):
 //
 //	c, err := metrics.New(metrics.Config{Registerer: prometheus.DefaultRegisterer})
 //	if err != nil { ... }
 //	store, err := redisstore.New(client, redisstore.Config{Events: c})
-//	limiter, err := middleware.New(store, set, middleware.WithObserver(c))
+//	limiter, err := middleware.New(store, set) // observed by c
 //	mux.Handle("/metrics", promhttp.Handler())
 //
-// (redisstore.Config's Events field reports circuit-breaker transitions,
-// script reloads and healed keys; without it those metrics stay empty.)
+// Through Events the store also reports circuit-breaker transitions,
+// script reloads and healed keys. Over the in-process store, give it to the middleware:
+// middleware.WithObserver(c). An explicit WithObserver also replaces the
+// store's collector for that middleware, to combine it with another sink use
+// [sluice.Observers](c, other).
 //
 // # Metrics
 //

@@ -129,38 +129,12 @@ var outcomeLabels = func() []string {
 // configuration (a bad namespace or constant label, buckets not strictly
 // increasing) and, if cfg.Registerer is set, when registration fails.
 func New(cfg Config) (*Collector, error) {
-	ns := cfg.Namespace
-	if ns == "" {
-		ns = DefaultNamespace
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	if !validName(ns) {
-		return nil, fmt.Errorf("metrics: invalid namespace %q", ns)
-	}
-	buckets := cfg.Buckets
-	if buckets == nil {
-		buckets = DefaultBuckets()
-	}
-	if len(buckets) == 0 {
-		return nil, fmt.Errorf("metrics: no histogram buckets")
-	}
-	for i := 1; i < len(buckets); i++ {
-		if !(buckets[i] > buckets[i-1]) {
-			return nil, fmt.Errorf("metrics: histogram buckets not strictly increasing at %v", buckets[i])
-		}
-	}
-	for name, value := range cfg.ConstLabels {
-		if !validName(name) || strings.HasPrefix(name, "__") || !utf8.ValidString(value) {
-			return nil, fmt.Errorf("metrics: invalid constant label %q=%q", name, value)
-		}
-		switch name {
-		case "rule", "outcome", "result", "kind", "ambiguous", "endpoint", "from", "to", "le":
-			return nil, fmt.Errorf("metrics: constant label %q is a label of sluice's metrics", name)
-		}
-	}
+	ns, buckets := cfg.Namespace, cfg.Buckets
 	c := &Collector{maxRules: cfg.MaxRules}
-	if c.maxRules == 0 {
-		c.maxRules = DefaultMaxRules
-	}
 	c.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: ns, Name: "decisions_total", ConstLabels: cfg.ConstLabels,
 		Help: "Rate-limit decisions, one per rule per request, by rule and outcome.",
@@ -211,6 +185,45 @@ func New(cfg Config) (*Collector, error) {
 		}
 	}
 	return c, nil
+}
+
+// withDefaults returns cfg with its zero fields set to their defaults.
+func (cfg Config) withDefaults() Config {
+	if cfg.Namespace == "" {
+		cfg.Namespace = DefaultNamespace
+	}
+	if cfg.Buckets == nil {
+		cfg.Buckets = DefaultBuckets()
+	}
+	if cfg.MaxRules == 0 {
+		cfg.MaxRules = DefaultMaxRules
+	}
+	return cfg
+}
+
+// validate checks a configuration with its defaults set.
+func (cfg Config) validate() error {
+	if !validName(cfg.Namespace) {
+		return fmt.Errorf("metrics: invalid namespace %q", cfg.Namespace)
+	}
+	if len(cfg.Buckets) == 0 {
+		return fmt.Errorf("metrics: no histogram buckets")
+	}
+	for i := 1; i < len(cfg.Buckets); i++ {
+		if !(cfg.Buckets[i] > cfg.Buckets[i-1]) {
+			return fmt.Errorf("metrics: histogram buckets not strictly increasing at %v", cfg.Buckets[i])
+		}
+	}
+	for name, value := range cfg.ConstLabels {
+		if !validName(name) || strings.HasPrefix(name, "__") || !utf8.ValidString(value) {
+			return fmt.Errorf("metrics: invalid constant label %q=%q", name, value)
+		}
+		switch name {
+		case "rule", "outcome", "result", "kind", "ambiguous", "endpoint", "from", "to", "le":
+			return fmt.Errorf("metrics: constant label %q is a label of sluice's metrics", name)
+		}
+	}
+	return nil
 }
 
 // validName reports whether s is a legacy Prometheus metric or label name,

@@ -31,7 +31,7 @@ type wrapped struct{ sluice.Store }
 // behind a wrapper, so its calls get the budget's deadline (a call context
 // sharing its tick's timer: see callContexts).
 func BenchmarkHandler(b *testing.B) {
-	set := rules.MustNew(rules.Rule{Name: "per-key", Key: keyfunc.Must(keyfunc.Header("X-API-Key")), KeyKind: "api-key",
+	set := rules.MustNew(rules.Rule{Name: "per-key", Key: keyfunc.Header("X-API-Key"),
 		Limit: sluice.PerSecond(1_000_000).WithBurst(1 << 30)})
 	reqs := make([]*http.Request, 1000)
 	for i := range reqs {

@@ -28,7 +28,7 @@ func statuses(t *testing.T, c *http.Client, base string, paths ...string) []int 
 func TestChiGlobalUseKeysEndpointsByRoutePattern(t *testing.T) {
 	store, _ := newMemstore(t)
 	r := chi.NewRouter()
-	set := rules.MustNew(rules.Rule{Name: "per-endpoint", Key: chikey.Endpoint(r), KeyKind: "endpoint", Limit: sluice.PerMinute(2)})
+	set := rules.MustNew(rules.Rule{Name: "per-endpoint", Key: chikey.Endpoint(r), Limit: sluice.PerMinute(2)})
 	r.Use(middleware.Limit(store, set))
 	r.Get("/users/{id}", func(w http.ResponseWriter, r *http.Request) {})
 	r.Get("/health", func(w http.ResponseWriter, r *http.Request) {})
@@ -49,7 +49,7 @@ func TestChiGlobalUseKeysEndpointsByRoutePattern(t *testing.T) {
 func TestChiPerRouteAndGroupLimits(t *testing.T) {
 	store, _ := newMemstore(t)
 	ip := func(name string, n int64) *rules.Set {
-		return rules.MustNew(rules.Rule{Name: name, Key: keyfunc.ClientIP(), KeyKind: "ip", Limit: sluice.PerMinute(n)})
+		return rules.MustNew(rules.Rule{Name: name, Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(n)})
 	}
 	r := chi.NewRouter()
 	r.With(middleware.Limit(store, ip("login", 1))).Post("/login", func(w http.ResponseWriter, r *http.Request) {})
@@ -84,7 +84,7 @@ func TestServeMuxInFront(t *testing.T) {
 	store, _ := newMemstore(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /items/{id}", func(w http.ResponseWriter, r *http.Request) {})
-	set := rules.MustNew(rules.Rule{Name: "per-endpoint", Key: keyfunc.EndpointFromMux(mux), KeyKind: "endpoint", Limit: sluice.PerMinute(2)})
+	set := rules.MustNew(rules.Rule{Name: "per-endpoint", Key: keyfunc.EndpointFromMux(mux), Limit: sluice.PerMinute(2)})
 	srv := httptest.NewServer(middleware.Limit(store, set)(mux))
 	defer srv.Close()
 	got := statuses(t, srv.Client(), srv.URL, "/items/1", "/items/2", "/items/3")

@@ -32,7 +32,7 @@ func ExampleLimit() {
 		io.WriteString(w, "hello\n")
 	})
 	set := rules.MustNew(rules.Rule{
-		Name: "per-ip", Key: keyfunc.ClientIP(), KeyKind: "ip",
+		Name: "per-ip", Key: keyfunc.ClientIP(),
 		Limit: sluice.PerMinute(3),
 	})
 	handler := middleware.Limit(store, set)(mux)
@@ -75,7 +75,7 @@ func ExampleWithDenyHandler() {
 	defer store.Close()
 
 	set := rules.MustNew(rules.Rule{
-		Name: "per-ip", Key: keyfunc.ClientIP(), KeyKind: "ip",
+		Name: "per-ip", Key: keyfunc.ClientIP(),
 		Limit: sluice.PerMinute(1),
 	})
 	deny := func(w http.ResponseWriter, _ *http.Request, d middleware.Denial) {
@@ -110,7 +110,7 @@ func ExampleLimiter_Handler() {
 
 	r := chi.NewRouter()
 	set := rules.MustNew(rules.Rule{
-		Name: "per-endpoint", Key: chikey.Endpoint(r), KeyKind: "endpoint",
+		Name: "per-endpoint", Key: chikey.Endpoint(r),
 		Limit: sluice.PerMinute(2),
 	})
 	limiter, err := middleware.New(store, set, middleware.WithHeaders(headers.Draft06))

@@ -30,7 +30,7 @@ func newMemstore(t testing.TB) (*memstore.Store, *storetest.Clock) {
 }
 
 func perIP(limit sluice.Limit) rules.Rule {
-	return rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), KeyKind: "ip", Limit: limit}
+	return rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: limit}
 }
 
 // okHandler counts the requests that reach it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,6 +60,9 @@ func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 	cfg, err := buildConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	if src, ok := store.(sluice.ObserverSource); ok && cfg.observer == nil {
+		cfg.observer = src.Observer() // the store's events receiver: metrics in one place
 	}
 	l := &Limiter{store: store, rules: set, cfg: cfg, local: newLocalFallback(cfg.instances)}
 	// An in-process store does no I/O: a deadline would bound nothing.
@@ -141,20 +145,12 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) boo
 	}
 
 	admitted := sluice.Admitted(s.m.Hits, s.results)
-	l.observe(r.Context(), s, latency)
-	h := w.Header()
-	l.writeHeaders(r, h, s, admitted)
+	l.observe(r.Context(), s, latency, nil)
+	l.writeHeaders(r, w.Header(), s, admitted)
 	if admitted {
 		return true
 	}
-	retry, ok := rules.RetryAfter(s.m.Rules, s.results)
-	if ok {
-		headers.SetRetryAfter(h, retry)
-	}
-	h.Set("Cache-Control", "no-store")
-	d := l.denial(s, retry, !ok)
-	l.denials.denial(r.Context(), l.cfg.logger, d)
-	l.cfg.deny(w, r, d)
+	l.refuse(w, r, s, nil)
 	return false
 }
 
@@ -203,7 +199,7 @@ func (l *Limiter) failed(w http.ResponseWriter, r *http.Request, s *scratch, err
 			localOK = ok
 		}
 	}
-	l.observeFailure(r.Context(), s, err, latency)
+	l.observe(r.Context(), s, latency, err)
 	l.logs.failure(r.Context(), l.cfg.logger, err, closed)
 	switch {
 	case closed:
@@ -220,74 +216,70 @@ func (l *Limiter) failed(w http.ResponseWriter, r *http.Request, s *scratch, err
 		l.cfg.onError(w, r, fmt.Errorf("%w: %w", ErrStoreFailed, err))
 		return false
 	case !localOK:
-		l.denyLocally(w, r, s)
+		l.refuse(w, r, s, s.local) // no rate-limit headers: on_fail rules never appear in them
 		return false
 	}
 	return true
 }
 
-// denyLocally answers 429 for a request the local fallback refused: with
-// Retry-After, without rate-limit headers (rules decided by on_fail never
-// appear in them).
-func (l *Limiter) denyLocally(w http.ResponseWriter, r *http.Request, s *scratch) {
-	var rs []*rules.Rule
-	var res []sluice.Result
-	for i, decided := range s.local {
-		if decided {
-			rs, res = append(rs, s.m.Rules[i]), append(res, s.results[i])
+// refuse answers 429 for a refused request: Retry-After (the longest wait
+// among the enforcing rules that refused it, none when one never can pass),
+// Cache-Control, the Denial naming the exposed rules that refused it, its
+// log line, then the deny handler. decided says which rules' results count
+// (nil: all, as the store decided them; else those the local fallback
+// decided).
+func (l *Limiter) refuse(w http.ResponseWriter, r *http.Request, s *scratch, decided []bool) {
+	var retry time.Duration
+	unsatisfiable := false
+	s.violated = s.violated[:0]
+	for i, rule := range s.m.Rules {
+		res := &s.results[i]
+		if (decided != nil && !decided[i]) || rule.Shadow || res.Allowed {
+			continue
+		}
+		if res.Unsatisfiable {
+			unsatisfiable = true
+		}
+		retry = max(retry, res.RetryAfter)
+		if rule.Exposed() {
+			s.violated = append(s.violated, headers.SanitizeName(rule.Name))
 		}
 	}
-	retry, ok := rules.RetryAfter(rs, res)
+	// A copy: the deny handler or a log handler may keep it, and the
+	// scratch it was built in serves the next request.
+	d := Denial{Policies: slices.Clone(s.violated), Unsatisfiable: unsatisfiable}
 	h := w.Header()
-	if ok {
+	if !unsatisfiable {
+		d.RetryAfter = retry
 		headers.SetRetryAfter(h, retry)
 	}
 	h.Set("Cache-Control", "no-store")
-	d := Denial{RetryAfter: retry, Unsatisfiable: !ok}
-	if !ok {
-		d.RetryAfter = 0
-	}
-	for i, rule := range rs {
-		if rule.Exposed() && !res[i].Allowed {
-			d.Policies = append(d.Policies, headers.SanitizeName(rule.Name))
-		}
-	}
 	l.denials.denial(r.Context(), l.cfg.logger, d)
 	l.cfg.deny(w, r, d)
 }
 
-// observeFailure reports how each rule took part in a request the store
-// could not decide.
-func (l *Limiter) observeFailure(ctx context.Context, s *scratch, err error, latency time.Duration) {
+// observe reports how each rule took part in a request: decided by the
+// store (err nil), or, when the store failed with err, by the rules'
+// on_fail policies and the local fallback (s.local).
+func (l *Limiter) observe(ctx context.Context, s *scratch, latency time.Duration, err error) {
 	if l.cfg.observer == nil {
 		return
 	}
 	for i, rule := range s.m.Rules {
-		d := sluice.Decision{Rule: rule.Name, Outcome: sluice.OutcomeFailedOpen, Shadow: rule.Shadow, Err: err, Latency: latency}
+		d := sluice.Decision{Rule: rule.Name, Shadow: rule.Shadow, Err: err, Latency: latency}
 		switch {
-		case s.local[i]:
+		case err != nil && s.local[i]:
 			d.Outcome, d.Result = sluice.OutcomeLocal, s.results[i]
-		case rule.OnFail == rules.FailClosed && !rule.Shadow:
+		case err != nil && rule.OnFail == rules.FailClosed && !rule.Shadow:
 			d.Outcome = sluice.OutcomeFailedClosed
-		}
-		d.Outcome = bypassOutcome(&s.m, d.Outcome)
-		l.cfg.observer.Observe(ctx, d)
-	}
-}
-
-func (l *Limiter) observe(ctx context.Context, s *scratch, latency time.Duration) {
-	if l.cfg.observer == nil {
-		return
-	}
-	for i, rule := range s.m.Rules {
-		res := s.results[i]
-		d := sluice.Decision{Rule: rule.Name, Outcome: sluice.OutcomeAllowed, Shadow: rule.Shadow, Result: res, Latency: latency}
-		switch {
-		case res.Allowed:
+		case err != nil:
+			d.Outcome = sluice.OutcomeFailedOpen
+		case s.results[i].Allowed:
+			d.Outcome, d.Result = sluice.OutcomeAllowed, s.results[i]
 		case rule.Shadow:
-			d.Outcome = sluice.OutcomeShadowDenied
+			d.Outcome, d.Result = sluice.OutcomeShadowDenied, s.results[i]
 		default:
-			d.Outcome = sluice.OutcomeDenied
+			d.Outcome, d.Result = sluice.OutcomeDenied, s.results[i]
 		}
 		d.Outcome = bypassOutcome(&s.m, d.Outcome)
 		l.cfg.observer.Observe(ctx, d)

@@ -190,14 +190,14 @@ func TestKeyErrorDoesNotLeak(t *testing.T) {
 	store, _ := newMemstore(t)
 	key := func(*http.Request) (string, error) { return "", errors.New("database password is hunter2") }
 	next := &okHandler{}
-	srv := serve(t, middleware.Limit(store, rules.MustNew(rules.Rule{Name: "custom", Key: key, Limit: sluice.PerMinute(1)})), next)
+	srv := serve(t, middleware.Limit(store, rules.MustNew(rules.Rule{Name: "custom", Key: keyfunc.New("custom", key), Limit: sluice.PerMinute(1)})), next)
 	resp := get(t, srv.Client(), srv.URL)
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 400 || strings.Contains(string(body), "hunter2") || next.calls.Load() != 0 {
 		t.Fatalf("status %d body %q handler calls %d", resp.StatusCode, body, next.calls.Load())
 	}
 	var gotErr error
-	srv = serve(t, middleware.Limit(store, rules.MustNew(rules.Rule{Name: "custom", Key: key, Limit: sluice.PerMinute(1)}),
+	srv = serve(t, middleware.Limit(store, rules.MustNew(rules.Rule{Name: "custom", Key: keyfunc.New("custom", key), Limit: sluice.PerMinute(1)}),
 		middleware.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) { gotErr = err; w.WriteHeader(401) })), next)
 	if resp := get(t, srv.Client(), srv.URL); resp.StatusCode != 401 || !errors.Is(gotErr, middleware.ErrKeyFailed) {
 		t.Fatalf("custom error handler: status %d err %v", resp.StatusCode, gotErr)

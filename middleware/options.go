@@ -118,6 +118,9 @@ func WithErrorHandler(h ErrorHandler) Option {
 }
 
 // WithObserver reports every rule's decision to o (see [sluice.Decision]).
+// Without it, a store that is a [sluice.ObserverSource] supplies the
+// observer: a redisstore.Store whose Config.Events is a metrics.Collector
+// reports decisions to that collector, with nothing to set here.
 func WithObserver(o sluice.Observer) Option {
 	return optionFunc(func(c *config) error { c.observer = o; return nil })
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -54,22 +53,6 @@ type Denial struct {
 	// Unsatisfiable: the request's cost exceeds a refusing rule's capacity;
 	// it can never pass, and no Retry-After was sent.
 	Unsatisfiable bool
-}
-
-func (l *Limiter) denial(s *scratch, retry time.Duration, unsatisfiable bool) Denial {
-	s.violated = s.violated[:0]
-	for i, rule := range s.m.Rules {
-		if rule.Exposed() && !s.results[i].Allowed {
-			s.violated = append(s.violated, headers.SanitizeName(rule.Name))
-		}
-	}
-	// A copy: the deny handler or a log handler may keep it, and the
-	// scratch it was built in serves the next request.
-	d := Denial{Policies: slices.Clone(s.violated), Unsatisfiable: unsatisfiable}
-	if !unsatisfiable {
-		d.RetryAfter = retry
-	}
-	return d
 }
 
 // WriteDenial is the default [DenyHandler]: 429 Too Many Requests with a

@@ -35,7 +35,7 @@ func TestRedisEndToEnd(t *testing.T) {
 	store := newRedisStore(t, srv.Addr)
 	set := rules.MustNew(
 		perIP(sluice.PerMinute(100)),
-		rules.Rule{Name: "api-key", Key: keyfunc.Must(keyfunc.APIKey("X-API-Key")), KeyKind: "api_key", Limit: sluice.PerHour(2)},
+		rules.Rule{Name: "api-key", Key: keyfunc.APIKey("X-API-Key"), Limit: sluice.PerHour(2)},
 	)
 	next := &okHandler{}
 	// A generous budget, as in the tests below: under -race a cold store's
@@ -83,7 +83,7 @@ func TestEightMiddlewareInstancesOnRedis(t *testing.T) {
 func TestHugeIdentityGivesABoundedRedisKey(t *testing.T) {
 	srv := redistest.Start(t)
 	store := newRedisStore(t, srv.Addr)
-	set := rules.MustNew(rules.Rule{Name: "api-key", Key: keyfunc.Must(keyfunc.APIKey("X-API-Key")), KeyKind: "api_key", Limit: sluice.PerMinute(1)})
+	set := rules.MustNew(rules.Rule{Name: "api-key", Key: keyfunc.APIKey("X-API-Key"), Limit: sluice.PerMinute(1)})
 	h := middleware.Limit(store, set, middleware.WithBudget(5*time.Second))(&okHandler{})
 	huge := strings.Repeat("k", 1<<20)
 	for i, want := range []int{200, 429} {

@@ -15,9 +15,22 @@ import (
 // as for an admitted request). For an admitted request it is the exposed rule closest to its
 // limit: the fewest Remaining, then the longest ResetAfter.
 func Binding(matched []*Rule, results []sluice.Result, admitted bool) int {
+	return binding(results, admitted, func(i int) bool { return matched[i].Exposed() })
+}
+
+// BindingResult is [Binding] for results that all belong to exposed rules,
+// such as the policies of several limiters a request passed through: the
+// index of the binding result, or -1 for none.
+func BindingResult(results []sluice.Result, admitted bool) int {
+	return binding(results, admitted, nil)
+}
+
+// binding is Binding over the results for which exposed (nil: all)
+// reports true.
+func binding(results []sluice.Result, admitted bool, exposed func(i int) bool) int {
 	best := -1
-	for i, r := range matched {
-		if !r.Exposed() || (!admitted && results[i].Allowed) {
+	for i := range results {
+		if (exposed != nil && !exposed(i)) || (!admitted && results[i].Allowed) {
 			continue
 		}
 		if best < 0 || binds(results[i], results[best], admitted) {
@@ -26,26 +39,7 @@ func Binding(matched []*Rule, results []sluice.Result, admitted bool) int {
 	}
 	if best < 0 && !admitted {
 		// Only hidden rules denied: describe the exposed rules as they stand.
-		return Binding(matched, results, true)
-	}
-	return best
-}
-
-// BindingResult is [Binding] for results that all belong to exposed rules,
-// such as the policies of several limiters a request passed through: the
-// index of the binding result, or -1 for none.
-func BindingResult(results []sluice.Result, admitted bool) int {
-	best := -1
-	for i := range results {
-		if !admitted && results[i].Allowed {
-			continue
-		}
-		if best < 0 || binds(results[i], results[best], admitted) {
-			best = i
-		}
-	}
-	if best < 0 && !admitted {
-		return BindingResult(results, true)
+		return binding(results, true, exposed)
 	}
 	return best
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/ascii"
+	"github.com/sluicehq/sluice/keyfunc"
 )
 
 // Bypass exempts requests from a Set's rules: an office network, a
@@ -40,6 +41,15 @@ type Bypass struct {
 
 // bypassKind is the key kind of a bypass entry's buckets.
 const bypassKind = "bypass"
+
+// key is the entry's identity as a key function: the rule an entry holds
+// is decided by its own bucket key (see resolveBypass), never through it.
+func (b Bypass) key(r *http.Request) (string, error) {
+	if id, ok := b.Identify(r); ok && id != "" {
+		return id, nil
+	}
+	return "", fmt.Errorf("rules: bypass %q: %w", b.Name, keyfunc.ErrMissing)
+}
 
 // bypassEntry is a validated Bypass with the hidden rule its limit is
 // decided as.
@@ -97,7 +107,7 @@ func newBypassEntry(b Bypass) (bypassEntry, error) {
 	return bypassEntry{
 		src: b,
 		rule: Rule{
-			Name: b.Name, KeyKind: bypassKind, Limit: b.Limit, Algorithm: b.Algorithm,
+			Name: b.Name, Key: keyfunc.New(bypassKind, b.key), Limit: b.Limit, Algorithm: b.Algorithm,
 			Cost: 1, OnFail: b.OnFail, Hidden: true,
 		},
 	}, nil

@@ -12,7 +12,7 @@ import (
 )
 
 func TestWithBypass(t *testing.T) {
-	base := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), KeyKind: "ip", Limit: sluice.PerMinute(1)})
+	base := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(1)})
 	always := func(*http.Request) (string, bool) { return "x", true }
 	ok := rules.Bypass{Name: "ops", Identify: always, Limit: sluice.PerSecond(5)}
 	with, err := base.WithBypass(ok)

@@ -17,7 +17,7 @@ import (
 // New checks every rule once, when the set is built; the error names the
 // rule and the field.
 func ExampleNew() {
-	perIP := rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), KeyKind: "ip", Limit: sluice.PerMinute(100)}
+	perIP := rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(100)}
 
 	set, err := rules.New(perIP)
 	fmt.Println(set.Len(), err)
@@ -42,14 +42,14 @@ func ExampleNew() {
 // Resolve picks the rules a request matches and builds their hits. The
 // bucket key encodes the rule's name, its key kind and the identity.
 func ExampleSet_Resolve() {
-	apiKey := keyfunc.Must(keyfunc.APIKey("X-API-Key"))
+	apiKey := keyfunc.APIKey("X-API-Key")
 	set := rules.MustNew(
-		rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), KeyKind: "ip", Limit: sluice.PerMinute(100)},
+		rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(100)},
 		rules.Rule{
-			Name: "per-api-key", Key: apiKey, KeyKind: "api_key", Limit: sluice.PerMinute(20),
+			Name: "per-api-key", Key: apiKey, Limit: sluice.PerMinute(20),
 			Match: func(r *http.Request) bool { return r.Header.Get("X-API-Key") != "" },
 		},
-		rules.Rule{Name: "global", Key: keyfunc.Global(), KeyKind: "global", Limit: sluice.PerSecond(1000), Shadow: true},
+		rules.Rule{Name: "global", Key: keyfunc.Global(), Limit: sluice.PerSecond(1000), Shadow: true},
 	)
 
 	var m rules.Matched // reusable across requests
@@ -94,8 +94,8 @@ func ExampleBinding() {
 	defer store.Close()
 
 	set := rules.MustNew(
-		rules.Rule{Name: "per-second", Key: keyfunc.ClientIP(), KeyKind: "ip", Limit: sluice.PerSecond(5)},
-		rules.Rule{Name: "per-minute", Key: keyfunc.ClientIP(), KeyKind: "ip", Limit: sluice.PerMinute(8)},
+		rules.Rule{Name: "per-second", Key: keyfunc.ClientIP(), Limit: sluice.PerSecond(5)},
+		rules.Rule{Name: "per-minute", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(8)},
 	)
 	r := httptest.NewRequest("GET", "/", nil)
 	r.RemoteAddr = "192.0.2.1:1234"

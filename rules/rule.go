@@ -53,14 +53,13 @@ type Rule struct {
 	// logs, and in its bucket keys. Required, unique within a Set,
 	// printable ASCII.
 	Name string
-	// Key returns the identity the rule counts by. Required. A key
-	// function error refuses the request (see the middleware package): a
-	// request the rule cannot key is never counted in a shared bucket.
-	Key keyfunc.KeyFunc
-	// KeyKind names what Key returns, such as "ip" or "user". It is part
-	// of the bucket key, so changing a rule's key function starts new
-	// buckets. Default: "custom".
-	KeyKind string
+	// Key returns the identity the rule counts by, and its kind, which is
+	// part of the bucket key (see [keyfunc.Key]). Required. A request
+	// without the identity (no API key header, no user) is skipped by the
+	// rule unless the key is [keyfunc.Key.Required]; any other key error
+	// refuses the request (see the middleware package): a request the
+	// rule cannot key is never counted in a shared bucket.
+	Key keyfunc.Key
 	// Limit is the rate enforced per identity. Required; see
 	// [sluice.Limit.Validate].
 	Limit sluice.Limit
@@ -112,7 +111,7 @@ func (r *Rule) Validate() error {
 		return fmt.Errorf("%w: a rule has no name", ErrInvalidRule)
 	case !ascii.Printable(r.Name):
 		return fail("name", "must be printable ASCII")
-	case r.Key == nil:
+	case r.Key.IsZero():
 		return fail("key", "no key function")
 	case !r.Algorithm.Valid():
 		return fail("algorithm", "unknown algorithm %d", r.Algorithm)

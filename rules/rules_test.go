@@ -13,8 +13,8 @@ import (
 	"github.com/sluicehq/sluice/rules"
 )
 
-func constKey(s string) keyfunc.KeyFunc {
-	return func(*http.Request) (string, error) { return s, nil }
+func constKey(s string) keyfunc.Key {
+	return keyfunc.New("const", func(*http.Request) (string, error) { return s, nil })
 }
 
 func TestNewValidates(t *testing.T) {
@@ -28,7 +28,7 @@ func TestNewValidates(t *testing.T) {
 		{"no rules", nil, "no rules"},
 		{"no name", []rules.Rule{with(func(r *rules.Rule) { r.Name = "" })}, "has no name"},
 		{"control character in name", []rules.Rule{with(func(r *rules.Rule) { r.Name = "a\nb" })}, `"a\nb": name`},
-		{"no key", []rules.Rule{with(func(r *rules.Rule) { r.Key = nil })}, `"ok": key`},
+		{"no key", []rules.Rule{with(func(r *rules.Rule) { r.Key = keyfunc.Key{} })}, `"ok": key`},
 		{"zero rate", []rules.Rule{with(func(r *rules.Rule) { r.Limit = sluice.PerMinute(0) })}, `"ok": limit: sluice: invalid limit: rate 0`},
 		{"period under 1ms", []rules.Rule{with(func(r *rules.Rule) { r.Limit = sluice.Per(1, time.Microsecond) })}, `"ok": limit`},
 		{"negative burst", []rules.Rule{with(func(r *rules.Rule) { r.Limit.Burst = -1 })}, `"ok": limit`},
@@ -57,7 +57,7 @@ func TestNewValidates(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	set := rules.MustNew(
-		rules.Rule{Name: "a", Key: constKey("id"), KeyKind: "ip", Limit: sluice.PerMinute(10)},
+		rules.Rule{Name: "a", Key: keyfunc.New("ip", constKey("id").Func()), Limit: sluice.PerMinute(10)},
 		rules.Rule{Name: "posts-only", Key: constKey("id"), Limit: sluice.PerMinute(5), Cost: 2, Shadow: true,
 			Match: func(r *http.Request) bool { return r.Method == http.MethodPost }},
 	)
@@ -71,13 +71,13 @@ func TestResolve(t *testing.T) {
 	if err := set.Resolve(httptest.NewRequest(http.MethodPost, "/", nil), &m); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Hits) != 2 || m.Hits[1].Cost != 2 || !m.Hits[1].Shadow || m.Hits[1].Key != rules.BucketKey("posts-only", "custom", "id") {
+	if len(m.Hits) != 2 || m.Hits[1].Cost != 2 || !m.Hits[1].Shadow || m.Hits[1].Key != rules.BucketKey("posts-only", "const", "id") {
 		t.Fatalf("POST: %+v", m)
 	}
 
-	failing := rules.MustNew(rules.Rule{Name: "ip", Key: func(*http.Request) (string, error) {
+	failing := rules.MustNew(rules.Rule{Name: "ip", Key: keyfunc.New("ip", func(*http.Request) (string, error) {
 		return "", keyfunc.ErrNoKey
-	}, Limit: sluice.PerMinute(1)})
+	}), Limit: sluice.PerMinute(1)})
 	err := failing.Resolve(httptest.NewRequest(http.MethodGet, "/", nil), &m)
 	if !errors.Is(err, keyfunc.ErrNoKey) || !strings.Contains(err.Error(), `rule "ip"`) {
 		t.Fatalf("err = %v, want ErrNoKey naming the rule", err)

@@ -32,9 +32,6 @@ func New(rules ...Rule) (*Set, error) {
 			return nil, fmt.Errorf("%w %q: name: used by two rules", ErrInvalidRule, r.Name)
 		}
 		seen[r.Name] = true
-		if r.KeyKind == "" {
-			r.KeyKind = "custom"
-		}
 		if r.Cost == 0 {
 			r.Cost = 1
 		}
@@ -75,7 +72,8 @@ type Matched struct {
 }
 
 // Resolve appends to m the rules r matches and their hits, in the set's
-// order. When a bypass entry identifies r, m holds that entry's limit
+// order. A rule whose key finds no identity in r (see [keyfunc.Key]) is
+// left out, unless its key is required. When a bypass entry identifies r, m holds that entry's limit
 // instead, and m.Bypass names it (see [Set.WithBypass]). A key function's error is returned wrapped, naming the rule; it
 // wraps [keyfunc.ErrNoKey] when the key function's error does.
 //
@@ -97,8 +95,11 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 		if rule.Match != nil && !rule.Match(r) {
 			continue
 		}
-		id, err := rule.Key(r)
+		id, err := rule.Key.Identity(r)
 		if err != nil {
+			if rule.Key.Skips(err) {
+				continue // no identity: the rule does not apply
+			}
 			return fmt.Errorf("rules: rule %q: %w", rule.Name, err)
 		}
 		cost := rule.Cost
@@ -115,7 +116,7 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 		m.Rules = append(m.Rules, rule)
 		m.Hits = append(m.Hits, sluice.Hit{
 			Lease:     lease,
-			Key:       BucketKey(rule.Name, rule.KeyKind, id),
+			Key:       BucketKey(rule.Name, rule.Key.Kind(), id),
 			Limit:     rule.Limit,
 			Algorithm: rule.Algorithm,
 			Cost:      cost,

@@ -55,10 +55,9 @@ func main() {
 // buckets even though they share the store.
 func perIP(store sluice.Store, name string, limit sluice.Limit) func(http.Handler) http.Handler {
 	set := rules.MustNew(rules.Rule{
-		Name:    name,
-		Key:     keyfunc.ClientIP(), // the TCP peer: right when clients connect directly
-		KeyKind: "ip",
-		Limit:   limit,
+		Name:  name,
+		Key:   keyfunc.ClientIP(), // the TCP peer: right when clients connect directly
+		Limit: limit,
 	})
 	return middleware.Limit(store, set)
 }

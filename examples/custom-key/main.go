@@ -1,7 +1,6 @@
 // Command custom-key shows rate limits keyed by custom key functions: a
 // tenant taken from the request's subdomain and validated, the tenant
-// joined with the client IP, and a key function written for
-// github.com/go-chi/httprate plugged in unchanged.
+// joined with the client IP, and the tenant joined with the route.
 //
 //	go run ./examples/custom-key              # listens on :8080
 //	go run ./examples/custom-key -addr :9090
@@ -40,7 +39,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/httprate"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/middleware"
@@ -78,7 +76,9 @@ var tenants = map[string]bool{"acme": true, "globex": true}
 var errNoTenant = fmt.Errorf("%w: no known tenant in the Host header", keyfunc.ErrNoKey)
 
 // tenantKey is a custom keyfunc.KeyFunc: the tenant is the first label of
-// the host name, as in acme.example.com.
+// the host name, as in acme.example.com. Rules use it as
+// keyfunc.New("tenant", tenantKey), whose kind "tenant" names it in the
+// bucket keys.
 //
 // The Host header is chosen by the client, so the key is validated: host
 // names are case-insensitive and may end in a dot, so ACME.example.com. is
@@ -100,29 +100,20 @@ func tenantKey(r *http.Request) (string, error) {
 
 // newRouter returns the example's routes, limited on store.
 func newRouter(store sluice.Store) (http.Handler, error) {
-	perTenantIP, err := keyfunc.Join(tenantKey, keyfunc.ClientIP())
-	if err != nil {
-		return nil, err
-	}
-	// httprate.KeyByEndpoint is an httprate.KeyFunc; keyfunc.KeyFunc is a
-	// type alias of the same signature, so it plugs in unchanged. It keys
-	// on the raw URL path, which is safe only where the path cannot vary:
-	// in a limiter that runs after routing (Group, With) on static routes.
-	// Anywhere else use chikey.Endpoint, which keys on the route pattern.
-	perTenantReport, err := keyfunc.Join(tenantKey, httprate.KeyByEndpoint)
-	if err != nil {
-		return nil, err
-	}
+	tenant := keyfunc.New("tenant", tenantKey)
+	// keyfunc.Endpoint reads the route pattern chi sets after routing,
+	// where the report limiter runs (a Group's middleware).
+	perTenantReport := keyfunc.Join(tenant, keyfunc.Endpoint())
 
 	everywhere, err := rules.New(
-		rules.Rule{Name: "per-tenant", Key: tenantKey, KeyKind: "tenant", Limit: sluice.PerMinute(100)},
-		rules.Rule{Name: "per-tenant-ip", Key: perTenantIP, KeyKind: "tenant_ip", Limit: sluice.PerMinute(20)},
+		rules.Rule{Name: "per-tenant", Key: tenant, Limit: sluice.PerMinute(100)},
+		rules.Rule{Name: "per-tenant-ip", Key: keyfunc.Join(tenant, keyfunc.ClientIP()), Limit: sluice.PerMinute(20)},
 	)
 	if err != nil {
 		return nil, err
 	}
 	reports, err := rules.New(
-		rules.Rule{Name: "report", Key: perTenantReport, KeyKind: "tenant_endpoint", Limit: sluice.PerMinute(3)},
+		rules.Rule{Name: "report", Key: perTenantReport, Limit: sluice.PerMinute(3)},
 	)
 	if err != nil {
 		return nil, err

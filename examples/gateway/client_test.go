@@ -88,7 +88,7 @@ func (s *simTime) advanceLocked() {
 
 // tinyRules limits every client of the demo, together, to 2 a second.
 func tinyRules(chi.Routes) (middleware.Source, error) {
-	return rules.New(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), KeyKind: "ip", Limit: sluice.PerSecond(2)})
+	return rules.New(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerSecond(2)})
 }
 
 // convergence is what N clients saw against the tiny limit.

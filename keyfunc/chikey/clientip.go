@@ -34,10 +34,10 @@ func ClientIPAddr(r *http.Request) (netip.Addr, error) {
 
 var errNoChiIP = keyfuncError("no client IP in the request context: install a chi middleware.ClientIPFrom* before the limiter")
 
-// ClientIP returns a KeyFunc keyed on the address [ClientIPAddr] reads,
+// ClientIP returns the Key, of kind "ip", keyed on the address [ClientIPAddr] reads,
 // IPv6 grouped by /64. For another grouping use
 // keyfunc.IP(keyfunc.IPConfig{Resolver: chikey.ClientIPAddr, IPv6Prefix: n}).
-func ClientIP() keyfunc.KeyFunc {
+func ClientIP() keyfunc.Key {
 	return keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{Resolver: ClientIPAddr}))
 }
 

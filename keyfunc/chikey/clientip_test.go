@@ -37,7 +37,7 @@ func TestClientIPFromChiMiddleware(t *testing.T) {
 			if tc.mw != nil {
 				r.Use(tc.mw)
 			}
-			r.Get("/", func(_ http.ResponseWriter, req *http.Request) { key, err = chikey.ClientIP()(req) })
+			r.Get("/", func(_ http.ResponseWriter, req *http.Request) { key, err = chikey.ClientIP().Identity(req) })
 			req := httptest.NewRequest("GET", "/", nil)
 			req.RemoteAddr = tc.remote
 			if tc.xff != "" {

@@ -9,7 +9,7 @@ import (
 	"github.com/sluicehq/sluice/keyfunc"
 )
 
-// Endpoint returns a KeyFunc whose key is the method and the full chi route
+// Endpoint returns the Key, of kind "endpoint", whose identity is the method and the full chi route
 // pattern of the request, e.g. "GET /api/users/{id}" (see
 // keyfunc.EndpointKey), never the raw path. Requests no route matches (404,
 // 405, methods chi does not know) get the keyfunc.Unmatched key, such as
@@ -39,9 +39,9 @@ import (
 //
 // Without a routing context and with a nil router, the KeyFunc fails with an
 // error wrapping keyfunc.ErrNoKey.
-func Endpoint(router chi.Routes) keyfunc.KeyFunc {
+func Endpoint(router chi.Routes) keyfunc.Key {
 	var stubs stubCache
-	return func(r *http.Request) (string, error) {
+	return keyfunc.New("endpoint", func(r *http.Request) (string, error) {
 		routes := router
 		method := r.Method
 		routePath := ""
@@ -68,7 +68,7 @@ func Endpoint(router chi.Routes) keyfunc.KeyFunc {
 		pattern := routes.Find(rc, method, routePath)
 		pattern = stubs.get(routes).resolve(rc, method, pattern)
 		return keyfunc.EndpointKey(method, normalize(pattern)), nil
-	}
+	})
 }
 
 var errNoRouter = keyfuncError("no chi router: pass the router to chikey.Endpoint or install the limiter inside it")

@@ -19,18 +19,18 @@ import (
 // recorder is a limiter stand-in: middleware that records, per test case,
 // the key its KeyFunc gives.
 type recorder struct {
-	fn   keyfunc.KeyFunc
+	fn   keyfunc.Key
 	mu   sync.Mutex
 	keys map[string]string
 }
 
-func newRecorder(fn keyfunc.KeyFunc) *recorder {
+func newRecorder(fn keyfunc.Key) *recorder {
 	return &recorder{fn: fn, keys: map[string]string{}}
 }
 
 func (rec *recorder) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		k, err := rec.fn(r)
+		k, err := rec.fn.Identity(r)
 		if err != nil {
 			k = "error: " + err.Error()
 		}
@@ -47,7 +47,7 @@ func (rec *recorder) wrap(next http.Handler) http.Handler {
 var routedKeys sync.Map
 
 func handler(w http.ResponseWriter, r *http.Request) {
-	k, err := keyfunc.Endpoint()(r)
+	k, err := keyfunc.Endpoint().Identity(r)
 	if err != nil {
 		k = "error: " + err.Error()
 	}
@@ -185,7 +185,7 @@ func checkKeys(t *testing.T, rec *recorder, only func(routeCase) bool) {
 // TestEndpointGlobalUse is the main case: the limiter installed globally
 // with r.Use runs before chi has routed the request.
 func TestEndpointGlobalUse(t *testing.T) {
-	rec := newRecorder(nil)
+	rec := newRecorder(keyfunc.Key{})
 	r := newRouter(rec.wrap, nil, nil)
 	rec.fn = chikey.Endpoint(r)
 	serve(t, r)
@@ -212,7 +212,7 @@ func TestEndpointAroundRouter(t *testing.T) {
 // where chi's RoutePattern and r.Pattern are only the mount point. The
 // sub-router is passed, but the request's top-level router is used.
 func TestEndpointInSubRouterUse(t *testing.T) {
-	rec := newRecorder(nil)
+	rec := newRecorder(keyfunc.Key{})
 	r := newRouter(nil, rec.wrap, nil)
 	rec.fn = chikey.Endpoint(chi.NewRouter()) // a wrong router is overridden
 	serve(t, r)
@@ -235,7 +235,7 @@ func TestEndpointHonoursRoutingOverrides(t *testing.T) {
 	r.Use(func(next http.Handler) http.Handler {
 		fn := chikey.Endpoint(nil)
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			k, err := fn(req)
+			k, err := fn.Identity(req)
 			if err != nil {
 				k = err.Error()
 			}
@@ -254,7 +254,7 @@ func TestEndpointHonoursRoutingOverrides(t *testing.T) {
 }
 
 func TestEndpointNoRouter(t *testing.T) {
-	_, err := chikey.Endpoint(nil)(httptest.NewRequest("GET", "/", nil))
+	_, err := chikey.Endpoint(nil).Identity(httptest.NewRequest("GET", "/", nil))
 	if !errors.Is(err, keyfunc.ErrNoKey) {
 		t.Fatalf("error %v, want ErrNoKey", err)
 	}

@@ -20,7 +20,7 @@ func ExampleEndpoint() {
 	r.Use(func(next http.Handler) http.Handler { // stands in for the limiter
 		key := chikey.Endpoint(r)
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			k, _ := key(req)
+			k, _ := key.Identity(req)
 			fmt.Println(req.URL.Path, "=>", k)
 			next.ServeHTTP(w, req)
 		})
@@ -45,9 +45,9 @@ func ExampleEndpoint() {
 func ExampleClientIP() {
 	r := chi.NewRouter()
 	r.Use(middleware.ClientIPFromXFF("10.0.0.0/8"))
-	key := keyfunc.Must(keyfunc.Join(chikey.ClientIP(), chikey.Endpoint(r)))
+	key := keyfunc.Join(chikey.ClientIP(), chikey.Endpoint(r))
 	r.Get("/users/{id}", func(_ http.ResponseWriter, req *http.Request) {
-		fmt.Println(key(req))
+		fmt.Println(key.Identity(req))
 	})
 
 	req := httptest.NewRequest("GET", "/users/7", nil)

@@ -49,7 +49,7 @@ func FuzzEndpointMatchesRouting(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, method, path string) {
 		req := &http.Request{Method: method, URL: &url.URL{Path: path}, Header: http.Header{}}
-		got, err := key(req)
+		got, err := key.Identity(req)
 		if err != nil {
 			t.Fatalf("error %v", err)
 		}

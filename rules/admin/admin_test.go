@@ -72,10 +72,10 @@ func (b *syncBuffer) String() string {
 }
 
 var testRules = rules.MustNew(
-	rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), KeyKind: "ip", Limit: sluice.PerMinute(3)},
-	rules.Rule{Name: "per-ip-hourly", Key: keyfunc.ClientIP(), KeyKind: "ip", Limit: sluice.PerHour(100), Algorithm: sluice.SlidingLog},
-	rules.Rule{Name: "per-key", Key: keyfunc.Must(keyfunc.APIKey("X-API-Key")), KeyKind: "api_key", Limit: sluice.PerMinute(10), Match: func(r *http.Request) bool { return r.Header.Get("X-API-Key") != "" }},
-	rules.Rule{Name: "global", Key: keyfunc.Global(), KeyKind: "global", Limit: sluice.PerSecond(1000)},
+	rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(3)},
+	rules.Rule{Name: "per-ip-hourly", Key: keyfunc.ClientIP(), Limit: sluice.PerHour(100), Algorithm: sluice.SlidingLog},
+	rules.Rule{Name: "per-key", Key: keyfunc.APIKey("X-API-Key"), Limit: sluice.PerMinute(10), Match: func(r *http.Request) bool { return r.Header.Get("X-API-Key") != "" }},
+	rules.Rule{Name: "global", Key: keyfunc.Global(), Limit: sluice.PerSecond(1000)},
 )
 
 // fixture is an API limited by testRules and the admin handler over the
@@ -253,6 +253,7 @@ func TestBadInputIsRefusedBeforeTheStore(t *testing.T) {
 		{"/inspect", `{"rule":"no-such-rule","identity":"127.0.0.1"}`, 404, "no rule named"},
 		{"/reset", `{"kind":"user","identity":"alice"}`, 404, "no rule keys on"},
 		{"/nowhere", `{}`, 404, "routes"},
+		{"/rules", `{}`, 405, "takes GET"},
 	} {
 		t.Run(tc.path+" "+tc.body[:min(len(tc.body), 40)], func(t *testing.T) {
 			status, ct, raw := f.post(t, tc.path, tc.body)

@@ -23,7 +23,7 @@ func ExampleNew() {
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock})
 	defer store.Close()
-	set := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), KeyKind: "ip", Limit: sluice.PerMinute(2)})
+	set := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(2)})
 
 	// The client at 192.0.2.7 spends its limit (here straight in the store).
 	hit := sluice.Hit{Key: rules.BucketKey("per-ip", "ip", "192.0.2.7"), Limit: sluice.PerMinute(2), Cost: 2}

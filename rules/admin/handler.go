@@ -68,11 +68,19 @@ func New(store sluice.Store, src Source, opts ...Option) (http.Handler, error) {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, pattern := h.mux.Handler(r); pattern == "" {
+		if allow, ok := routes[r.URL.Path]; ok {
+			w.Header().Set("Allow", allow)
+			writeProblem(w, http.StatusMethodNotAllowed, "Method Not Allowed", r.URL.Path+" takes "+allow)
+			return
+		}
 		writeProblem(w, http.StatusNotFound, "Not Found", "routes: GET /rules, POST /inspect, POST /reset")
 		return
 	}
 	h.mux.ServeHTTP(w, r)
 }
+
+// routes maps each path to its method.
+var routes = map[string]string{"/rules": http.MethodGet, "/inspect": http.MethodPost, "/reset": http.MethodPost}
 
 // query is the body of /inspect and /reset.
 type query struct {
@@ -167,15 +175,15 @@ func (h *handler) resolve(q query) (ms []match, status int, detail string) {
 	all := set.Rules()
 	for i := range all {
 		rule := &all[i]
-		if q.Rule != "" && rule.Name != q.Rule || q.Kind != "" && rule.KeyKind != q.Kind {
+		if q.Rule != "" && rule.Name != q.Rule || q.Kind != "" && rule.Key.Kind() != q.Kind {
 			continue
 		}
-		id, err := h.parseIdentity(rule.KeyKind, q.Identity)
+		id, err := h.parseIdentity(rule.Key.Kind(), q.Identity)
 		if err != nil {
-			return nil, http.StatusBadRequest, fmt.Sprintf("rule %q keys on %s: malformed identity: %v", rule.Name, rule.KeyKind, err)
+			return nil, http.StatusBadRequest, fmt.Sprintf("rule %q keys on %s: malformed identity: %v", rule.Name, rule.Key.Kind(), err)
 		}
 		ms = append(ms, match{rule: rule, id: id, hit: sluice.Hit{
-			Key:       rules.BucketKey(rule.Name, rule.KeyKind, id),
+			Key:       rules.BucketKey(rule.Name, rule.Key.Kind(), id),
 			Limit:     rule.Limit,
 			Algorithm: rule.Algorithm,
 			Cost:      rule.Cost,
@@ -204,7 +212,7 @@ func (h *handler) inspect(ctx context.Context, ms []match) ([]Bucket, error) {
 	out := make([]Bucket, len(ms))
 	for i, m := range ms {
 		out[i] = Bucket{
-			Rule: m.rule.Name, Kind: m.rule.KeyKind, Identity: m.id,
+			Rule: m.rule.Name, Kind: m.rule.Key.Kind(), Identity: m.id,
 			Limit: m.rule.Limit.String(), Algorithm: m.rule.Algorithm.String(),
 			Cost: m.hit.Units(), Shadow: m.rule.Shadow,
 			Allowed: res[i].Allowed, Remaining: res[i].Remaining,
@@ -220,7 +228,7 @@ func (h *handler) audit(ctx context.Context, r *http.Request, ms []match) {
 	for _, m := range ms {
 		h.log.LogAttrs(ctx, slog.LevelInfo, "admin: bucket reset",
 			slog.String("rule", m.rule.Name),
-			slog.String("kind", m.rule.KeyKind),
+			slog.String("kind", m.rule.Key.Kind()),
 			slog.String("identity_hash", h.hash(m.id)),
 			slog.String("remote_addr", r.RemoteAddr))
 		if ro != nil {
@@ -259,7 +267,7 @@ func (h *handler) listRules(w http.ResponseWriter, _ *http.Request) {
 	all := h.src.Current().Rules()
 	out := make([]RuleInfo, len(all))
 	for i, r := range all {
-		out[i] = RuleInfo{Name: r.Name, Kind: r.KeyKind, Limit: r.Limit.String(), Algorithm: r.Algorithm.String(), Cost: r.Cost, Shadow: r.Shadow}
+		out[i] = RuleInfo{Name: r.Name, Kind: r.Key.Kind(), Limit: r.Limit.String(), Algorithm: r.Algorithm.String(), Cost: r.Cost, Shadow: r.Shadow}
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Rules []RuleInfo `json:"rules"`

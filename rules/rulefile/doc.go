@@ -12,6 +12,7 @@
 //	rules:
 //	  - name: per-ip               # required, unique
 //	    key: ip                    # required, see below
+//	    key_required: false        # true: a request without the identity gets 400, not a skip
 //	    limit: {rate: 100, per: 1m, burst: 200}   # burst optional (token_bucket only)
 //	    algorithm: token_bucket    # or sliding_window, fixed_window, sliding_log
 //	    cost: 1                    # optional, default 1
@@ -42,8 +43,10 @@
 // [LoadConfig].User), endpoint (the route pattern, from
 // [LoadConfig].Endpoint), header:NAME, global, or a name registered in
 // [LoadConfig].Keys. A rule keyed on an identity a request may lack (an
-// API key, a header, a user) applies only to requests that carry it; its
-// key kind is the rules.Rule.KeyKind of the same rule written in Go, so moving rules
+// API key, a header, a user) applies only to requests that carry it, as
+// the same rule written in Go does; with key_required: true a request
+// without it is refused instead (400, as [keyfunc.Key.Required]). The key
+// kind is the [keyfunc.Key.Kind] of the same key in Go, so moving rules
 // between Go and a file keeps their buckets.
 //
 // A rule with plans applies to requests whose plan ([LoadConfig].Plan) is

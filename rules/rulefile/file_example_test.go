@@ -41,7 +41,7 @@ rules:
 		panic(err)
 	}
 	for _, r := range set.Rules() {
-		fmt.Printf("%-12s key=%-8s limit=%-16v on_fail=%v\n", r.Name, r.KeyKind, r.Limit, r.OnFail)
+		fmt.Printf("%-12s key=%-8s limit=%-16v on_fail=%v\n", r.Name, r.Key.Kind(), r.Limit, r.OnFail)
 	}
 
 	req := httptest.NewRequest("GET", "/", nil)

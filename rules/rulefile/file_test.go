@@ -36,7 +36,7 @@ func testConfig() rulefile.LoadConfig {
 	return rulefile.LoadConfig{
 		User: userFrom,
 		Plan: func(r *http.Request) string { return r.Header.Get("X-Plan") },
-		Keys: map[string]keyfunc.KeyFunc{"tenant": keyfunc.Must(keyfunc.Header("X-Tenant"))},
+		Keys: map[string]keyfunc.Key{"tenant": keyfunc.Header("X-Tenant")},
 	}
 }
 
@@ -45,7 +45,7 @@ func describe(s *rules.Set) string {
 	var b strings.Builder
 	for _, r := range s.Rules() {
 		fmt.Fprintf(&b, "rule %s: key=%s limit=%v algorithm=%v cost=%d max_cost=%d on_fail=%v shadow=%v hidden=%v match=%v\n",
-			r.Name, r.KeyKind, r.Limit, r.Algorithm, r.Cost, r.MaxCost, r.OnFail, r.Shadow, r.Hidden, r.Match != nil)
+			r.Name, r.Key.Kind(), r.Limit, r.Algorithm, r.Cost, r.MaxCost, r.OnFail, r.Shadow, r.Hidden, r.Match != nil)
 	}
 	for _, e := range s.BypassEntries() {
 		fmt.Fprintf(&b, "bypass %s\n", e.Name)

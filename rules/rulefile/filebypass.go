@@ -101,7 +101,7 @@ func (d *decoder) identities(n *yaml.Node, f map[string]*yaml.Node, fb *fileBypa
 		}
 	}
 	if v, ok := f["users"]; ok {
-		if d.env.user == nil {
+		if d.env.user.IsZero() {
 			return d.fail(deref(v), "users", "needs the signed-in user: set LoadConfig.User")
 		}
 		list, err := d.list(v, "users", false, checkUser)

@@ -150,8 +150,8 @@ func TestRouteUnknownFailsClosed(t *testing.T) {
 }
 
 // Rules keyed on an identity a request may lack (an API key, a header, a
-// user) apply only to requests that carry it; one carried badly is a key
-// error, never a skip.
+// user) apply only to requests that carry it, unless key_required is set;
+// one carried badly is a key error, never a skip.
 func TestKeysAndPresence(t *testing.T) {
 	set := mustParse(t, `
 rules:
@@ -190,9 +190,22 @@ rules:
 	if err := set.Resolve(twice.build(), &m); !errors.Is(err, keyfunc.ErrNoKey) || !strings.Contains(err.Error(), `"per-key"`) {
 		t.Fatalf("API key sent twice: err = %v", err)
 	}
+	// A registered key that reports a missing identity is skipped too.
 	custom := httptest.NewRequest("PUT", "/t", nil)
-	if err := set.Resolve(custom, &m); !errors.Is(err, keyfunc.ErrNoKey) || !strings.Contains(err.Error(), `"per-custom"`) {
-		t.Fatalf("custom key without its header: err = %v", err)
+	if got := matched(t, set, custom); !slices.Equal(got, []string{"per-ip", "all"}) {
+		t.Fatalf("custom key without its header: %v", got)
+	}
+	// key_required: a request without the identity is a key error.
+	required := mustParse(t, `
+rules:
+  - {name: per-ip, key: ip, limit: {rate: 5, per: 1m}}
+  - {name: per-key, key: api_key, key_required: true, limit: {rate: 5, per: 1m}}
+`, testConfig())
+	if err := required.Resolve(anon.build(), &m); !errors.Is(err, keyfunc.ErrMissing) || !strings.Contains(err.Error(), `"per-key"`) {
+		t.Fatalf("required API key missing: err = %v", err)
+	}
+	if got := matched(t, required, full.build()); !slices.Equal(got, []string{"per-ip", "per-key"}) {
+		t.Fatalf("required API key present: %v", got)
 	}
 }
 
@@ -221,10 +234,10 @@ func TestLoadConfigRequirements(t *testing.T) {
 	}
 	valid := []byte("rules:\n  - {name: p, key: ip, limit: {rate: 1, per: 1s}}\n")
 	for name, cfg := range map[string]rulefile.LoadConfig{
-		"builtin_name":  {Keys: map[string]keyfunc.KeyFunc{"ip": keyfunc.Global()}},
-		"header_name":   {Keys: map[string]keyfunc.KeyFunc{"header:x": keyfunc.Global()}},
-		"upper_case":    {Keys: map[string]keyfunc.KeyFunc{"Tenant": keyfunc.Global()}},
-		"nil_func":      {Keys: map[string]keyfunc.KeyFunc{"tenant": nil}},
+		"builtin_name":  {Keys: map[string]keyfunc.Key{"ip": keyfunc.Global()}},
+		"header_name":   {Keys: map[string]keyfunc.Key{"header:x": keyfunc.Global()}},
+		"upper_case":    {Keys: map[string]keyfunc.Key{"Tenant": keyfunc.Global()}},
+		"zero_key":      {Keys: map[string]keyfunc.Key{"tenant": {}}},
 		"ipv6_prefix":   {IPv6Prefix: 8},
 		"api_key_space": {APIKeyHeader: "X API Key"},
 	} {
@@ -237,8 +250,8 @@ func TestLoadConfigRequirements(t *testing.T) {
 // Custom keys may not return an empty identity: keyfunc.Strict turns it
 // into a key error rather than a bucket shared by everyone.
 func TestCustomKeyIsStrict(t *testing.T) {
-	cfg := rulefile.LoadConfig{Keys: map[string]keyfunc.KeyFunc{
-		"tenant": func(*http.Request) (string, error) { return "", nil },
+	cfg := rulefile.LoadConfig{Keys: map[string]keyfunc.Key{
+		"tenant": keyfunc.New("any", func(*http.Request) (string, error) { return "", nil }),
 	}}
 	set := mustParse(t, "rules:\n  - {name: t, key: tenant, limit: {rate: 1, per: 1s}}\n", cfg)
 	var m rules.Matched
@@ -272,7 +285,7 @@ rules:
 // Go, so moving rules into a file keeps the clients' buckets.
 func TestFileRulesShareBucketsWithGoRules(t *testing.T) {
 	set := mustParse(t, "rules:\n  - {name: per-ip, key: ip, limit: {rate: 100, per: 1m}}\n", rulefile.LoadConfig{})
-	goSet := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), KeyKind: "ip", Limit: set.Rules()[0].Limit})
+	goSet := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: set.Rules()[0].Limit})
 	r := httptest.NewRequest("GET", "/", nil)
 	var a, b rules.Matched
 	if err := set.Resolve(r, &a); err != nil {

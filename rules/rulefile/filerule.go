@@ -2,6 +2,7 @@ package rulefile
 
 import (
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
 )
@@ -20,11 +21,9 @@ func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]
 		return rules.Rule{}, false, err
 	}
 	d.name = r.Name
-	ks, err := d.key(n, f["key"])
-	if err != nil {
+	if r.Key, err = d.key(n, f["key"]); err != nil {
 		return rules.Rule{}, false, err
 	}
-	r.Key, r.KeyKind = ks.fn, ks.kind
 	if err := d.ruleLimit(n, f, &r); err != nil {
 		return rules.Rule{}, false, err
 	}
@@ -32,7 +31,7 @@ func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]
 	if err != nil {
 		return rules.Rule{}, false, err
 	}
-	m := &matcher{env: d.env, present: ks.present}
+	m := &matcher{env: d.env}
 	if err := d.match(f["match"], f["plans"], m); err != nil {
 		return rules.Rule{}, false, err
 	}
@@ -80,23 +79,30 @@ func (d *decoder) ruleFlags(f map[string]*yaml.Node, defs fileDefaults, r *rules
 	if r.Shadow, err = d.optBool(f["shadow"], "shadow", r.Shadow); err != nil {
 		return false, err
 	}
+	required, err := d.optBool(f["key_required"], "key_required", false)
+	if err != nil {
+		return false, err
+	}
+	if required {
+		r.Key = r.Key.Required()
+	}
 	return d.optBool(f["enabled"], "enabled", true)
 }
 
 // key reads a rule's key field.
-func (d *decoder) key(rule, n *yaml.Node) (keySpec, error) {
+func (d *decoder) key(rule, n *yaml.Node) (keyfunc.Key, error) {
 	if n == nil {
-		return keySpec{}, d.fail(rule, "key", "missing (one of %s, or a name registered in LoadConfig.Keys)", "ip, user, api_key, user_endpoint, endpoint, header:NAME, global")
+		return keyfunc.Key{}, d.fail(rule, "key", "missing (one of %s, or a name registered in LoadConfig.Keys)", "ip, user, api_key, user_endpoint, endpoint, header:NAME, global")
 	}
 	s, err := d.str(n, "key")
 	if err != nil {
-		return keySpec{}, err
+		return keyfunc.Key{}, err
 	}
-	ks, err := d.env.keySpec(s)
+	k, err := d.env.keySpec(s)
 	if err != nil {
-		return keySpec{}, d.fail(deref(n), "key", "%v", err)
+		return keyfunc.Key{}, d.fail(deref(n), "key", "%v", err)
 	}
-	return ks, nil
+	return k, nil
 }
 
 // maxCost reads max_cost, which must not be below the cost.

@@ -2,56 +2,43 @@ package rulefile
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/sluicehq/sluice/keyfunc"
 )
 
-// keySpec is what a rule file's key field resolves to.
-type keySpec struct {
-	kind string          // the rule's KeyKind
-	fn   keyfunc.KeyFunc // the rule's Key
-	// present reports whether a request carries the identity at all; a
-	// rule whose identity is absent does not apply (nil: always applies).
-	// An identity that is present but unusable (a header sent twice) is a
-	// key error, never a skip.
-	present func(*http.Request) bool
-}
-
 // keySpec resolves a key field's value. The error says what is wrong,
-// without the location.
-func (e *env) keySpec(s string) (keySpec, error) {
+// without the location. A key whose identity a request may lack (an API
+// key, a header, a user) reports it as missing (keyfunc.ErrMissing), so the
+// rule skips such requests unless key_required is set.
+func (e *env) keySpec(s string) (keyfunc.Key, error) {
 	switch s {
 	case "ip":
-		return keySpec{kind: s, fn: e.ip}, nil
+		return e.ip, nil
 	case "global":
-		return keySpec{kind: s, fn: keyfunc.Global()}, nil
+		return keyfunc.Global(), nil
 	case "endpoint":
-		return keySpec{kind: s, fn: e.endpoint}, nil
+		return e.endpoint, nil
 	case "api_key":
-		return keySpec{kind: s, fn: e.apiKey, present: hasHeader(e.apiHeader)}, nil
+		return e.apiKey, nil
 	case "user", "user_endpoint":
-		if e.user == nil {
-			return keySpec{}, fmt.Errorf("%s needs the signed-in user: set LoadConfig.User", s)
+		if e.user.IsZero() {
+			return keyfunc.Key{}, fmt.Errorf("%s needs the signed-in user: set LoadConfig.User", s)
 		}
-		fn := e.user
 		if s == "user_endpoint" {
-			fn = e.userEndpoint
+			return e.userEndpoint, nil
 		}
-		return keySpec{kind: s, fn: fn, present: e.hasUser}, nil
+		return e.user, nil
 	}
 	if name, ok := strings.CutPrefix(s, "header:"); ok {
-		fn, err := keyfunc.Header(name)
-		if err != nil {
-			return keySpec{}, fmt.Errorf("%q: not a valid header name", name)
+		if err := keyfunc.CheckHeaderName(name); err != nil {
+			return keyfunc.Key{}, fmt.Errorf("%q: not a valid header name", name)
 		}
-		canonical := http.CanonicalHeaderKey(name)
-		return keySpec{kind: "header:" + canonical, fn: fn, present: hasHeader(canonical)}, nil
+		return keyfunc.Header(name), nil
 	}
-	if fn, ok := e.custom[s]; ok {
-		return keySpec{kind: s, fn: fn}, nil
+	if k, ok := e.custom[s]; ok {
+		return k, nil
 	}
-	return keySpec{}, fmt.Errorf("unknown key kind %q (built in: %s; registered in LoadConfig.Keys: %s)",
+	return keyfunc.Key{}, fmt.Errorf("unknown key kind %q (built in: %s; registered in LoadConfig.Keys: %s)",
 		s, strings.Join(builtinKinds, ", "), e.customNames())
 }

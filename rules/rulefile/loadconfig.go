@@ -46,17 +46,19 @@ type LoadConfig struct {
 	Plan func(*http.Request) string
 	// Endpoint returns a request's endpoint key in the format of
 	// [keyfunc.EndpointKey] ("GET /users/{id}"), for endpoint and
-	// user_endpoint keys and for match.routes. nil means
+	// user_endpoint keys and for match.routes. The zero Key means
 	// [keyfunc.Endpoint], which reads r.Pattern and so works only after
 	// routing (chi's r.With, a handler wrapped on its own). Where the
 	// limiter runs before routing, as with chi's r.Use or in front of an
 	// http.ServeMux, pass chikey.Endpoint(router) or
 	// [keyfunc.EndpointFromMux](mux).
-	Endpoint keyfunc.KeyFunc
-	// Keys registers custom key functions under names a rule's key field
-	// may use. A name is lower-case letters, digits, '_' and '-', and is
-	// not a built-in kind. Each function is wrapped with [keyfunc.Strict].
-	Keys map[string]keyfunc.KeyFunc
+	Endpoint keyfunc.Key
+	// Keys registers custom keys under names a rule's key field may use.
+	// A name is lower-case letters, digits, '_' and '-', and is not a
+	// built-in kind; it is the kind of the rules' buckets. Each key's
+	// function is wrapped with [keyfunc.Strict]; a key that is
+	// [keyfunc.Key.Required] stays so.
+	Keys map[string]keyfunc.Key
 }
 
 // builtinKinds are the key kinds a rule file knows without registration;
@@ -66,44 +68,51 @@ var builtinKinds = []string{"ip", "user", "api_key", "user_endpoint", "endpoint"
 // env is a LoadConfig resolved into the key functions a file's rules use.
 type env struct {
 	cfg          LoadConfig
-	ip           keyfunc.KeyFunc
+	ip           keyfunc.Key
 	apiHeader    string // canonical
-	apiKey       keyfunc.KeyFunc
-	user         keyfunc.KeyFunc // nil without cfg.User
-	endpoint     keyfunc.KeyFunc
-	userEndpoint keyfunc.KeyFunc // nil without cfg.User
-	custom       map[string]keyfunc.KeyFunc
+	apiKey       keyfunc.Key
+	user         keyfunc.Key // zero without cfg.User
+	endpoint     keyfunc.Key
+	userEndpoint keyfunc.Key // zero without cfg.User
+	custom       map[string]keyfunc.Key
 }
 
 func (c LoadConfig) env() (*env, error) {
-	e := &env{cfg: c, endpoint: c.Endpoint, apiHeader: c.APIKeyHeader}
-	if e.apiHeader == "" {
-		e.apiHeader = DefaultAPIKeyHeader
+	e := &env{cfg: c}
+	apiHeader := c.APIKeyHeader
+	if apiHeader == "" {
+		apiHeader = DefaultAPIKeyHeader
 	}
 	var err error
 	if e.ip, err = keyfunc.IP(keyfunc.IPConfig{Resolver: c.ClientIP, IPv6Prefix: c.IPv6Prefix}); err != nil {
 		return nil, fmt.Errorf("rulefile: LoadConfig.IPv6Prefix: %w", err)
 	}
-	if e.apiKey, err = keyfunc.APIKey(e.apiHeader); err != nil {
+	if err = keyfunc.CheckHeaderName(apiHeader); err != nil {
 		return nil, fmt.Errorf("rulefile: LoadConfig.APIKeyHeader: %w", err)
 	}
-	e.apiHeader = http.CanonicalHeaderKey(e.apiHeader)
-	if e.endpoint == nil {
-		e.endpoint = keyfunc.Endpoint()
+	e.apiKey = keyfunc.APIKey(apiHeader)
+	e.apiHeader = http.CanonicalHeaderKey(apiHeader)
+	e.endpoint = keyfunc.Endpoint()
+	if !c.Endpoint.IsZero() {
+		e.endpoint = keyfunc.New("endpoint", c.Endpoint.Func())
 	}
 	if c.User != nil {
-		e.user = keyfunc.Must(keyfunc.User(c.User))
-		e.userEndpoint = keyfunc.Must(keyfunc.Join(e.user, e.endpoint))
+		e.user = keyfunc.User(c.User)
+		e.userEndpoint = keyfunc.Join(e.user, e.endpoint)
 	}
-	e.custom = make(map[string]keyfunc.KeyFunc, len(c.Keys))
-	for name, fn := range c.Keys {
+	e.custom = make(map[string]keyfunc.Key, len(c.Keys))
+	for name, k := range c.Keys {
 		if err := checkCustomName(name); err != nil {
 			return nil, fmt.Errorf("rulefile: LoadConfig.Keys: %w", err)
 		}
-		if fn == nil {
-			return nil, fmt.Errorf("rulefile: LoadConfig.Keys: %q: nil key function", name)
+		if k.IsZero() {
+			return nil, fmt.Errorf("rulefile: LoadConfig.Keys: %q: the zero Key", name)
 		}
-		e.custom[name] = keyfunc.Strict(fn)
+		custom := keyfunc.New(name, keyfunc.Strict(k.Func()))
+		if k.IsRequired() {
+			custom = custom.Required()
+		}
+		e.custom[name] = custom
 	}
 	return e, nil
 }
@@ -138,7 +147,7 @@ func (e *env) customNames() string {
 // method), "" for a request no route matches, and known false when the
 // endpoint function cannot tell.
 func (e *env) route(r *http.Request) (pattern string, known bool) {
-	k, err := e.endpoint(r)
+	k, err := e.endpoint.Identity(r)
 	if err != nil {
 		return "", false
 	}
@@ -150,15 +159,4 @@ func (e *env) route(r *http.Request) (pattern string, known bool) {
 		return "", true
 	}
 	return rest, true
-}
-
-// hasUser reports whether r carries a user id.
-func (e *env) hasUser(r *http.Request) bool {
-	id, ok := e.cfg.User(r.Context())
-	return ok && id != ""
-}
-
-// hasHeader returns a function reporting whether r carries the header.
-func hasHeader(canonical string) func(*http.Request) bool {
-	return func(r *http.Request) bool { return len(r.Header.Values(canonical)) > 0 }
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// matcher is the compiled match, plans and key presence of a file rule:
+// matcher is the compiled match and plans of a file rule:
 // the conditions a request must meet for the rule to apply. Empty
 // conditions always hold.
 type matcher struct {
@@ -13,13 +13,12 @@ type matcher struct {
 	hosts   []string        // lower case; "*.example.com" matches subdomains
 	routes  map[string]bool
 	plans   map[string]bool
-	present func(*http.Request) bool
 	env     *env
 }
 
 // fn returns the matcher as a Rule.Match, nil when it has no conditions.
 func (m *matcher) fn() func(*http.Request) bool {
-	if len(m.methods) == 0 && len(m.hosts) == 0 && len(m.routes) == 0 && len(m.plans) == 0 && m.present == nil {
+	if len(m.methods) == 0 && len(m.hosts) == 0 && len(m.routes) == 0 && len(m.plans) == 0 {
 		return nil
 	}
 	return m.match
@@ -34,9 +33,6 @@ func (m *matcher) match(r *http.Request) bool {
 		return false
 	}
 	if len(m.plans) > 0 && !m.plans[m.env.cfg.Plan(r)] {
-		return false
-	}
-	if m.present != nil && !m.present(r) {
 		return false
 	}
 	if len(m.routes) > 0 {

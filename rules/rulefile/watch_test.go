@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/sluicehq/sluice/internal/leakcheck"
 
 	"github.com/sluicehq/sluice/rules"
 	"github.com/sluicehq/sluice/rules/rulefile"
@@ -208,7 +208,7 @@ func TestWatcherReload(t *testing.T) {
 
 // The polling goroutine runs on its ticks and stops with Close.
 func TestWatcherGoroutineStopsOnClose(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.Check(t)()
 	path := filepath.Join(t.TempDir(), "rules.yaml")
 	replace(t, path, ruleFile("first", 10))
 	h := newHooks()
@@ -232,7 +232,7 @@ func TestWatcherGoroutineStopsOnClose(t *testing.T) {
 // The same with a real ticker: no sleeping, the test waits for the reload
 // the first tick brings.
 func TestWatchPollsOnItsOwn(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.Check(t)()
 	path := filepath.Join(t.TempDir(), "rules.yaml")
 	replace(t, path, ruleFile("first", 10))
 	h := newHooks()
@@ -257,7 +257,7 @@ func TestWatchPollsOnItsOwn(t *testing.T) {
 // A service must not start on rules it cannot read, nor leak the
 // goroutine it would have started.
 func TestWatchRefusesABadFile(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.Check(t)()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	replace(t, bad, ruleFile("x", 0))

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/leakcheck"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/storetest"
-	"go.uber.org/goleak"
 )
 
 func TestSweepForgetsFullBuckets(t *testing.T) {
@@ -44,7 +44,7 @@ func TestSweepForgetsFullBuckets(t *testing.T) {
 }
 
 func TestCloseStopsSweeperAndRefusesTakes(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.Check(t)()
 	s := memstore.New(memstore.Config{SweepInterval: time.Millisecond})
 	time.Sleep(5 * time.Millisecond) // let the sweeper tick at least once
 	if err := s.Close(); err != nil {

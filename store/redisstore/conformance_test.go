@@ -7,5 +7,3 @@ import (
 )
 
 func TestConformanceRealRedis(t *testing.T) { storetest.Run(t, realRedis(t)) }
-
-func TestConformanceMiniredis(t *testing.T) { storetest.Run(t, miniRedis) }

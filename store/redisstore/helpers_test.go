@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/redistest"
@@ -76,16 +75,6 @@ func realRedis(t *testing.T) storetest.Factory {
 				return stores
 			},
 		}
-	}
-}
-
-func miniRedis(t *testing.T) storetest.Harness {
-	m := miniredis.RunT(t)
-	clock := storetest.NewClock(time.Now())
-	return storetest.Harness{
-		Store:   newStore(t, newClient(t, m.Addr()), clock),
-		SetTime: clock.Set,
-		Atomic:  true,
 	}
 }
 

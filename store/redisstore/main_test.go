@@ -3,8 +3,8 @@ package redisstore_test
 import (
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/leakcheck"
 	"github.com/sluicehq/sluice/internal/redistest"
-	"go.uber.org/goleak"
 )
 
 // TestMain fails the package if any goroutine outlives its test: the
@@ -12,5 +12,5 @@ import (
 // stop what they start once they are closed. Without redis-server it says,
 // in one line, that the tests needing it were skipped.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(redistest.ReportSkips(m))
+	leakcheck.Main(redistest.ReportSkips(m))
 }

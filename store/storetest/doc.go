@@ -3,8 +3,8 @@
 // A store's own tests call [Run] with a [Factory] that returns a fresh store
 // whose clock the suite can set. The suite steps that clock through table
 // cases and never sleeps, so every store must give exactly the same answers:
-// the in-process store, the Redis store on miniredis and on a real
-// redis-server all run the same cases.
+// the in-process store and the Redis store on a real redis-server run the
+// same cases.
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) storetest.Harness {

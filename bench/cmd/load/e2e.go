@@ -127,7 +127,7 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 	}
 	spec := bench.HighLimit(nil)
 	set, err := rules.New(rules.Rule{
-		Name: "per-api-key", Key: keyfunc.Must(keyfunc.APIKey("X-API-Key")), KeyKind: "api_key",
+		Name: "per-api-key", Key: keyfunc.APIKey("X-API-Key"),
 		Limit: sluice.Limit{Rate: spec.Rate, Period: spec.Period, Burst: spec.Burst},
 	})
 	if err != nil {
@@ -141,7 +141,7 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 		st, cleanup = m, func() { m.Close() }
 	case "redis", "redis-coalesced":
 		client := env.NewClient() // as the floor's: the same options and round-trip hook
-		var cfg redisstore.Config
+		cfg := redisstore.Config{Secret: bench.Secret}
 		if store == "redis-coalesced" {
 			cfg.Coalesce = 64
 		}

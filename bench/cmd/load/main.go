@@ -393,8 +393,7 @@ func runRedisPhases(ctx context.Context, cfg config, addr string, res *Results, 
 			logf("e2e %-8s %-6s %8.0f req/s p50 %v p99 %v (%d errors, %d non-200)", r.Server, r.Mode, r.PerSec,
 				r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.Errors, r.Non200)
 			if r.Errors > 0 || r.Non200 > 0 || r.StoreFailures > 0 {
-				problem("e2e %s %s %d/s: %d errors, %d non-200 (first: %s), %d requests the store failed to decide in budget",
-					r.Server, r.Mode, r.Rate, r.Errors, r.Non200, r.FirstError, r.StoreFailures)
+				problem("%s", e2eProblem(r))
 			}
 		}
 		if err != nil {
@@ -402,6 +401,24 @@ func runRedisPhases(ctx context.Context, cfg config, addr string, res *Results, 
 		}
 	}
 	return nil
+}
+
+// e2eProblem describes what went wrong in an HTTP run: errors, answers
+// other than 200, and requests the store did not decide within the
+// middleware's budget (let through by on_fail: open).
+func e2eProblem(r E2ERun) string {
+	load := fmt.Sprintf("open loop at %d req/s", r.Rate)
+	if r.Mode == "closed" {
+		load = "closed loop"
+	}
+	var what []string
+	if r.Errors > 0 || r.Non200 > 0 {
+		what = append(what, fmt.Sprintf("%d errors and %d answers other than 200 (first: %s)", r.Errors, r.Non200, r.FirstError))
+	}
+	if r.StoreFailures > 0 {
+		what = append(what, fmt.Sprintf("%d requests the store did not decide within the budget", r.StoreFailures))
+	}
+	return fmt.Sprintf("e2e %s, %s: %s", r.Server, load, strings.Join(what, "; "))
 }
 
 func logRun(phase string, r RedisRun) {

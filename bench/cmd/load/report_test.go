@@ -50,3 +50,20 @@ func TestChartsAreRatios(t *testing.T) {
 		}
 	}
 }
+
+func TestE2EProblem(t *testing.T) {
+	tests := []struct {
+		run  E2ERun
+		want string
+	}{
+		{E2ERun{Server: "redis", Mode: "open", Rate: 2000, StoreFailures: 3},
+			"e2e redis, open loop at 2000 req/s: 3 requests the store did not decide within the budget"},
+		{E2ERun{Server: "memstore", Mode: "closed", Errors: 1, FirstError: "EOF"},
+			"e2e memstore, closed loop: 1 errors and 0 answers other than 200 (first: EOF)"},
+	}
+	for _, tt := range tests {
+		if got := e2eProblem(tt.run); got != tt.want {
+			t.Errorf("got %q, want %q", got, tt.want)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package headers_test
+package compat_test
 
 import (
 	"net/http"

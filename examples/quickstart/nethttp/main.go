@@ -1,0 +1,27 @@
+// Command nethttp is the shortest complete program: 100 requests a minute
+// per client IP on an http.ServeMux, counted in Redis. Its line count is
+// checked by examples/quickstart's test.
+package main
+
+import (
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/middleware"
+	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/store/redisstore"
+)
+
+func main() {
+	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", MaxRetries: -1, ContextTimeoutEnabled: true})
+	store := redisstore.MustNew(client, redisstore.Config{Secret: []byte(os.Getenv("SLUICE_SECRET"))})
+	perIP := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(100)})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
+	log.Fatal(http.ListenAndServe(":8080", middleware.Limit(store, perIP)(mux)))
+}

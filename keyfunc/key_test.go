@@ -1,0 +1,73 @@
+package keyfunc_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/sluicehq/sluice/keyfunc"
+)
+
+func TestKinds(t *testing.T) {
+	user := keyfunc.User(func(context.Context) (string, bool) { return "u", true })
+	cases := []struct {
+		key  keyfunc.Key
+		want string
+	}{
+		{keyfunc.ClientIP(), "ip"},
+		{keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{IPv6Prefix: 48})), "ip"},
+		{keyfunc.Global(), "global"},
+		{keyfunc.APIKey("X-API-Key"), "api_key"},
+		{keyfunc.Header("x-tenant"), "header:X-Tenant"},
+		{user, "user"},
+		{keyfunc.Endpoint(), "endpoint"},
+		{keyfunc.EndpointFromMux(http.NewServeMux()), "endpoint"},
+		{keyfunc.Join(user, keyfunc.Endpoint()), "user_endpoint"},
+		{keyfunc.New("tenant", func(*http.Request) (string, error) { return "t", nil }), "tenant"},
+	}
+	for _, tc := range cases {
+		if got := tc.key.Kind(); got != tc.want {
+			t.Errorf("kind %q, want %q", got, tc.want)
+		}
+		if tc.key.IsZero() || tc.key.IsRequired() {
+			t.Errorf("%s: zero %v, required %v", tc.want, tc.key.IsZero(), tc.key.IsRequired())
+		}
+	}
+	if !(keyfunc.Key{}).IsZero() {
+		t.Error("the zero Key is not zero")
+	}
+}
+
+func TestNewPanicsOnWhatCodeFixes(t *testing.T) {
+	fn := func(*http.Request) (string, error) { return "x", nil }
+	wantPanic(t, "New(nil)", func() { keyfunc.New("k", nil) })
+	for _, kind := range []string{"", "two words", "tab\t", "é"} {
+		wantPanic(t, fmt.Sprintf("New(%q)", kind), func() { keyfunc.New(kind, fn) })
+	}
+}
+
+func TestRequired(t *testing.T) {
+	absent := keyfunc.New("tenant", func(*http.Request) (string, error) {
+		return "", fmt.Errorf("no tenant: %w", keyfunc.ErrMissing)
+	})
+	_, err := absent.Identity(newReq("192.0.2.1:1"))
+	if !errors.Is(err, keyfunc.ErrNoKey) || !errors.Is(err, keyfunc.ErrMissing) {
+		t.Fatalf("error %v wraps ErrNoKey %v, ErrMissing %v; want both", err, errors.Is(err, keyfunc.ErrNoKey), errors.Is(err, keyfunc.ErrMissing))
+	}
+	if !absent.Skips(err) || absent.Required().Skips(err) || !absent.Required().IsRequired() {
+		t.Fatal("a missing identity: skipped by default, refused when required")
+	}
+	if absent.Skips(errors.New("other")) {
+		t.Fatal("an error that does not wrap ErrMissing skips")
+	}
+	// Join carries the parts' requirement and the part's missing identity.
+	joined := keyfunc.Join(keyfunc.Global(), absent.Required())
+	if !joined.IsRequired() {
+		t.Fatal("Join of a required part is not required")
+	}
+	if _, err := keyfunc.Join(keyfunc.Global(), absent).Identity(newReq("192.0.2.1:1")); !errors.Is(err, keyfunc.ErrMissing) {
+		t.Fatalf("Join's error %v hides the missing part", err)
+	}
+}
