@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -93,8 +92,7 @@ func (s *Store) evictSegment(i int, now int64, protect uint64) int {
 		return 0
 	}
 	k := max(1, len(exp)/evictFraction)
-	slices.Sort(exp)
-	by := max(now, exp[k-1])
+	by := max(now, kthSmallest(exp, k-1))
 	return s.table.visit(i, func(b *bucket) bool {
 		if b.expiry() == 0 && b.id > protect {
 			return false
