@@ -64,6 +64,13 @@ type request struct {
 // args returns the request's script arguments after the clock.
 func (r *request) args() []any { return r.cmd[4+len(r.keys):] }
 
+// setKey makes key the Redis key of the request's hit i, in its keys and
+// in its command.
+func (r *request) setKey(i int, key string) {
+	r.keys[i] = key
+	r.cmd[3+i] = key
+}
+
 // Mode bits of a hit's first script argument, after its algorithm (see
 // take.lua).
 const (
