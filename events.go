@@ -72,6 +72,18 @@ type StateHealedEvents interface {
 	StateHealed(endpoint string)
 }
 
+// EvictionPolicyEvents is an optional interface of [StoreEvents]: a store
+// whose server can evict keys under memory pressure reports, at start and
+// then periodically, whether each endpoint's eviction policy can evict its
+// buckets (an evicted bucket forgets what it consumed). The metrics package
+// implements it as a gauge.
+type EvictionPolicyEvents interface {
+	// EvictionPolicyChecked reports endpoint's policy (such as
+	// "noeviction" or "allkeys-lru") and whether, with the server's memory
+	// limit, it can evict the store's keys.
+	EvictionPolicyChecked(endpoint, policy string, evicting bool)
+}
+
 // ResetObserver is an optional interface of an [Observer]: operator
 // controls (such as the rules/admin handler) report to an observer that
 // implements it each bucket they reset, by rule name (never the identity).

@@ -70,8 +70,8 @@ type Config struct {
 // Prometheus metrics (see the package documentation for the list).
 //
 // It implements [prometheus.Collector], [sluice.Observer],
-// [sluice.StoreCallObserver], [sluice.ResetObserver], [sluice.StoreEvents]
-// and [sluice.StateHealedEvents]. Create it with [New].
+// [sluice.StoreCallObserver], [sluice.ResetObserver], [sluice.StoreEvents],
+// [sluice.StateHealedEvents] and [sluice.EvictionPolicyEvents]. Create it with [New].
 // It is safe for concurrent use.
 type Collector struct {
 	decisions   *prometheus.CounterVec
@@ -81,6 +81,7 @@ type Collector struct {
 	transitions *prometheus.CounterVec
 	reloads     *prometheus.CounterVec
 	healed      *prometheus.CounterVec
+	evicting    *prometheus.GaugeVec
 	evictions   prometheus.Counter
 	resets      *prometheus.CounterVec
 
@@ -163,6 +164,10 @@ func New(cfg Config) (*Collector, error) {
 	c.healed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: ns, Name: "state_healed_total", ConstLabels: cfg.ConstLabels,
 		Help: "Bucket keys of a store endpoint found holding something that is not a bucket's state, and replaced.",
+	}, []string{"endpoint"})
+	c.evicting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: ns, Name: "store_evicting", ConstLabels: cfg.ConstLabels,
+		Help: "1 when a store endpoint's eviction policy (maxmemory with a policy other than noeviction) can evict rate-limit keys, else 0.",
 	}, []string{"endpoint"})
 
 	c.evictions = newEvictions(ns, cfg.ConstLabels)
@@ -253,6 +258,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.transitions.Describe(ch)
 	c.reloads.Describe(ch)
 	c.healed.Describe(ch)
+	c.evicting.Describe(ch)
 	c.evictions.Describe(ch)
 	c.resets.Describe(ch)
 }
@@ -267,6 +273,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.transitions.Collect(ch)
 	c.reloads.Collect(ch)
 	c.healed.Collect(ch)
+	c.evicting.Collect(ch)
 	c.evictions.Collect(ch)
 	c.resets.Collect(ch)
 }
@@ -390,6 +397,17 @@ func (c *Collector) StateHealed(endpoint string) {
 	c.healed.WithLabelValues(strings.ToValidUTF8(endpoint, "\uFFFD")).Inc()
 }
 
+// EvictionPolicyChecked sets sluice_store_evicting for endpoint: 1 when its
+// policy can evict the store's keys. It implements
+// [sluice.EvictionPolicyEvents].
+func (c *Collector) EvictionPolicyChecked(endpoint, _ string, evicting bool) {
+	v := 0.0
+	if evicting {
+		v = 1
+	}
+	c.evicting.WithLabelValues(strings.ToValidUTF8(endpoint, "\uFFFD")).Set(v)
+}
+
 // ObserveReset counts a bucket an operator reset under rule in
 // sluice_resets_total. It implements [sluice.ResetObserver].
 func (c *Collector) ObserveReset(_ context.Context, rule string) {
@@ -478,9 +496,10 @@ func classify(err error) (kind int, ambiguous bool) {
 
 // The interfaces a Collector implements.
 var (
-	_ prometheus.Collector     = (*Collector)(nil)
-	_ sluice.Observer          = (*Collector)(nil)
-	_ sluice.StoreCallObserver = (*Collector)(nil)
-	_ sluice.StoreEvents       = (*Collector)(nil)
-	_ sluice.StateHealedEvents = (*Collector)(nil)
+	_ prometheus.Collector        = (*Collector)(nil)
+	_ sluice.Observer             = (*Collector)(nil)
+	_ sluice.StoreCallObserver    = (*Collector)(nil)
+	_ sluice.StoreEvents          = (*Collector)(nil)
+	_ sluice.StateHealedEvents    = (*Collector)(nil)
+	_ sluice.EvictionPolicyEvents = (*Collector)(nil)
 )

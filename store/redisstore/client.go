@@ -71,15 +71,5 @@ func (s *Store) checkServer(ctx context.Context) {
 			slog.String("error", err.Error()))
 		return
 	}
-	cfg, err := s.client.ConfigGet(ctx, "maxmemory*").Result()
-	if err != nil {
-		// Managed services often disable CONFIG: nothing to warn about.
-		s.log.LogAttrs(ctx, slog.LevelDebug, "redisstore: cannot read the eviction policy", slog.String("error", err.Error()))
-		return
-	}
-	if policy := cfg["maxmemory-policy"]; cfg["maxmemory"] != "0" && policy != "noeviction" {
-		s.log.LogAttrs(ctx, slog.LevelWarn,
-			"redisstore: Redis may evict rate-limit keys under memory pressure, and an evicted bucket forgets what it consumed; set maxmemory-policy noeviction or give the limiter its own Redis",
-			slog.String("maxmemory-policy", policy), slog.String("maxmemory", cfg["maxmemory"]))
-	}
+	s.policy.check(ctx, s)
 }

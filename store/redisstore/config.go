@@ -34,6 +34,13 @@ type Config struct {
 	// the script, reading the eviction policy). Default: 2 s. Negative
 	// skips the check.
 	StartupCheckTimeout time.Duration
+	// PolicyCheckInterval is how often the store reads the server's
+	// eviction policy (maxmemory and maxmemory-policy) after the start-up
+	// check: a policy that can evict rate-limit keys is logged as a
+	// warning when it is first seen, and reported to Events when they
+	// implement [sluice.EvictionPolicyEvents]. Default: 1 minute. Negative
+	// checks only at start.
+	PolicyCheckInterval time.Duration
 	// Breaker configures the circuit breaker. The zero value enables it
 	// with the defaults of [BreakerConfig].
 	Breaker BreakerConfig
@@ -97,6 +104,7 @@ type Config struct {
 const (
 	defaultPrefix              = "sl:"
 	defaultStartupCheckTimeout = 2 * time.Second
+	defaultPolicyCheckInterval = time.Minute
 	defaultCoalesce            = 64
 	defaultUncoalescedConns    = 32
 	defaultSetupTimeout        = time.Second
@@ -118,6 +126,9 @@ func (c Config) withDefaults() Config {
 	c.Secret = append([]byte(nil), c.Secret...)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.PolicyCheckInterval == 0 {
+		c.PolicyCheckInterval = defaultPolicyCheckInterval
 	}
 	if c.StartupCheckTimeout == 0 {
 		c.StartupCheckTimeout = defaultStartupCheckTimeout

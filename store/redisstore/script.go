@@ -59,6 +59,10 @@ type request struct {
 	// digest, the key count, the keys, the clock ("": the server's), then
 	// the hits' arguments (see args).
 	cmd []any
+	// replyLen is how many integers the script answers for the request,
+	// counted when it is made: a coalesced batch splits its reply after a
+	// member may have left, when hits is its caller's again.
+	replyLen int
 }
 
 // args returns the request's script arguments after the clock.
@@ -90,7 +94,7 @@ type oneHit struct {
 
 // newRequest returns the request deciding hits into out.
 func (s *Store) newRequest(hits []sluice.Hit, out []sluice.Result) request {
-	r := request{hits: hits, out: out}
+	r := request{hits: hits, out: out, replyLen: replyLen(hits)}
 	if len(hits) == 1 {
 		b := new(oneHit)
 		r.keys, r.cmd = b.keys[:], b.cmd[:0]
@@ -199,7 +203,7 @@ func (s *Store) split(reply any, reqs []*request, parts [][]any) ([][]any, error
 	}
 	marks, vals := vals[1:1+healed], vals[1+healed:]
 	for _, r := range reqs {
-		n := replyLen(r.hits)
+		n := r.replyLen
 		if len(vals) < n {
 			return nil, badReply("take", reply)
 		}
@@ -254,7 +258,7 @@ const maxExact = 1 << 53
 // reset-after and retry-after µs, the receipt's mark and, for a sliding
 // log, its sequence number.
 func (r *request) decode(vals []any) error {
-	if len(vals) != replyLen(r.hits) {
+	if len(vals) != r.replyLen {
 		return badReply("take", vals)
 	}
 	var n [6]int64

@@ -31,6 +31,7 @@ type Store struct {
 	coalesce *coalescer // nil when off
 	events   sluice.StoreEvents
 	healed   healLog // the keys whose heal was logged
+	policy   *policyWatch
 	endpoint string  // ep.name
 	closed   atomic.Bool
 	cancel   context.CancelFunc
@@ -102,6 +103,7 @@ func New(client Client, cfg Config) (*Store, error) {
 		ep:       ep,
 		events:   cfg.Events,
 		endpoint: name,
+		policy:   newPolicyWatch(cfg),
 	}
 	if cfg.Coalesce > 1 {
 		s.coalesce = &coalescer{s: s, max: cfg.Coalesce, lanes: cfg.CoalesceLanes}
@@ -137,6 +139,11 @@ func New(client Client, cfg Config) (*Store, error) {
 			ep.watch(ctx)
 		}()
 	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.policy.run(ctx, s)
+	}()
 	s.checked = make(chan struct{})
 	if cfg.StartupCheckTimeout <= 0 {
 		close(s.checked)

@@ -1,0 +1,114 @@
+package redisstore
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice"
+)
+
+// policyWatch reads the servers' eviction policies at start and then every
+// Config.PolicyCheckInterval: an endpoint that can evict the store's keys
+// is logged when first seen so (and again after it stopped), and every
+// reading goes to Events when they implement sluice.EvictionPolicyEvents.
+type policyWatch struct {
+	interval time.Duration // negative: at start only
+	events   sluice.EvictionPolicyEvents
+
+	mu       sync.Mutex
+	evicting map[string]bool // by endpoint, as last read
+}
+
+// policyReading is one endpoint's eviction settings.
+type policyReading struct {
+	endpoint, policy, maxmemory string
+}
+
+// evicting reports whether the server can evict keys: it has a memory
+// limit and a policy other than noeviction.
+func (r policyReading) evicting() bool {
+	return r.maxmemory != "0" && r.maxmemory != "" && r.policy != "noeviction"
+}
+
+func newPolicyWatch(cfg Config) *policyWatch {
+	w := &policyWatch{interval: cfg.PolicyCheckInterval, evicting: map[string]bool{}}
+	w.events, _ = cfg.Events.(sluice.EvictionPolicyEvents)
+	return w
+}
+
+// run checks every interval until ctx ends. The first check is the
+// start-up check's.
+func (w *policyWatch) run(ctx context.Context, s *Store) {
+	if w.interval <= 0 {
+		return
+	}
+	t := time.NewTicker(w.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			cctx, cancel := context.WithTimeout(ctx, min(w.interval, 5*time.Second))
+			w.check(cctx, s)
+			cancel()
+		}
+	}
+}
+
+// check reads every endpoint's policy once, logs the changes and reports
+// the readings.
+func (w *policyWatch) check(ctx context.Context, s *Store) {
+	readings, err := s.readPolicies(ctx)
+	if err != nil {
+		// Managed services often disable CONFIG: nothing to warn about.
+		s.log.LogAttrs(ctx, slog.LevelDebug, "redisstore: cannot read the eviction policy", slog.String("error", err.Error()))
+	}
+	for _, r := range readings {
+		ev := r.evicting()
+		w.mu.Lock()
+		was, seen := w.evicting[r.endpoint]
+		w.evicting[r.endpoint] = ev
+		w.mu.Unlock()
+		switch {
+		case ev && (!seen || !was):
+			s.log.LogAttrs(ctx, slog.LevelWarn,
+				"redisstore: Redis may evict rate-limit keys under memory pressure, and an evicted bucket forgets what it consumed; set maxmemory-policy noeviction or give the limiter its own Redis",
+				slog.String("endpoint", r.endpoint), slog.String("maxmemory-policy", r.policy), slog.String("maxmemory", r.maxmemory))
+		case !ev && seen && was:
+			s.log.LogAttrs(ctx, slog.LevelInfo, "redisstore: Redis no longer evicts rate-limit keys",
+				slog.String("endpoint", r.endpoint), slog.String("maxmemory-policy", r.policy), slog.String("maxmemory", r.maxmemory))
+		}
+		if w.events != nil {
+			w.events.EvictionPolicyChecked(r.endpoint, r.policy, ev)
+		}
+	}
+}
+
+// readPolicies reads maxmemory and maxmemory-policy from the endpoint, or
+// from every master of a cluster.
+func (s *Store) readPolicies(ctx context.Context) ([]policyReading, error) {
+	if s.cluster != nil {
+		var mu sync.Mutex
+		var out []policyReading
+		err := s.cluster.c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			cfg, err := c.ConfigGet(ctx, "maxmemory*").Result()
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			out = append(out, policyReading{c.Options().Addr, cfg["maxmemory-policy"], cfg["maxmemory"]})
+			mu.Unlock()
+			return nil
+		})
+		return out, err
+	}
+	cfg, err := s.client.ConfigGet(ctx, "maxmemory*").Result()
+	if err != nil {
+		return nil, err
+	}
+	return []policyReading{{s.endpointName(), cfg["maxmemory-policy"], cfg["maxmemory"]}}, nil
+}
