@@ -118,7 +118,8 @@ func WithoutPacing() Option {
 }
 
 // WithTime sets the transport's clock and how it sleeps (sleep returns
-// ctx's error if ctx ends first). Default: the system clock and a timer.
+// ctx's error if ctx ends first). A request's context deadline is compared
+// against now. Default: the system clock and a timer.
 // Tests pass a fake clock whose sleep moves it.
 func WithTime(now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(t *Transport) error {
@@ -229,7 +230,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		switch {
 		case waited+wait > t.maxWait:
 			return nil, t.refuse(resp, attempt, wait, fmt.Errorf("%w: %v, with %v waited of at most %v", ErrWaitTooLong, wait, waited, t.maxWait))
-		case !fitsDeadline(ctx, wait):
+		case !t.fitsDeadline(ctx, wait):
 			return nil, t.refuse(resp, attempt, wait, fmt.Errorf("waiting %v would outlast the request's context: %w", wait, context.DeadlineExceeded))
 		}
 		discard(resp)
@@ -244,12 +245,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // fits reports whether a wait of d keeps the request within its bounds.
 func (t *Transport) fits(ctx context.Context, waited, d time.Duration) bool {
-	return waited+d <= t.maxWait && fitsDeadline(ctx, d)
+	return waited+d <= t.maxWait && t.fitsDeadline(ctx, d)
 }
 
-func fitsDeadline(ctx context.Context, d time.Duration) bool {
+// fitsDeadline reports whether a wait of d ends before ctx's deadline, on
+// the transport's clock (see [WithTime]).
+func (t *Transport) fitsDeadline(ctx context.Context, d time.Duration) bool {
 	deadline, ok := ctx.Deadline()
-	return !ok || time.Until(deadline) > d
+	return !ok || deadline.Sub(t.now()) > d
 }
 
 func (t *Transport) refuse(resp *http.Response, attempts int, wait time.Duration, err error) error {

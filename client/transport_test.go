@@ -187,8 +187,11 @@ func TestLyingServer(t *testing.T) {
 			ft := newFakeTime()
 			ctx := context.Background()
 			if tc.ctx > 0 {
+				// The deadline is read on the transport's clock: decades
+				// away in real time, tc.ctx away on the fake clock.
+				ft.t = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
 				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tc.ctx)
+				ctx, cancel = context.WithDeadline(ctx, ft.now().Add(tc.ctx))
 				defer cancel()
 			}
 			start := time.Now()
