@@ -65,21 +65,22 @@ func (systemWaitClock) Timer(d time.Duration) (<-chan time.Time, func() bool) {
 var ErrUnsatisfiable = errors.New("sluice: cost exceeds the capacity")
 
 // NewLimiter returns a Limiter deciding limit, for every key, in store.
-// It refuses a nil store and a limit the algorithm cannot enforce (an
-// error wrapping [ErrInvalidLimit]).
+// It refuses an unknown algorithm and a limit the algorithm cannot enforce
+// (an error wrapping [ErrInvalidLimit]), and a nil store or wait clock (an
+// error wrapping [ErrInvalidConfig]).
 func NewLimiter(store Store, limit Limit, opts ...LimiterOption) (*Limiter, error) {
 	if store == nil {
-		return nil, errors.New("sluice: NewLimiter: nil store")
+		return nil, fmt.Errorf("%w: NewLimiter: nil store", ErrInvalidConfig)
 	}
 	l := &Limiter{store: store, limit: limit, clock: systemWaitClock{}}
 	for _, o := range opts {
 		o(l)
 	}
 	if l.clock == nil {
-		return nil, errors.New("sluice: NewLimiter: nil wait clock")
+		return nil, fmt.Errorf("%w: NewLimiter: nil wait clock", ErrInvalidConfig)
 	}
 	if !l.alg.Valid() {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidHit, l.alg)
+		return nil, fmt.Errorf("%w: unknown algorithm %v", ErrInvalidLimit, l.alg)
 	}
 	if err := l.alg.ValidateLimit(limit); err != nil {
 		return nil, err

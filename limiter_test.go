@@ -74,15 +74,15 @@ func TestNewLimiterValidates(t *testing.T) {
 		opts  []sluice.LimiterOption
 		want  error
 	}{
-		{"nil store", nil, sluice.PerSecond(1), nil, nil},
+		{"nil store", nil, sluice.PerSecond(1), nil, sluice.ErrInvalidConfig},
 		{"zero limit", mem, sluice.Limit{}, nil, sluice.ErrInvalidLimit},
 		{"burst on a window", mem, sluice.PerSecond(5).WithBurst(9), []sluice.LimiterOption{sluice.WithAlgorithm(sluice.FixedWindow)}, sluice.ErrInvalidLimit},
-		{"unknown algorithm", mem, sluice.PerSecond(5), []sluice.LimiterOption{sluice.WithAlgorithm(9)}, sluice.ErrInvalidHit},
-		{"nil timer", mem, sluice.PerSecond(5), []sluice.LimiterOption{sluice.WithWaitClock(nil)}, nil},
+		{"unknown algorithm", mem, sluice.PerSecond(5), []sluice.LimiterOption{sluice.WithAlgorithm(9)}, sluice.ErrInvalidLimit},
+		{"nil timer", mem, sluice.PerSecond(5), []sluice.LimiterOption{sluice.WithWaitClock(nil)}, sluice.ErrInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := sluice.NewLimiter(tc.store, tc.limit, tc.opts...)
-			if err == nil || l != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			if l != nil || !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, %v; want an error wrapping %v", l, err, tc.want)
 			}
 		})

@@ -271,10 +271,22 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"NaN jitter":       client.WithJitter(nan()),
 		"nil time":         client.WithTime(nil, nil),
 	} {
-		if _, err := client.New(nil, o); err == nil {
-			t.Errorf("%s: no error", name)
+		if tr, err := client.New(nil, o); tr != nil || !errors.Is(err, client.ErrInvalidConfig) {
+			t.Errorf("%s: %v, %v; want an error wrapping ErrInvalidConfig", name, tr, err)
 		}
 	}
+}
+
+func TestMustNew(t *testing.T) {
+	if tr := client.MustNew(nil, client.WithMaxRetries(1)); tr == nil {
+		t.Fatal("MustNew with valid options: nil transport")
+	}
+	defer func() {
+		if err, _ := recover().(error); !errors.Is(err, client.ErrInvalidConfig) {
+			t.Fatalf("MustNew with an invalid option panicked with %v, want an error wrapping ErrInvalidConfig", err)
+		}
+	}()
+	client.MustNew(nil, client.WithMaxWait(-1))
 }
 
 func nan() float64 { var z float64; return z / z }
