@@ -37,11 +37,11 @@ type handler struct {
 
 // New returns the operator handler for the rules src provides, whose
 // buckets live in store (the store the middleware uses). It refuses a nil
-// store or source and an invalid option. See the package documentation
-// for the routes.
+// store or source and an invalid option, with an error wrapping
+// [ErrInvalidConfig]. See the package documentation for the routes.
 func New(store sluice.Store, src Source, opts ...Option) (http.Handler, error) {
 	if store == nil || src == nil {
-		return nil, errors.New("admin: New: nil store or rule source")
+		return nil, fmt.Errorf("%w: New: nil store or rule source", ErrInvalidConfig)
 	}
 	h := &handler{store: store, src: src, config: config{log: slog.Default(), ipv6Prefix: 64}}
 	h.parsers = map[string]IdentityParser{}
@@ -64,6 +64,16 @@ func New(store sluice.Store, src Source, opts ...Option) (http.Handler, error) {
 	h.mux.HandleFunc("POST /inspect", func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, false) })
 	h.mux.HandleFunc("POST /reset", func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, true) })
 	return h, nil
+}
+
+// MustNew is like [New] but panics on an error; for a handler whose
+// store, rules and options are fixed in code.
+func MustNew(store sluice.Store, src Source, opts ...Option) http.Handler {
+	h, err := New(store, src, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return h
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -128,16 +138,16 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, reset bool) {
 		return
 	}
 	if reset {
-		rs, ok := h.store.(sluice.Resetter)
-		if !ok {
-			writeProblem(w, http.StatusNotImplemented, "Not Implemented", fmt.Sprintf("the store (%T) cannot reset buckets", h.store))
-			return
-		}
 		hits := make([]sluice.Hit, len(ms))
 		for i := range ms {
 			hits[i] = ms[i].hit
 		}
-		if err := rs.Reset(r.Context(), hits); err != nil {
+		if err := resetBuckets(r.Context(), h.store, hits); errors.Is(err, errors.ErrUnsupported) {
+			// Not a store failure: the store, or one it wraps, has no
+			// reset. The answer says so whichever refused.
+			writeProblem(w, http.StatusNotImplemented, "Not Implemented", err.Error())
+			return
+		} else if err != nil {
 			h.storeFailed(w, r, "reset", err)
 			return
 		}
@@ -242,6 +252,17 @@ func (h *handler) hash(id string) string {
 	mac := hmac.New(sha256.New, h.secret)
 	mac.Write([]byte(id))
 	return hex.EncodeToString(mac.Sum(nil)[:12])
+}
+
+// resetBuckets resets hits in store, or returns an error wrapping
+// [errors.ErrUnsupported] if store is not a [sluice.Resetter], as
+// [sluice.Limiter.Reset] does.
+func resetBuckets(ctx context.Context, store sluice.Store, hits []sluice.Hit) error {
+	rs, ok := store.(sluice.Resetter)
+	if !ok {
+		return fmt.Errorf("admin: the store (%T) cannot reset buckets: %w", store, errors.ErrUnsupported)
+	}
+	return rs.Reset(ctx, hits)
 }
 
 func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, op string, err error) {
