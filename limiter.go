@@ -39,7 +39,9 @@ func WithAlgorithm(a Algorithm) LimiterOption {
 // clock and returns a channel that receives once d has passed, and a
 // function that stops the timer. storetest.Clock implements it.
 type WaitClock interface {
+	// Now returns the current time on the clock.
 	Now() time.Time
+	// Timer starts a timer of d on the clock.
 	Timer(d time.Duration) (c <-chan time.Time, stop func() bool)
 }
 

@@ -22,6 +22,7 @@ import (
 // watcher (rulefile.Watcher), whose rules the handler follows as they are
 // reloaded.
 type Source interface {
+	// Current returns the rules in force now.
 	Current() *rules.Set
 }
 
@@ -102,15 +103,25 @@ type query struct {
 // Bucket is one rule's bucket for one identity, as /inspect and /reset
 // answer it.
 type Bucket struct {
-	Rule      string `json:"rule"`
-	Kind      string `json:"kind"`
-	Identity  string `json:"identity"`
-	Limit     string `json:"limit"`
+	// Rule is the name of the rule the bucket belongs to.
+	Rule string `json:"rule"`
+	// Kind is the kind of key the rule's key function returns, such as
+	// "ip" or "api_key".
+	Kind string `json:"kind"`
+	// Identity is the identity as the rule's key function returns it
+	// (an ip identity grouped by its prefix, for instance), not as typed.
+	Identity string `json:"identity"`
+	// Limit is the rule's limit, as [sluice.Limit.String] writes it.
+	Limit string `json:"limit"`
+	// Algorithm is the name of the algorithm enforcing the limit.
 	Algorithm string `json:"algorithm"`
-	Cost      int64  `json:"cost"`
-	Shadow    bool   `json:"shadow,omitempty"`
+	// Cost is what one request takes from the bucket.
+	Cost int64 `json:"cost"`
+	// Shadow reports a dry-run rule: counted, never refusing.
+	Shadow bool `json:"shadow,omitempty"`
 	// Allowed says whether a request of the rule's cost would pass now.
-	Allowed   bool  `json:"allowed"`
+	Allowed bool `json:"allowed"`
+	// Remaining is how much of the bucket's capacity is left.
 	Remaining int64 `json:"remaining"`
 	// ResetAfterMS is the time until the bucket is full again.
 	ResetAfterMS int64 `json:"reset_after_ms"`
@@ -276,12 +287,19 @@ func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, op string,
 
 // RuleInfo describes one rule, as /rules lists it.
 type RuleInfo struct {
-	Name      string `json:"name"`
-	Kind      string `json:"kind"`
-	Limit     string `json:"limit"`
+	// Name is the rule's name, which /inspect and /reset take.
+	Name string `json:"name"`
+	// Kind is the kind of key the rule's key function returns, which
+	// decides how an identity is typed (see the package documentation).
+	Kind string `json:"kind"`
+	// Limit is the rule's limit, as [sluice.Limit.String] writes it.
+	Limit string `json:"limit"`
+	// Algorithm is the name of the algorithm enforcing the limit.
 	Algorithm string `json:"algorithm"`
-	Cost      int64  `json:"cost"`
-	Shadow    bool   `json:"shadow,omitempty"`
+	// Cost is what one request takes from its bucket.
+	Cost int64 `json:"cost"`
+	// Shadow reports a dry-run rule: counted, never refusing.
+	Shadow bool `json:"shadow,omitempty"`
 }
 
 func (h *handler) listRules(w http.ResponseWriter, _ *http.Request) {
