@@ -44,7 +44,8 @@ func serveAdmin(ctx context.Context, addr string, store sluice.Store, src middle
 	if err != nil {
 		return nil, nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	srv := newHTTPServer(h, log) // the API server's limits (server.go)
+	srv.WriteTimeout = 10 * time.Second
 	ctx, cancel := context.WithCancel(ctx)
 	served := make(chan struct{})
 	go func() {
