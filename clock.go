@@ -6,6 +6,7 @@ import "time"
 // sleeping. The Redis store does not use it: it reads the Redis server's
 // clock so that clock skew between application nodes cannot change a limit.
 type Clock interface {
+	// Now returns the current time.
 	Now() time.Time
 }
 

@@ -12,6 +12,9 @@ var (
 	// ErrInvalidLimit reports a Limit that cannot be enforced: see
 	// [Limit.Validate].
 	ErrInvalidLimit = errors.New("sluice: invalid limit")
+	// ErrInvalidConfig reports a constructor given an argument or option
+	// it cannot work with, such as a nil store.
+	ErrInvalidConfig = errors.New("sluice: invalid configuration")
 	// ErrInvalidHit reports a Hit a store cannot decide: a negative cost,
 	// an unknown algorithm, an empty key, or too few result slots.
 	ErrInvalidHit = errors.New("sluice: invalid hit")

@@ -24,6 +24,7 @@ type StoreCall struct {
 // context without its cancellation): not the store call's, which has its
 // own deadline and is over by then.
 type StoreCallObserver interface {
+	// ObserveStoreCall receives one store call of a request.
 	ObserveStoreCall(ctx context.Context, c StoreCall)
 }
 
@@ -89,5 +90,6 @@ type EvictionPolicyEvents interface {
 // implements it each bucket they reset, by rule name (never the identity).
 // The metrics package counts them.
 type ResetObserver interface {
+	// ObserveReset receives one bucket of rule that was reset.
 	ObserveReset(ctx context.Context, rule string)
 }

@@ -14,12 +14,12 @@ import (
 // second. Allow answers at once; Wait sleeps for exactly the RetryAfter the
 // store gives. The clock here is a test clock that Wait steps forward, so
 // the example takes no real time; in production leave Clock and
-// WithTimerFunc out.
+// WithWaitClock out.
 func ExampleLimiter() {
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock})
 	defer store.Close()
-	exports, err := sluice.NewLimiter(store, sluice.PerSecond(2), sluice.WithTimerFunc(clock.Timer))
+	exports, err := sluice.NewLimiter(store, sluice.PerSecond(2), sluice.WithWaitClock(clock))
 	if err != nil {
 		panic(err)
 	}

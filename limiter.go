@@ -20,8 +20,9 @@ type Limiter struct {
 	store Store
 	limit Limit
 	alg   Algorithm
-	// after starts the timer WaitN sleeps on (see WithTimerFunc).
-	after func(d time.Duration) (<-chan time.Time, func() bool)
+	// clock is the time WaitN reads deadlines in and sleeps on (see
+	// WithWaitClock).
+	clock WaitClock
 }
 
 // LimiterOption configures a [Limiter].
@@ -33,12 +34,32 @@ func WithAlgorithm(a Algorithm) LimiterOption {
 	return func(l *Limiter) { l.alg = a }
 }
 
-// WithTimerFunc sets how [Limiter.WaitN] sleeps: start returns a channel
-// that receives once d has passed, and a function that stops the timer.
-// Default: [time.NewTimer]. Tests pass one that steps a fake clock, so a
-// wait takes no real time.
-func WithTimerFunc(start func(d time.Duration) (c <-chan time.Time, stop func() bool)) LimiterOption {
-	return func(l *Limiter) { l.after = start }
+// WaitClock is the time [Limiter.WaitN] waits in. Now is the time a
+// context's deadline is compared against; Timer starts a timer on the same
+// clock and returns a channel that receives once d has passed, and a
+// function that stops the timer. storetest.Clock implements it.
+type WaitClock interface {
+	// Now returns the current time on the clock.
+	Now() time.Time
+	// Timer starts a timer of d on the clock.
+	Timer(d time.Duration) (c <-chan time.Time, stop func() bool)
+}
+
+// WithWaitClock sets the clock [Limiter.WaitN] reads deadlines in and
+// sleeps on. Default: the system clock and [time.NewTimer]. Tests pass a
+// fake clock whose timers step it, so a wait takes no real time.
+func WithWaitClock(c WaitClock) LimiterOption {
+	return func(l *Limiter) { l.clock = c }
+}
+
+// systemWaitClock is the system clock and its timers.
+type systemWaitClock struct{}
+
+func (systemWaitClock) Now() time.Time { return time.Now() }
+
+func (systemWaitClock) Timer(d time.Duration) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(d)
+	return t.C, t.Stop
 }
 
 // ErrUnsatisfiable reports a [Limiter.WaitN] whose n exceeds the limit's
@@ -46,21 +67,22 @@ func WithTimerFunc(start func(d time.Duration) (c <-chan time.Time, stop func() 
 var ErrUnsatisfiable = errors.New("sluice: cost exceeds the capacity")
 
 // NewLimiter returns a Limiter deciding limit, for every key, in store.
-// It refuses a nil store and a limit the algorithm cannot enforce (an
-// error wrapping [ErrInvalidLimit]).
+// It refuses an unknown algorithm and a limit the algorithm cannot enforce
+// (an error wrapping [ErrInvalidLimit]), and a nil store or wait clock (an
+// error wrapping [ErrInvalidConfig]).
 func NewLimiter(store Store, limit Limit, opts ...LimiterOption) (*Limiter, error) {
 	if store == nil {
-		return nil, errors.New("sluice: NewLimiter: nil store")
+		return nil, fmt.Errorf("%w: NewLimiter: nil store", ErrInvalidConfig)
 	}
-	l := &Limiter{store: store, limit: limit, after: startTimer}
+	l := &Limiter{store: store, limit: limit, clock: systemWaitClock{}}
 	for _, o := range opts {
 		o(l)
 	}
-	if l.after == nil {
-		return nil, errors.New("sluice: NewLimiter: nil timer function")
+	if l.clock == nil {
+		return nil, fmt.Errorf("%w: NewLimiter: nil wait clock", ErrInvalidConfig)
 	}
 	if !l.alg.Valid() {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidHit, l.alg)
+		return nil, fmt.Errorf("%w: unknown algorithm %v", ErrInvalidLimit, l.alg)
 	}
 	if err := l.alg.ValidateLimit(limit); err != nil {
 		return nil, err
@@ -113,7 +135,7 @@ func (l *Limiter) Wait(ctx context.Context, key string) error {
 // ends. It sleeps for the store's exact RetryAfter, on one timer, and asks
 // again (another caller may have taken the capacity meanwhile); it starts
 // no goroutine. It returns at once, without waiting, when the wait would
-// outlast ctx's deadline (an error wrapping [context.DeadlineExceeded]),
+// outlast ctx's deadline as the wait clock tells it ([WithWaitClock]) (an error wrapping [context.DeadlineExceeded]),
 // and when n exceeds the capacity ([ErrUnsatisfiable]). A store failure
 // ends the wait with the store's error.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
@@ -137,14 +159,14 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 		// pass later; a floor keeps a store that breaks that promise from
 		// turning the loop into a busy one.
 		d := max(r.RetryAfter, time.Millisecond)
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+		if deadline, ok := ctx.Deadline(); ok && deadline.Sub(l.clock.Now()) < d {
 			return fmt.Errorf("sluice: waiting %v for %q would outlast the context's deadline: %w", d, key, context.DeadlineExceeded)
 		}
 		if stop != nil {
 			stop()
 		}
 		var c <-chan time.Time
-		c, stop = l.after(d)
+		c, stop = l.clock.Timer(d)
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
@@ -194,9 +216,4 @@ func (l *Limiter) decide(ctx context.Context, key string, n int64, peek bool) (R
 	c.hit[0].Key = "" // the pool must not keep the caller's key alive
 	calls.Put(c)
 	return r, err
-}
-
-func startTimer(d time.Duration) (<-chan time.Time, func() bool) {
-	t := time.NewTimer(d)
-	return t.C, t.Stop
 }

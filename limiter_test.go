@@ -74,34 +74,54 @@ func TestNewLimiterValidates(t *testing.T) {
 		opts  []sluice.LimiterOption
 		want  error
 	}{
-		{"nil store", nil, sluice.PerSecond(1), nil, nil},
+		{"nil store", nil, sluice.PerSecond(1), nil, sluice.ErrInvalidConfig},
 		{"zero limit", mem, sluice.Limit{}, nil, sluice.ErrInvalidLimit},
 		{"burst on a window", mem, sluice.PerSecond(5).WithBurst(9), []sluice.LimiterOption{sluice.WithAlgorithm(sluice.FixedWindow)}, sluice.ErrInvalidLimit},
-		{"unknown algorithm", mem, sluice.PerSecond(5), []sluice.LimiterOption{sluice.WithAlgorithm(9)}, sluice.ErrInvalidHit},
-		{"nil timer", mem, sluice.PerSecond(5), []sluice.LimiterOption{sluice.WithTimerFunc(nil)}, nil},
+		{"unknown algorithm", mem, sluice.PerSecond(5), []sluice.LimiterOption{sluice.WithAlgorithm(9)}, sluice.ErrInvalidLimit},
+		{"nil timer", mem, sluice.PerSecond(5), []sluice.LimiterOption{sluice.WithWaitClock(nil)}, sluice.ErrInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := sluice.NewLimiter(tc.store, tc.limit, tc.opts...)
-			if err == nil || l != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			if l != nil || !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, %v; want an error wrapping %v", l, err, tc.want)
 			}
 		})
 	}
 }
 
+// waitClock is a [sluice.WaitClock] of two functions.
+type waitClock struct {
+	now   func() time.Time
+	timer func(d time.Duration) (<-chan time.Time, func() bool)
+}
+
+func (c waitClock) Now() time.Time { return c.now() }
+
+func (c waitClock) Timer(d time.Duration) (<-chan time.Time, func() bool) { return c.timer(d) }
+
+// TestLimiterWaitBeyondDeadlineReturnsAtOnce compares the deadline with
+// the wait clock, not the system clock: the deadlines are decades away in
+// real time, and only the fake clock's reading refuses the wait.
 func TestLimiterWaitBeyondDeadlineReturnsAtOnce(t *testing.T) {
 	started := 0
-	l, _, _ := newMemLimiter(t, sluice.PerMinute(1), sluice.WithTimerFunc(func(time.Duration) (<-chan time.Time, func() bool) {
-		started++
-		return make(chan time.Time), func() bool { return true }
+	fake := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	stopWaiting := func() {}
+	l, _, _ := newMemLimiter(t, sluice.PerMinute(1), sluice.WithWaitClock(waitClock{
+		now: func() time.Time { return fake },
+		timer: func(time.Duration) (<-chan time.Time, func() bool) {
+			started++
+			stopWaiting() // a wait that started must not hang the test
+			return make(chan time.Time), func() bool { return true }
+		},
 	}))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), fake.Add(time.Hour))
 	defer cancel()
 	if err := l.Wait(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
-	short, cancelShort := context.WithTimeout(context.Background(), 30*time.Second)
+	short, cancelShort := context.WithDeadline(context.Background(), fake.Add(30*time.Second))
 	defer cancelShort()
+	stopWaiting = cancelShort
 	if err := l.Wait(short, "k"); !errors.Is(err, context.DeadlineExceeded) || started != 0 {
 		t.Fatalf("a wait of 1m under a 30s deadline: %v after %d timers, want DeadlineExceeded at once", err, started)
 	}
@@ -113,11 +133,11 @@ func TestLimiterWaitRealTimerLeavesNothingRunning(t *testing.T) {
 	before := runtime.NumGoroutine()
 	var stopped atomic.Bool
 	ctx, cancel := context.WithCancel(context.Background())
-	l, _, _ := newMemLimiter(t, sluice.PerHour(1), sluice.WithTimerFunc(func(d time.Duration) (<-chan time.Time, func() bool) {
+	l, _, _ := newMemLimiter(t, sluice.PerHour(1), sluice.WithWaitClock(waitClock{now: time.Now, timer: func(d time.Duration) (<-chan time.Time, func() bool) {
 		tm := time.NewTimer(d)
 		cancel()
 		return tm.C, func() bool { ok := tm.Stop(); stopped.Store(ok); return ok }
-	}))
+	}}))
 	if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed {
 		t.Fatal(r, err)
 	}

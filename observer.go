@@ -62,6 +62,7 @@ type Decision struct {
 // Observer receives every decision. Implementations must be safe for
 // concurrent use and fast: they run on the request path.
 type Observer interface {
+	// Observe receives one decision; ctx is the request's context.
 	Observe(ctx context.Context, d Decision)
 }
 

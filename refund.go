@@ -51,6 +51,7 @@ type Refund struct {
 // Count and log the failure: it loses at most what the refund was for.
 type Refunder interface {
 	Store
+	// Refund gives back what refunds name, each on its own.
 	Refund(ctx context.Context, refunds []Refund) error
 }
 

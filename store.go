@@ -28,6 +28,8 @@ import "context"
 // (from this process or, for shared stores, from any process) behave as if
 // they ran one after another.
 type Store interface {
+	// Take decides hits as one request and writes each one's Result to
+	// out, as described above.
 	Take(ctx context.Context, hits []Hit, out []Result) error
 }
 
@@ -37,6 +39,7 @@ type Store interface {
 // nothing for a deadline to bound. A wrapper answers for what it wraps.
 type InProcessStore interface {
 	Store
+	// InProcess reports whether the store decides without I/O.
 	InProcess() bool
 }
 
@@ -48,6 +51,7 @@ type InProcessStore interface {
 // request decided in process pays for no latency budget.
 type LocalStore interface {
 	Store
+	// TakeLocal decides hits in process if it can, as described above.
 	TakeLocal(hits []Hit, out []Result) bool
 }
 

@@ -6,6 +6,10 @@ import (
 	"time"
 )
 
+// ErrInvalidConfig reports an option [New] cannot work with, such as a
+// negative maximum wait. Test for it with [errors.Is].
+var ErrInvalidConfig = errors.New("client: invalid configuration")
+
 // Errors of the transport. Test for them with [errors.Is]; they arrive
 // inside a [*RefusedError].
 var (

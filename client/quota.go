@@ -17,9 +17,11 @@ type Quota struct {
 	// Reset is the time from the response until the quota is restored;
 	// 0 when the fields do not say.
 	Reset time.Duration
-	// Limit and Window are the policy's quota and time window, when
-	// RateLimit-Policy (or draft-06's RateLimit-Limit) says; 0 otherwise.
-	Limit  int64
+	// Limit is the policy's quota, when RateLimit-Policy (or draft-06's
+	// RateLimit-Limit) says; 0 otherwise.
+	Limit int64
+	// Window is the policy's time window, the period Limit applies to,
+	// when RateLimit-Policy says; 0 otherwise.
 	Window time.Duration
 }
 

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -81,7 +80,7 @@ type Option func(*Transport) error
 func WithMaxWait(d time.Duration) Option {
 	return func(t *Transport) error {
 		if d < 0 {
-			return fmt.Errorf("client: WithMaxWait: negative %v", d)
+			return fmt.Errorf("%w: WithMaxWait: negative %v", ErrInvalidConfig, d)
 		}
 		t.maxWait = d
 		return nil
@@ -93,7 +92,7 @@ func WithMaxWait(d time.Duration) Option {
 func WithMaxRetries(n int) Option {
 	return func(t *Transport) error {
 		if n < 0 {
-			return fmt.Errorf("client: WithMaxRetries: negative %d", n)
+			return fmt.Errorf("%w: WithMaxRetries: negative %d", ErrInvalidConfig, n)
 		}
 		t.maxRetries = n
 		return nil
@@ -105,7 +104,7 @@ func WithMaxRetries(n int) Option {
 func WithJitter(share float64) Option {
 	return func(t *Transport) error {
 		if !(share >= 0 && share <= 1) {
-			return fmt.Errorf("client: WithJitter: %v is not within 0 to 1", share)
+			return fmt.Errorf("%w: WithJitter: %v is not within 0 to 1", ErrInvalidConfig, share)
 		}
 		t.jitter = share
 		return nil
@@ -118,12 +117,13 @@ func WithoutPacing() Option {
 }
 
 // WithTime sets the transport's clock and how it sleeps (sleep returns
-// ctx's error if ctx ends first). Default: the system clock and a timer.
+// ctx's error if ctx ends first). A request's context deadline is compared
+// against now. Default: the system clock and a timer.
 // Tests pass a fake clock whose sleep moves it.
 func WithTime(now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(t *Transport) error {
 		if now == nil || sleep == nil {
-			return errors.New("client: WithTime: nil clock or sleep")
+			return fmt.Errorf("%w: WithTime: nil clock or sleep", ErrInvalidConfig)
 		}
 		t.now, t.sleep = now, sleep
 		return nil
@@ -131,7 +131,8 @@ func WithTime(now func() time.Time, sleep func(ctx context.Context, d time.Durat
 }
 
 // New returns a Transport sending requests through base
-// ([http.DefaultTransport] if nil). It fails on an invalid option.
+// ([http.DefaultTransport] if nil). It fails on an invalid option, with
+// an error wrapping [ErrInvalidConfig].
 func New(base http.RoundTripper, opts ...Option) (*Transport, error) {
 	if base == nil {
 		base = http.DefaultTransport
@@ -146,6 +147,16 @@ func New(base http.RoundTripper, opts ...Option) (*Transport, error) {
 		}
 	}
 	return t, nil
+}
+
+// MustNew is like [New] but panics on an invalid option; for options
+// fixed in code, as in http.Client{Transport: client.MustNew(nil)}.
+func MustNew(base http.RoundTripper, opts ...Option) *Transport {
+	t, err := New(base, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return t
 }
 
 // sleep waits d on a timer, or until ctx ends.
@@ -229,7 +240,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		switch {
 		case waited+wait > t.maxWait:
 			return nil, t.refuse(resp, attempt, wait, fmt.Errorf("%w: %v, with %v waited of at most %v", ErrWaitTooLong, wait, waited, t.maxWait))
-		case !fitsDeadline(ctx, wait):
+		case !t.fitsDeadline(ctx, wait):
 			return nil, t.refuse(resp, attempt, wait, fmt.Errorf("waiting %v would outlast the request's context: %w", wait, context.DeadlineExceeded))
 		}
 		discard(resp)
@@ -244,12 +255,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // fits reports whether a wait of d keeps the request within its bounds.
 func (t *Transport) fits(ctx context.Context, waited, d time.Duration) bool {
-	return waited+d <= t.maxWait && fitsDeadline(ctx, d)
+	return waited+d <= t.maxWait && t.fitsDeadline(ctx, d)
 }
 
-func fitsDeadline(ctx context.Context, d time.Duration) bool {
+// fitsDeadline reports whether a wait of d ends before ctx's deadline, on
+// the transport's clock (see [WithTime]).
+func (t *Transport) fitsDeadline(ctx context.Context, d time.Duration) bool {
 	deadline, ok := ctx.Deadline()
-	return !ok || time.Until(deadline) > d
+	return !ok || deadline.Sub(t.now()) > d
 }
 
 func (t *Transport) refuse(resp *http.Response, attempts int, wait time.Duration, err error) error {

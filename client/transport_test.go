@@ -187,8 +187,11 @@ func TestLyingServer(t *testing.T) {
 			ft := newFakeTime()
 			ctx := context.Background()
 			if tc.ctx > 0 {
+				// The deadline is read on the transport's clock: decades
+				// away in real time, tc.ctx away on the fake clock.
+				ft.t = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
 				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tc.ctx)
+				ctx, cancel = context.WithDeadline(ctx, ft.now().Add(tc.ctx))
 				defer cancel()
 			}
 			start := time.Now()
@@ -268,10 +271,22 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"NaN jitter":       client.WithJitter(nan()),
 		"nil time":         client.WithTime(nil, nil),
 	} {
-		if _, err := client.New(nil, o); err == nil {
-			t.Errorf("%s: no error", name)
+		if tr, err := client.New(nil, o); tr != nil || !errors.Is(err, client.ErrInvalidConfig) {
+			t.Errorf("%s: %v, %v; want an error wrapping ErrInvalidConfig", name, tr, err)
 		}
 	}
+}
+
+func TestMustNew(t *testing.T) {
+	if tr := client.MustNew(nil, client.WithMaxRetries(1)); tr == nil {
+		t.Fatal("MustNew with valid options: nil transport")
+	}
+	defer func() {
+		if err, _ := recover().(error); !errors.Is(err, client.ErrInvalidConfig) {
+			t.Fatalf("MustNew with an invalid option panicked with %v, want an error wrapping ErrInvalidConfig", err)
+		}
+	}()
+	client.MustNew(nil, client.WithMaxWait(-1))
 }
 
 func nan() float64 { var z float64; return z / z }

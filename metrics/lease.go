@@ -1,9 +1,11 @@
 package metrics
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -54,27 +56,38 @@ type LeaseCollector struct {
 	hot                               *prometheus.GaugeVec
 	transitions                       *prometheus.CounterVec
 
+	// labels maps the rule names met so far to their label: the name
+	// itself (as valid UTF-8), or OtherRule past the cap. It is replaced
+	// whole (under mu) when a name is first seen, so an event of a known
+	// rule takes no lock.
+	labels   atomic.Pointer[map[string]string]
+	full     atomic.Bool // labels takes no more names: unknown names are folded
 	mu       sync.Mutex
-	seen     map[string]bool
+	tracked  int // names with a label of their own (under mu)
 	maxRules int
 }
 
+// leaseLabels are the label names of a [LeaseCollector]'s metrics, which
+// no constant label may take.
+var leaseLabels = []string{"rule", "handling", "to"}
+
+// withDefaults returns cfg with its zero fields set to their defaults.
+func (cfg LeaseConfig) withDefaults() LeaseConfig {
+	cfg.Namespace = cmp.Or(cfg.Namespace, DefaultNamespace)
+	cfg.MaxRules = cmp.Or(cfg.MaxRules, DefaultMaxRules)
+	return cfg
+}
+
 // NewLease returns a lease collector configured by cfg. It fails on an
-// invalid namespace or constant label and, if cfg.Registerer is set, when
-// registration fails.
+// invalid namespace or constant label (an error wrapping
+// [ErrInvalidConfig]) and, if cfg.Registerer is set, when registration
+// fails.
 func NewLease(cfg LeaseConfig) (*LeaseCollector, error) {
+	cfg = cfg.withDefaults()
+	if err := validateNames(cfg.Namespace, cfg.ConstLabels, leaseLabels); err != nil {
+		return nil, err
+	}
 	ns := cfg.Namespace
-	if ns == "" {
-		ns = DefaultNamespace
-	}
-	if !validName(ns) {
-		return nil, fmt.Errorf("metrics: invalid namespace %q", ns)
-	}
-	for name := range cfg.ConstLabels {
-		if !validName(name) || strings.HasPrefix(name, "__") || name == "rule" || name == "handling" || name == "to" {
-			return nil, fmt.Errorf("metrics: invalid constant label %q", name)
-		}
-	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help, ConstLabels: cfg.ConstLabels}, labels)
 	}
@@ -88,12 +101,9 @@ func NewLease(cfg LeaseConfig) (*LeaseCollector, error) {
 		hot: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "hot_keys",
 			Help: "Keys hot right now.", ConstLabels: cfg.ConstLabels}, []string{"rule"}),
 		transitions: counter("hot_key_transitions_total", "Keys turning hot or cooling, by how the rule handles them.", "rule", "handling", "to"),
-		seen:        make(map[string]bool),
 		maxRules:    cfg.MaxRules,
 	}
-	if c.maxRules == 0 {
-		c.maxRules = DefaultMaxRules
-	}
+	c.labels.Store(&map[string]string{})
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
@@ -102,19 +112,47 @@ func NewLease(cfg LeaseConfig) (*LeaseCollector, error) {
 	return c, nil
 }
 
+// MustNewLease is like [NewLease] but panics on an error; for a
+// configuration fixed in code.
+func MustNewLease(cfg LeaseConfig) *LeaseCollector {
+	c, err := NewLease(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
 // rule returns the label for rule name: itself, or OtherRule past the cap.
 func (c *LeaseCollector) rule(name string) string {
-	name = strings.ToValidUTF8(name, "\uFFFD")
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.seen[name] {
-		return name
+	if label, ok := (*c.labels.Load())[name]; ok {
+		return label
 	}
-	if c.maxRules >= 0 && len(c.seen) >= c.maxRules {
+	if c.full.Load() {
 		return OtherRule
 	}
-	c.seen[name] = true
-	return name
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	labels := *c.labels.Load()
+	if label, ok := labels[name]; ok {
+		return label
+	}
+	label := OtherRule
+	if c.maxRules < 0 || c.tracked < c.maxRules {
+		label = strings.ToValidUTF8(name, "\uFFFD")
+		c.tracked++
+	} else if len(labels) >= 2*c.maxRules {
+		// Folded names are remembered too, up to as many again as the
+		// cap; past that, any unknown name is folded without a look-up.
+		c.full.Store(true)
+		return OtherRule
+	}
+	next := make(map[string]string, len(labels)+1)
+	for k, v := range labels {
+		next[k] = v
+	}
+	next[strings.Clone(name)] = label
+	c.labels.Store(&next)
+	return label
 }
 
 // Describe implements [prometheus.Collector].

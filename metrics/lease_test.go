@@ -1,7 +1,11 @@
 package metrics_test
 
 import (
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,9 +60,70 @@ sluice_hot_key_transitions_total{handling="lease",rule="api",to="hot"} 2
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Fatal(err)
 	}
-	for _, cfg := range []metrics.LeaseConfig{{Namespace: "bad-name"}, {ConstLabels: prometheus.Labels{"rule": "x"}}} {
-		if _, err := metrics.NewLease(cfg); err == nil {
-			t.Errorf("%+v: accepted", cfg)
+	for _, cfg := range []metrics.LeaseConfig{
+		{Namespace: "bad-name"},
+		{ConstLabels: prometheus.Labels{"rule": "x"}},
+		{ConstLabels: prometheus.Labels{"handling": "x"}},
+		{ConstLabels: prometheus.Labels{"__name": "x"}},
+		{ConstLabels: prometheus.Labels{"limiter": "bad\xff"}},
+	} {
+		if c, err := metrics.NewLease(cfg); c != nil || !errors.Is(err, metrics.ErrInvalidConfig) {
+			t.Errorf("%+v: %v, want an error wrapping ErrInvalidConfig", cfg, err)
 		}
+	}
+}
+
+// TestLeaseCollectorRulesConcurrently meets rule names from many
+// goroutines at once (run with -race): every event is counted, under its
+// own rule up to the cap and under OtherRule past it.
+func TestLeaseCollectorRulesConcurrently(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	c := metrics.MustNewLease(metrics.LeaseConfig{Registerer: reg, MaxRules: 4})
+	const goroutines, names, rounds = 8, 16, 50
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range rounds {
+				c.LeaseRefilled(fmt.Sprintf("rule-%d", (g+i)%names), 1)
+			}
+		})
+	}
+	wg.Wait()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	var total float64
+	for _, mf := range mfs {
+		if mf.GetName() != "sluice_lease_refills_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels = append(labels, m.GetLabel()[0].GetValue())
+			total += m.GetCounter().GetValue()
+		}
+	}
+	if total != goroutines*rounds || len(labels) != 5 || !slices.Contains(labels, metrics.OtherRule) {
+		t.Fatalf("refills %v under %v; want %d under 4 rules and %q", total, labels, goroutines*rounds, metrics.OtherRule)
+	}
+}
+
+func TestMustNew(t *testing.T) {
+	if metrics.MustNew(metrics.Config{}) == nil || metrics.MustNewLease(metrics.LeaseConfig{}) == nil {
+		t.Fatal("MustNew with the zero Config: nil collector")
+	}
+	for name, f := range map[string]func(){
+		"MustNew":      func() { metrics.MustNew(metrics.Config{Namespace: "bad-name"}) },
+		"MustNewLease": func() { metrics.MustNewLease(metrics.LeaseConfig{Namespace: "bad-name"}) },
+	} {
+		func() {
+			defer func() {
+				if err, _ := recover().(error); !errors.Is(err, metrics.ErrInvalidConfig) {
+					t.Errorf("%s with a bad namespace panicked with %v, want an error wrapping ErrInvalidConfig", name, err)
+				}
+			}()
+			f()
+		}()
 	}
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -126,9 +127,14 @@ var outcomeLabels = func() []string {
 	return labels
 }()
 
+// ErrInvalidConfig reports a configuration [New] or [NewLease] refuses,
+// such as an invalid namespace. Test for it with [errors.Is].
+var ErrInvalidConfig = errors.New("metrics: invalid configuration")
+
 // New returns a collector configured by cfg. It fails on an invalid
 // configuration (a bad namespace or constant label, buckets not strictly
-// increasing) and, if cfg.Registerer is set, when registration fails.
+// increasing: an error wrapping [ErrInvalidConfig]) and, if
+// cfg.Registerer is set, when registration fails.
 func New(cfg Config) (*Collector, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -192,40 +198,59 @@ func New(cfg Config) (*Collector, error) {
 	return c, nil
 }
 
+// MustNew is like [New] but panics on an error; for a configuration fixed
+// in code, as prometheus.MustRegister does for registration.
+func MustNew(cfg Config) *Collector {
+	c, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
 // withDefaults returns cfg with its zero fields set to their defaults.
 func (cfg Config) withDefaults() Config {
-	if cfg.Namespace == "" {
-		cfg.Namespace = DefaultNamespace
-	}
+	cfg.Namespace = cmp.Or(cfg.Namespace, DefaultNamespace)
 	if cfg.Buckets == nil {
 		cfg.Buckets = DefaultBuckets()
 	}
-	if cfg.MaxRules == 0 {
-		cfg.MaxRules = DefaultMaxRules
-	}
+	cfg.MaxRules = cmp.Or(cfg.MaxRules, DefaultMaxRules)
 	return cfg
 }
 
 // validate checks a configuration with its defaults set.
 func (cfg Config) validate() error {
-	if !validName(cfg.Namespace) {
-		return fmt.Errorf("metrics: invalid namespace %q", cfg.Namespace)
+	if err := validateNames(cfg.Namespace, cfg.ConstLabels, collectorLabels); err != nil {
+		return err
 	}
 	if len(cfg.Buckets) == 0 {
-		return fmt.Errorf("metrics: no histogram buckets")
+		return fmt.Errorf("%w: no histogram buckets", ErrInvalidConfig)
 	}
 	for i := 1; i < len(cfg.Buckets); i++ {
 		if !(cfg.Buckets[i] > cfg.Buckets[i-1]) {
-			return fmt.Errorf("metrics: histogram buckets not strictly increasing at %v", cfg.Buckets[i])
+			return fmt.Errorf("%w: histogram buckets not strictly increasing at %v", ErrInvalidConfig, cfg.Buckets[i])
 		}
 	}
-	for name, value := range cfg.ConstLabels {
+	return nil
+}
+
+// collectorLabels are the label names of a [Collector]'s metrics, which
+// no constant label may take.
+var collectorLabels = []string{"rule", "outcome", "result", "kind", "ambiguous", "endpoint", "from", "to", "le"}
+
+// validateNames checks a collector's namespace and constant labels: legacy
+// Prometheus names, label names not reserved ("__" prefixed) nor among the
+// collector's own labels, label values valid UTF-8.
+func validateNames(namespace string, constLabels prometheus.Labels, own []string) error {
+	if !validName(namespace) {
+		return fmt.Errorf("%w: invalid namespace %q", ErrInvalidConfig, namespace)
+	}
+	for name, value := range constLabels {
 		if !validName(name) || strings.HasPrefix(name, "__") || !utf8.ValidString(value) {
-			return fmt.Errorf("metrics: invalid constant label %q=%q", name, value)
+			return fmt.Errorf("%w: invalid constant label %q=%q", ErrInvalidConfig, name, value)
 		}
-		switch name {
-		case "rule", "outcome", "result", "kind", "ambiguous", "endpoint", "from", "to", "le":
-			return fmt.Errorf("metrics: constant label %q is a label of sluice's metrics", name)
+		if slices.Contains(own, name) {
+			return fmt.Errorf("%w: constant label %q is a label of sluice's metrics", ErrInvalidConfig, name)
 		}
 	}
 	return nil

@@ -441,10 +441,11 @@ func TestConfig(t *testing.T) {
 		{ConstLabels: prometheus.Labels{"rule": "x"}},
 		{ConstLabels: prometheus.Labels{"bad-label": "x"}},
 		{ConstLabels: prometheus.Labels{"__name": "x"}},
+		{ConstLabels: prometheus.Labels{"limiter": "bad\xff"}},
 	}
 	for _, cfg := range bad {
-		if _, err := metrics.New(cfg); err == nil {
-			t.Errorf("New(%+v) succeeded", cfg)
+		if c, err := metrics.New(cfg); c != nil || !errors.Is(err, metrics.ErrInvalidConfig) {
+			t.Errorf("New(%+v): %v, want an error wrapping ErrInvalidConfig", cfg, err)
 		}
 	}
 

@@ -48,6 +48,7 @@ type scratch struct {
 // swaps sets at run time. The limiter calls Current once per request, so
 // every request is decided by one set, never a mix.
 type Source interface {
+	// Current returns the rules that decide the next request.
 	Current() *rules.Set
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -215,10 +216,14 @@ func (b bodyTrap) Read([]byte) (int, error) {
 func TestBodyIsNotRead(t *testing.T) {
 	store, _ := newMemstore(t)
 	h := middleware.Limit(store, rules.MustNew(rules.Rule{Name: "g", Key: keyfunc.Global(), Limit: sluice.PerMinute(1)}))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	for range 2 { // allowed, then denied
+	for i, want := range []int{http.StatusOK, http.StatusTooManyRequests} { // allowed, then denied
 		req, _ := http.NewRequest(http.MethodPost, "http://example.test/", bodyTrap{t})
 		req.RemoteAddr = "192.0.2.1:1234"
-		h.ServeHTTP(discard{}, req)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != want {
+			t.Fatalf("request %d: status %d, want %d", i+1, w.Code, want)
+		}
 	}
 }
 

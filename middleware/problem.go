@@ -21,10 +21,18 @@ const (
 // Problem is an RFC 9457 problem details object, as the default handlers
 // write it with Content-Type application/problem+json.
 type Problem struct {
-	Type             string   `json:"type"`
-	Title            string   `json:"title"`
-	Status           int      `json:"status"`
-	Detail           string   `json:"detail,omitempty"`
+	// Type is a URI naming the kind of problem, such as
+	// [TypeQuotaExceeded].
+	Type string `json:"type"`
+	// Title is a short human-readable summary of the problem type.
+	Title string `json:"title"`
+	// Status is the HTTP status code Write sends.
+	Status int `json:"status"`
+	// Detail explains this occurrence of the problem; omitted if empty.
+	Detail string `json:"detail,omitempty"`
+	// ViolatedPolicies names the rate-limit policies (rules) the request
+	// exceeded, as the RateLimit draft's quota-exceeded problem type
+	// defines; omitted if empty.
 	ViolatedPolicies []string `json:"violated-policies,omitempty"`
 }
 

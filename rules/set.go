@@ -64,8 +64,11 @@ func (s *Set) Len() int { return len(s.rules) }
 // Matched is one request's rules and the hits they ask of the store.
 // Reuse one across requests to avoid allocating; [Set.Resolve] resets it.
 type Matched struct {
+	// Rules are the rules that apply to the request, in the set's order.
 	Rules []*Rule
-	Hits  []sluice.Hit
+	// Hits are what those rules ask of the store, Hits[i] for Rules[i],
+	// ready for one [sluice.Store.Take].
+	Hits []sluice.Hit
 	// Bypass names the bypass entry that exempted the request from the
 	// rules (see [Set.WithBypass]), or is "". When set, Rules and Hits
 	// hold only that entry's limit, as a hidden rule of the same name.

@@ -27,33 +27,52 @@ func capture(src rulesSource, out *middleware.Source) rulesSource {
 
 // serveAdmin serves the operator API (rules/admin: inspect and reset a
 // client's buckets) on addr until ctx ends. An empty addr, the default,
-// serves nothing. It returns the address it listens on. The demo has no authentication: in production mount
+// serves nothing. It returns the address it listens on and a function that
+// shuts the server down and returns once the requests in flight have
+// finished: call it before closing store, so that no /reset runs against
+// a closed store. The demo has no authentication: in production mount
 // admin.New behind your own, on an address only operators reach.
-func serveAdmin(ctx context.Context, addr string, store sluice.Store, src middleware.Source, log *slog.Logger, obs sluice.Observer) (net.Addr, error) {
+func serveAdmin(ctx context.Context, addr string, store sluice.Store, src middleware.Source, log *slog.Logger, obs sluice.Observer) (net.Addr, func(), error) {
 	if addr == "" {
-		return nil, nil
+		return nil, func() {}, nil
 	}
 	h, err := admin.New(store, src, admin.WithLogger(log), admin.WithObserver(obs))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	srv := newHTTPServer(h, log) // the API server's limits (server.go)
 	srv.WriteTimeout = 10 * time.Second
+	ctx, cancel := context.WithCancel(ctx)
+	served := make(chan struct{})
 	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	go func() {
+		defer close(served)
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			log.Error("operator API stopped", "error", err)
 		}
 	}()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
+		defer cancel()
+		if err := srv.Shutdown(shutdown); err != nil {
+			log.Warn("operator API: requests still in flight at shutdown were cut off", "error", err)
+			srv.Close()
+		}
+	}()
 	log.Info("operator API listening (no authentication: keep it private)", "addr", ln.Addr().String())
-	return ln.Addr(), nil
+	return ln.Addr(), func() {
+		cancel()
+		<-stopped
+		<-served
+	}, nil
 }
+
+// adminShutdownTimeout bounds how long operator requests in flight at
+// shutdown may take to finish.
+const adminShutdownTimeout = 5 * time.Second

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,19 +32,101 @@ func adminGateway(t *testing.T, store sluice.Store) (api *httptest.Server, admin
 	}
 	api = httptest.NewServer(router)
 	t.Cleanup(api.Close)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	addr, err := serveAdmin(ctx, "127.0.0.1:0", store, limited, log, nil)
+	adminURL, stop := startAdmin(t, store, limited, log)
+	t.Cleanup(stop)
+	return api, adminURL
+}
+
+// startAdmin serves the operator API over store on a free port.
+func startAdmin(t *testing.T, store sluice.Store, src middleware.Source, log *slog.Logger) (url string, stop func()) {
+	t.Helper()
+	addr, stop, err := serveAdmin(context.Background(), "127.0.0.1:0", store, src, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return api, "http://" + addr.String()
+	return "http://" + addr.String(), stop
 }
 
 func TestAdminIsOffByDefault(t *testing.T) {
-	addr, err := serveAdmin(context.Background(), "", memstore.New(memstore.Config{}), nil, slog.Default(), nil)
+	addr, stop, err := serveAdmin(context.Background(), "", memstore.New(memstore.Config{}), nil, slog.Default(), nil)
 	if addr != nil || err != nil {
 		t.Fatalf("serveAdmin without an address: %v, %v; want nothing served", addr, err)
+	}
+	stop()
+}
+
+// blockingResets is a store whose resets wait for release, and record
+// that they finished.
+type blockingResets struct {
+	sluice.Resetter
+	entered, release chan struct{}
+	finished         atomic.Bool
+}
+
+func (s *blockingResets) Reset(ctx context.Context, hits []sluice.Hit) error {
+	close(s.entered)
+	<-s.release
+	err := s.Resetter.Reset(ctx, hits)
+	s.finished.Store(true)
+	return err
+}
+
+// TestAdminStopWaitsForResets stops the operator API while a /reset is in
+// flight: the stop function returns only after that reset finished, so
+// the gateway closes its store after it.
+func TestAdminStopWaitsForResets(t *testing.T) {
+	mem := memstore.New(memstore.Config{Clock: storetest.NewClock(time.Unix(1_800_000_000, 0))})
+	t.Cleanup(func() { mem.Close() })
+	store := &blockingResets{Resetter: mem, entered: make(chan struct{}), release: make(chan struct{})}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var limited middleware.Source
+	if _, err := newRouterWith(store, log, capture(goRules, &limited)); err != nil {
+		t.Fatal(err)
+	}
+	adminURL, stop := startAdmin(t, store, limited, log)
+	posted := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(adminURL+"/reset", "application/json", strings.NewReader(`{"rule":"per-ip","identity":"127.0.0.1"}`))
+		if err != nil {
+			posted <- 0
+			return
+		}
+		resp.Body.Close()
+		posted <- resp.StatusCode
+	}()
+	<-store.entered
+	finishedAtStop := make(chan bool, 1)
+	go func() {
+		stop()
+		finishedAtStop <- store.finished.Load()
+	}()
+	// Release the reset only once the server has stopped accepting, so
+	// that a stop function that did not wait would have returned by now.
+	host := strings.TrimPrefix(adminURL, "http://")
+	for {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			break
+		}
+		conn.Close()
+		runtime.Gosched()
+	}
+	close(store.release)
+	if !<-finishedAtStop {
+		t.Fatal("the operator API's stop function returned before the reset in flight finished")
+	}
+	if code := <-posted; code != http.StatusOK {
+		t.Fatalf("reset in flight at shutdown: status %d, want 200", code)
+	}
+}
+
+// TestServerOutlastsSlowRequests keeps the write timeout consistent with
+// /slow and the shutdown: a request to /slow completes, and a shutdown
+// waits long enough for it.
+func TestServerOutlastsSlowRequests(t *testing.T) {
+	srv := newHTTPServer(http.NotFoundHandler(), slog.Default())
+	if srv.WriteTimeout <= maxSlow || srv.WriteTimeout >= shutdownTimeout {
+		t.Fatalf("WriteTimeout %v: want above /slow's %v and below the shutdown's %v", srv.WriteTimeout, maxSlow, shutdownTimeout)
 	}
 }
 

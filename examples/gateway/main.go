@@ -147,9 +147,13 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if _, err := serveAdmin(ctx, *adminAddr, store, limited, log, collector); err != nil {
+	_, stopAdmin, err := serveAdmin(ctx, *adminAddr, store, limited, log, collector)
+	if err != nil {
 		return err
 	}
+	// Deferred after the store's close, so it runs before it: the
+	// operator API finishes its requests before the store closes.
+	defer stopAdmin()
 	backend := "memory"
 	if *redisAddr != "" {
 		backend = "redis " + target.kind() + " " + *redisAddr

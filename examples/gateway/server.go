@@ -17,6 +17,11 @@ const (
 	readHeaderTimeout = 5 * time.Second
 	// readTimeout bounds the time to read a whole request, body included.
 	readTimeout = 30 * time.Second
+	// writeTimeout bounds the time from the end of a request's headers
+	// to the end of its response: it must outlast the slowest handler
+	// (/slow's maxSlow) so that a slow request completes, also while a
+	// shutdown waits for it, and stays below shutdownTimeout.
+	writeTimeout = maxSlow + 10*time.Second
 	// idleTimeout bounds how long a keep-alive connection waits for its
 	// next request.
 	idleTimeout = 120 * time.Second
@@ -33,6 +38,7 @@ func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -278,24 +280,46 @@ func TestBadInputIsRefusedBeforeTheStore(t *testing.T) {
 	}
 }
 
+// unsupportedResets is a Resetter wrapping a store that cannot reset, as
+// a store decorator may be.
+type unsupportedResets struct{ sluice.Store }
+
+func (unsupportedResets) Reset(context.Context, []sluice.Hit) error {
+	return fmt.Errorf("wrapper: the store beneath cannot reset: %w", errors.ErrUnsupported)
+}
+
+// TestResetNeedsAResetter: a store that is not a Resetter, and one whose
+// Reset reports errors.ErrUnsupported, are both answered 501, naming the
+// unsupported operation; inspecting works on both.
 func TestResetNeedsAResetter(t *testing.T) {
 	mem := memstore.New(memstore.Config{SweepInterval: -1})
 	defer mem.Close()
-	h, err := admin.New(struct{ sluice.Store }{mem}, testRules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	for path, want := range map[string]int{"/inspect": 200, "/reset": 501} {
-		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(`{"rule":"per-ip","identity":"192.0.2.1"}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Fatalf("%s on a store without Reset: %d, want %d", path, resp.StatusCode, want)
-		}
+	for name, store := range map[string]sluice.Store{
+		"not a Resetter":       struct{ sluice.Store }{mem},
+		"Reset ErrUnsupported": unsupportedResets{mem},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h, err := admin.New(store, testRules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			for path, want := range map[string]int{"/inspect": 200, "/reset": 501} {
+				resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(`{"rule":"per-ip","identity":"192.0.2.1"}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Fatalf("%s: %d %s, want %d", path, resp.StatusCode, body, want)
+				}
+				if want == 501 && (resp.Header.Get("Content-Type") != "application/problem+json" || !strings.Contains(string(body), errors.ErrUnsupported.Error())) {
+					t.Fatalf("%s: %s %s, want a problem naming %q", path, resp.Header.Get("Content-Type"), body, errors.ErrUnsupported)
+				}
+			}
+		})
 	}
 }
 
@@ -336,9 +360,23 @@ func TestNewRefusesBadConfiguration(t *testing.T) {
 			if tc.opt != nil {
 				opts = append(opts, tc.opt)
 			}
-			if h, err := admin.New(tc.store, tc.src, opts...); err == nil {
-				t.Fatalf("got %v, want an error", h)
+			if h, err := admin.New(tc.store, tc.src, opts...); h != nil || !errors.Is(err, admin.ErrInvalidConfig) {
+				t.Fatalf("got %v, %v; want an error wrapping ErrInvalidConfig", h, err)
 			}
 		})
 	}
+}
+
+func TestMustNew(t *testing.T) {
+	mem := memstore.New(memstore.Config{SweepInterval: -1})
+	defer mem.Close()
+	if h := admin.MustNew(mem, testRules); h == nil {
+		t.Fatal("MustNew with a valid configuration: nil handler")
+	}
+	defer func() {
+		if err, _ := recover().(error); !errors.Is(err, admin.ErrInvalidConfig) {
+			t.Fatalf("MustNew with a nil store panicked with %v, want an error wrapping ErrInvalidConfig", err)
+		}
+	}()
+	admin.MustNew(nil, testRules)
 }

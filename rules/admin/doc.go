@@ -24,8 +24,9 @@
 // Reset answers the state after the reset. Errors are RFC 9457 problem
 // details (application/problem+json): 400 for a malformed request or
 // identity, 404 for an unknown rule or a kind no rule keys on, 501 for a
-// reset on a store that is not a [sluice.Resetter], 502 when the store
-// fails. Bad input is refused before any store call.
+// reset on a store that is not a [sluice.Resetter] or whose Reset returns
+// an error wrapping [errors.ErrUnsupported] (the problem's detail names
+// it), 502 when the store fails. Bad input is refused before any store call.
 //
 // # Identities
 //

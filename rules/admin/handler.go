@@ -22,6 +22,7 @@ import (
 // watcher (rulefile.Watcher), whose rules the handler follows as they are
 // reloaded.
 type Source interface {
+	// Current returns the rules in force now.
 	Current() *rules.Set
 }
 
@@ -37,11 +38,11 @@ type handler struct {
 
 // New returns the operator handler for the rules src provides, whose
 // buckets live in store (the store the middleware uses). It refuses a nil
-// store or source and an invalid option. See the package documentation
-// for the routes.
+// store or source and an invalid option, with an error wrapping
+// [ErrInvalidConfig]. See the package documentation for the routes.
 func New(store sluice.Store, src Source, opts ...Option) (http.Handler, error) {
 	if store == nil || src == nil {
-		return nil, errors.New("admin: New: nil store or rule source")
+		return nil, fmt.Errorf("%w: New: nil store or rule source", ErrInvalidConfig)
 	}
 	h := &handler{store: store, src: src, config: config{log: slog.Default(), ipv6Prefix: 64}}
 	h.parsers = map[string]IdentityParser{}
@@ -64,6 +65,16 @@ func New(store sluice.Store, src Source, opts ...Option) (http.Handler, error) {
 	h.mux.HandleFunc("POST /inspect", func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, false) })
 	h.mux.HandleFunc("POST /reset", func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, true) })
 	return h, nil
+}
+
+// MustNew is like [New] but panics on an error; for a handler whose
+// store, rules and options are fixed in code.
+func MustNew(store sluice.Store, src Source, opts ...Option) http.Handler {
+	h, err := New(store, src, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return h
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -92,15 +103,25 @@ type query struct {
 // Bucket is one rule's bucket for one identity, as /inspect and /reset
 // answer it.
 type Bucket struct {
-	Rule      string `json:"rule"`
-	Kind      string `json:"kind"`
-	Identity  string `json:"identity"`
-	Limit     string `json:"limit"`
+	// Rule is the name of the rule the bucket belongs to.
+	Rule string `json:"rule"`
+	// Kind is the kind of key the rule's key function returns, such as
+	// "ip" or "api_key".
+	Kind string `json:"kind"`
+	// Identity is the identity as the rule's key function returns it
+	// (an ip identity grouped by its prefix, for instance), not as typed.
+	Identity string `json:"identity"`
+	// Limit is the rule's limit, as [sluice.Limit.String] writes it.
+	Limit string `json:"limit"`
+	// Algorithm is the name of the algorithm enforcing the limit.
 	Algorithm string `json:"algorithm"`
-	Cost      int64  `json:"cost"`
-	Shadow    bool   `json:"shadow,omitempty"`
+	// Cost is what one request takes from the bucket.
+	Cost int64 `json:"cost"`
+	// Shadow reports a dry-run rule: counted, never refusing.
+	Shadow bool `json:"shadow,omitempty"`
 	// Allowed says whether a request of the rule's cost would pass now.
-	Allowed   bool  `json:"allowed"`
+	Allowed bool `json:"allowed"`
+	// Remaining is how much of the bucket's capacity is left.
 	Remaining int64 `json:"remaining"`
 	// ResetAfterMS is the time until the bucket is full again.
 	ResetAfterMS int64 `json:"reset_after_ms"`
@@ -128,16 +149,16 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, reset bool) {
 		return
 	}
 	if reset {
-		rs, ok := h.store.(sluice.Resetter)
-		if !ok {
-			writeProblem(w, http.StatusNotImplemented, "Not Implemented", fmt.Sprintf("the store (%T) cannot reset buckets", h.store))
-			return
-		}
 		hits := make([]sluice.Hit, len(ms))
 		for i := range ms {
 			hits[i] = ms[i].hit
 		}
-		if err := rs.Reset(r.Context(), hits); err != nil {
+		if err := resetBuckets(r.Context(), h.store, hits); errors.Is(err, errors.ErrUnsupported) {
+			// Not a store failure: the store, or one it wraps, has no
+			// reset. The answer says so whichever refused.
+			writeProblem(w, http.StatusNotImplemented, "Not Implemented", err.Error())
+			return
+		} else if err != nil {
 			h.storeFailed(w, r, "reset", err)
 			return
 		}
@@ -244,6 +265,17 @@ func (h *handler) hash(id string) string {
 	return hex.EncodeToString(mac.Sum(nil)[:12])
 }
 
+// resetBuckets resets hits in store, or returns an error wrapping
+// [errors.ErrUnsupported] if store is not a [sluice.Resetter], as
+// [sluice.Limiter.Reset] does.
+func resetBuckets(ctx context.Context, store sluice.Store, hits []sluice.Hit) error {
+	rs, ok := store.(sluice.Resetter)
+	if !ok {
+		return fmt.Errorf("admin: the store (%T) cannot reset buckets: %w", store, errors.ErrUnsupported)
+	}
+	return rs.Reset(ctx, hits)
+}
+
 func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, op string, err error) {
 	h.log.LogAttrs(r.Context(), slog.LevelError, "admin: store failed", slog.String("op", op), slog.String("error", err.Error()))
 	detail := "the store could not " + op + " the buckets"
@@ -255,12 +287,19 @@ func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, op string,
 
 // RuleInfo describes one rule, as /rules lists it.
 type RuleInfo struct {
-	Name      string `json:"name"`
-	Kind      string `json:"kind"`
-	Limit     string `json:"limit"`
+	// Name is the rule's name, which /inspect and /reset take.
+	Name string `json:"name"`
+	// Kind is the kind of key the rule's key function returns, which
+	// decides how an identity is typed (see the package documentation).
+	Kind string `json:"kind"`
+	// Limit is the rule's limit, as [sluice.Limit.String] writes it.
+	Limit string `json:"limit"`
+	// Algorithm is the name of the algorithm enforcing the limit.
 	Algorithm string `json:"algorithm"`
-	Cost      int64  `json:"cost"`
-	Shadow    bool   `json:"shadow,omitempty"`
+	// Cost is what one request takes from its bucket.
+	Cost int64 `json:"cost"`
+	// Shadow reports a dry-run rule: counted, never refusing.
+	Shadow bool `json:"shadow,omitempty"`
 }
 
 func (h *handler) listRules(w http.ResponseWriter, _ *http.Request) {

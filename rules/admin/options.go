@@ -1,12 +1,18 @@
 package admin
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/keyfunc"
 )
+
+// ErrInvalidConfig reports an argument or option [New] cannot work with,
+// such as a nil store or an empty hash secret. Test for it with
+// [errors.Is].
+var ErrInvalidConfig = errors.New("admin: invalid configuration")
 
 // Option configures [New].
 type Option func(*config) error
@@ -28,7 +34,7 @@ type IdentityParser func(typed string) (string, error)
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
-			return fmt.Errorf("admin: WithLogger: nil logger")
+			return fmt.Errorf("%w: WithLogger: nil logger", ErrInvalidConfig)
 		}
 		c.log = l
 		return nil
@@ -47,7 +53,7 @@ func WithObserver(o sluice.Observer) Option {
 func WithIPv6Prefix(bits int) Option {
 	return func(c *config) error {
 		if _, err := keyfunc.IPKey(keyfunc.Normalize(ipv6Probe), bits); err != nil {
-			return fmt.Errorf("admin: WithIPv6Prefix: %w", err)
+			return fmt.Errorf("%w: WithIPv6Prefix: %w", ErrInvalidConfig, err)
 		}
 		c.ipv6Prefix = bits
 		return nil
@@ -60,7 +66,7 @@ func WithIPv6Prefix(bits int) Option {
 func WithHashSecret(secret []byte) Option {
 	return func(c *config) error {
 		if len(secret) == 0 {
-			return fmt.Errorf("admin: WithHashSecret: empty secret")
+			return fmt.Errorf("%w: WithHashSecret: empty secret", ErrInvalidConfig)
 		}
 		c.secret = append([]byte(nil), secret...)
 		return nil
@@ -72,7 +78,7 @@ func WithHashSecret(secret []byte) Option {
 func WithIdentity(kind string, parse IdentityParser) Option {
 	return func(c *config) error {
 		if kind == "" || parse == nil {
-			return fmt.Errorf("admin: WithIdentity: empty kind or nil parser")
+			return fmt.Errorf("%w: WithIdentity: empty kind or nil parser", ErrInvalidConfig)
 		}
 		c.parsers[kind] = parse
 		return nil

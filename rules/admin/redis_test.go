@@ -1,31 +1,13 @@
 package admin_test
 
 import (
-	"io"
-	"log/slog"
 	"testing"
-	"time"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/redistest"
-	"github.com/sluicehq/sluice/store/redisstore"
+	"github.com/sluicehq/sluice/internal/redistest/redisstoretest"
 )
 
 // TestResetRestoresTheLimitOnRedis runs the reset scenario on a
 // redis-server started for the test (on Redis time: nothing sleeps).
 func TestResetRestoresTheLimitOnRedis(t *testing.T) {
-	srv := redistest.Start(t)
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
-	t.Cleanup(func() { client.Close() })
-	store, err := redisstore.New(client, redisstore.Config{Secret: []byte("test secret"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	rs, ok := any(store).(sluice.Resetter)
-	if !ok {
-		t.Fatalf("%T does not implement sluice.Resetter", store)
-	}
-	testResetRestoresTheLimit(t, newFixture(t, rs))
+	testResetRestoresTheLimit(t, newFixture(t, redisstoretest.New(t)))
 }

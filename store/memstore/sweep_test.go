@@ -43,10 +43,22 @@ func TestSweepForgetsFullBuckets(t *testing.T) {
 	}
 }
 
+// TestCloseStopsSweeperAndRefusesTakes closes a store whose sweeper has
+// been seen working (it forgot a full bucket): the sweeper stops, and
+// takes are refused.
 func TestCloseStopsSweeperAndRefusesTakes(t *testing.T) {
 	defer leakcheck.Check(t)()
-	s := memstore.New(memstore.Config{SweepInterval: time.Millisecond})
-	time.Sleep(5 * time.Millisecond) // let the sweeper tick at least once
+	clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
+	s := memstore.New(memstore.Config{Clock: clock, SweepInterval: time.Millisecond})
+	if err := s.Take(context.Background(), []sluice.Hit{{Key: "k", Limit: sluice.PerSecond(1), Cost: 1}}, make([]sluice.Result, 1)); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour) // the bucket is full again: the next sweep forgets it
+	for start := time.Now(); s.Len() != 0; time.Sleep(time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the sweeper did not forget a full bucket within 10s") // a ceiling against hangs only
+		}
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

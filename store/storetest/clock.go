@@ -40,7 +40,8 @@ func (c *Clock) Advance(d time.Duration) time.Time {
 
 // Timer moves the clock forward by d and returns a channel that has
 // already received, and a stop function: a timer on which a wait takes no
-// real time. Pass it to [sluice.WithTimerFunc].
+// real time. With Now, it makes the clock a [sluice.WaitClock]: pass the
+// clock to [sluice.WithWaitClock].
 func (c *Clock) Timer(d time.Duration) (<-chan time.Time, func() bool) {
 	ch := make(chan time.Time, 1)
 	ch <- c.Advance(d)

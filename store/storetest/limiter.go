@@ -33,7 +33,7 @@ func testLimiter(t *testing.T, newHarness Factory) {
 				c <- now
 				return c, func() bool { return false }
 			}
-			l, err := sluice.NewLimiter(h.Store, a.limit, sluice.WithAlgorithm(a.alg), sluice.WithTimerFunc(timer))
+			l, err := sluice.NewLimiter(h.Store, a.limit, sluice.WithAlgorithm(a.alg), sluice.WithWaitClock(waitClock{now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }, timer: timer}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,10 +76,10 @@ func testLimiter(t *testing.T, newHarness Factory) {
 			cctx, cancel := context.WithCancelCause(ctx)
 			stopped := false
 			cl, err := sluice.NewLimiter(h.Store, a.limit, sluice.WithAlgorithm(a.alg),
-				sluice.WithTimerFunc(func(time.Duration) (<-chan time.Time, func() bool) {
+				sluice.WithWaitClock(waitClock{now: time.Now, timer: func(time.Duration) (<-chan time.Time, func() bool) {
 					cancel(errGaveUp)
 					return make(chan time.Time), func() bool { stopped = true; return true }
-				}))
+				}}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,3 +108,13 @@ func testLimiter(t *testing.T, newHarness Factory) {
 }
 
 var errGaveUp = errors.New("gave up")
+
+// waitClock is a [sluice.WaitClock] of two functions.
+type waitClock struct {
+	now   func() time.Time
+	timer func(d time.Duration) (<-chan time.Time, func() bool)
+}
+
+func (c waitClock) Now() time.Time { return c.now() }
+
+func (c waitClock) Timer(d time.Duration) (<-chan time.Time, func() bool) { return c.timer(d) }

@@ -1,0 +1,44 @@
+// Package redisstoretest gives a test a Redis store on a redis-server of
+// its own, configured as a limiter needs: the setup shared by the tests of
+// packages that run on the Redis store. It lives apart from redistest,
+// which the Redis store's own tests import.
+package redisstoretest
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/store/redisstore"
+)
+
+// Secret is the hash key of the stores New returns.
+var Secret = []byte("test secret")
+
+// New starts a redis-server for t (see redistest.Start: without
+// redis-server it skips t, or fails it under REQUIRE_REDIS=1) and returns
+// a store on it: a client that never retries a command and honours
+// deadlines, a one-second timeout on every I/O step, [Secret], and a
+// logger that discards. Store and client close when t ends.
+func New(t testing.TB) *redisstore.Store {
+	t.Helper()
+	srv := redistest.Start(t)
+	client := redis.NewClient(&redis.Options{
+		Addr:                  srv.Addr,
+		MaxRetries:            -1,
+		ContextTimeoutEnabled: true,
+		DialTimeout:           time.Second,
+		ReadTimeout:           time.Second,
+		WriteTimeout:          time.Second,
+	})
+	t.Cleanup(func() { client.Close() })
+	store, err := redisstore.New(client, redisstore.Config{Secret: Secret, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
