@@ -26,6 +26,9 @@ func (s *Store) giveBack(ctx context.Context, all bool) error {
 		if !all && e.live(now) {
 			return false
 		}
+		// The lease goes back: receipts of it and of the leases before
+		// it can no longer be refunded into the next one.
+		e.epoch = e.gen.Load() + 1
 		if n := e.left.Swap(0); n > 0 {
 			e.expires.Store(min(exp, now))
 			lost := n
@@ -70,9 +73,12 @@ func (s *Store) refund(ctx context.Context, refunds []sluice.Refund) error {
 }
 
 // Refund gives back what hits took (see [sluice.Refunder]). A hit served
-// from a lease goes back into the lease, if it is still the one the hit
-// was served from and has not expired (otherwise its tokens went back, or
-// were lost, with the lease, and the refund does nothing). Other refunds go
+// from a lease goes back into the key's current lease while it is live
+// and no lease of the key went back since the one the hit was served from
+// (refills in between do not matter; a fixed window's new window does);
+// otherwise its tokens went back, or were lost, with the lease: the
+// refund does nothing and is counted as lost (Observer.LeaseLost). A
+// refund clears the key's remembered denial. Other refunds go
 // to the backing store; over a backing store that is not a Refunder they
 // are an error wrapping [sluice.ErrInvalidHit].
 func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
@@ -92,21 +98,44 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 		}
 		e := s.table.get(r.Hit.Key)
 		if e == nil {
+			s.obs.LeaseLost(s.ruleOf(&r.Hit), r.Amount())
 			continue
 		}
 		e.mu.Lock()
-		if e.gen.Load() == r.Receipt.Mark && now < e.expires.Load() {
+		if e.refundable(r.Receipt.Mark, now) {
 			e.left.Add(r.Amount())
+			e.deny = denial{}
+		} else {
+			// The lease went back or expired with the tokens: they are
+			// lost to this refund.
+			s.obs.LeaseLost(e.policy.Rule, r.Amount())
 		}
 		e.mu.Unlock()
 	}
 	if len(pass) == 0 {
 		return nil
 	}
+	// The tokens are back in the bucket: a remembered denial no longer
+	// stands.
+	for i := range pass {
+		if e := s.table.get(pass[i].Hit.Key); e != nil {
+			e.mu.Lock()
+			e.deny = denial{}
+			e.mu.Unlock()
+		}
+	}
 	if s.refunder == nil {
 		return fmt.Errorf("lease: %w: the backing store %T gives nothing back", sluice.ErrInvalidHit, s.backing)
 	}
 	return s.refunder.Refund(ctx, pass)
+}
+
+// ruleOf names h's rule for the observer.
+func (s *Store) ruleOf(h *sluice.Hit) string {
+	if p := s.policy(h); p != nil {
+		return p.Rule
+	}
+	return ""
 }
 
 // Reset drops the leases of hits' buckets without giving their tokens
@@ -131,7 +160,7 @@ func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 			e.mu.Lock()
 			e.left.Store(0)
 			e.expires.Store(0)
-			e.gen.Add(1)
+			e.epoch = e.gen.Add(1) + 1
 			e.deny = denial{}
 			e.takes = [maxTakes]take{}
 			e.mu.Unlock()

@@ -380,11 +380,15 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 	}
 	t.hit.Lease = e.policy // names the rule when the policy is the default
 	t.hit.Cost, t.hit.MinCost = p.upTo, p.need
-	if e.interval == 0 && now >= e.windowEnd() {
+	newWindow := e.interval == 0 && now >= e.windowEnd()
+	if newWindow {
 		e.takes = [maxTakes]take{} // a new window: the old takes are spent
 	}
 	e.push(t)
 	gen := e.gen.Add(1)
+	if newWindow || e.epoch == 0 {
+		e.epoch = gen // receipts of past windows' leases are spent
+	}
 	e.base.Store(r.Remaining)
 	e.fullAt.Store(now + int64(r.ResetAfter/time.Microsecond))
 	left := e.left.Add(extra)
