@@ -65,7 +65,9 @@
 // A key at or over the threshold in a window is hot until a whole window
 // passes under it. A hot key is leased (HotKeys.Lease) and/or split
 // (HotKeys.Split = N): each request uses one of N sub-buckets in turn,
-// each with the rate and capacity divided by N (rounded down, at least 1).
+// each with the rate and capacity divided by N (rounded down). A limit
+// whose rate or capacity is below N is not split (sub-buckets of at least
+// 1 each would multiply it); the rules package refuses such a rule.
 //
 // Splitting spreads a key over N shared-store keys (on Redis Cluster, N
 // slots), at a cost in accuracy: a request is refused when its

@@ -204,12 +204,19 @@ func subKeys(key string, n int) []string {
 
 // SplitLimit returns the limit of each of n sub-buckets of a bucket with
 // limit l under algorithm alg: rate and capacity divided by n, rounded
-// down, at least 1. ok is false when the division leaves no valid limit
-// or one below cost: the bucket is then not split.
+// down. ok is false, and the bucket is not split, when the rate or the
+// capacity is below n (a sub-bucket of at least 1 each would multiply the
+// limit) or a sub-bucket could not hold cost. The sub-buckets of a key
+// that turns hot start full, as any new bucket: for one period after the
+// split the key may admit up to its capacity once more on top of what its
+// bucket had already admitted.
 func SplitLimit(l sluice.Limit, alg sluice.Algorithm, n int, cost int64) (sub sluice.Limit, ok bool) {
-	sub = sluice.Limit{Rate: max(1, l.Rate/int64(n)), Period: l.Period}
+	if n < 2 || l.Rate < int64(n) || l.Capacity() < int64(n) {
+		return sluice.Limit{}, false
+	}
+	sub = sluice.Limit{Rate: l.Rate / int64(n), Period: l.Period}
 	if alg == sluice.TokenBucket {
-		sub.Burst = max(1, l.Capacity()/int64(n))
+		sub.Burst = l.Capacity() / int64(n)
 	}
 	if sub.Capacity() < cost || alg.ValidateLimit(sub) != nil {
 		return sluice.Limit{}, false
