@@ -66,7 +66,13 @@ func (t *hotTable) detector(p *sluice.LeasePolicy) *detector {
 	if d == nil {
 		if len(t.rules) >= t.maxRules {
 			// Rule sets replaced by reloads leave their policies behind:
-			// start over rather than grow.
+			// start over rather than grow. Their hot keys cool first, so
+			// the hot-keys gauge comes down with them.
+			for _, old := range t.rules {
+				old.mu.Lock()
+				old.coolAll()
+				old.mu.Unlock()
+			}
 			clear(t.rules)
 		}
 		d = &detector{policy: p, t: t, top: make([]hotSlot, 0, t.topK)}
@@ -161,6 +167,17 @@ func (d *detector) roll(now int64) {
 	d.top = kept
 	d.cms = [cmsDepth][cmsWidth]uint32{}
 	d.window = w
+}
+
+// coolAll cools every hot slot and forgets them. Called with d.mu held.
+func (d *detector) coolAll() {
+	for i := range d.top {
+		if d.top[i].hot {
+			d.turn(&d.top[i], false)
+		}
+	}
+	clear(d.top)
+	d.top = d.top[:0]
 }
 
 // turn marks s hot or cooled, and says so in the log and to the observer.

@@ -2,6 +2,8 @@ package lease
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -74,9 +76,25 @@ func (s *Store) takeSlow(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 		select {
 		case <-busy:
 		case <-ctx.Done():
-			return &sluice.StoreError{Op: "lease: take", Kind: sluice.ErrTimeout, Err: ctx.Err()}
+			return waitError(ctx)
 		}
 	}
+}
+
+// waitError is the error of a call whose context ended while it waited
+// for another call's refill: nothing was sent, so it is not ambiguous. A
+// deadline is a timeout; a cancellation is reported as the store being
+// unavailable to the caller (as redisstore does), wrapping its cause.
+func waitError(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	kind := sluice.ErrUnavailable
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		kind = sluice.ErrTimeout
+	}
+	return &sluice.StoreError{Op: "lease: take", Kind: kind, Err: err}
 }
 
 // plan decides what each hit needs, reserving local tokens and claiming
