@@ -15,11 +15,13 @@ func (s *Store) giveBack(ctx context.Context, all bool) error {
 	now := s.now()
 	var refunds []sluice.Refund
 	s.table.each(nil, nil, func(e *entry) bool {
-		if !e.mu.TryLock() {
+		if all {
+			e.mu.Lock() // closing: every lease goes back
+		} else if !e.mu.TryLock() {
 			return false // busy: a refill or a return is under way
 		}
 		defer e.mu.Unlock()
-		if e.refilling != nil {
+		if e.refilling != nil && !all {
 			return false
 		}
 		exp := e.expires.Load()
@@ -85,6 +87,8 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	if err := sluice.CheckRefunds(refunds); err != nil {
 		return fmt.Errorf("lease: %w", err)
 	}
+	s.calls.RLock()
+	defer s.calls.RUnlock()
 	if s.closed.Load() {
 		return errClosed()
 	}

@@ -26,6 +26,7 @@ type Store struct {
 	hot      hotTable
 	scratch  sync.Pool
 	closed   atomic.Bool
+	calls    sync.RWMutex // held for reading by calls that may change leases; Close takes it to wait for them
 	stop     chan struct{}
 	done     sync.WaitGroup
 	refunds  atomic.Int64 // refunds that failed: counted, logged, never retried
@@ -103,6 +104,8 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if err := sluice.CheckHits(hits, out); err != nil {
 		return fmt.Errorf("lease: %w", err)
 	}
+	s.calls.RLock()
+	defer s.calls.RUnlock()
 	if s.closed.Load() {
 		return errClosed()
 	}
@@ -204,18 +207,30 @@ func (s *Store) Expire(ctx context.Context) error {
 	return s.giveBack(ctx, false)
 }
 
-// Close stops the sweeper and gives back the unused tokens of every lease,
-// live or expired, in one refund call. Take then fails with
-// [sluice.ErrClosed]. Close does not wait for calls in flight: a refill
-// that completes after it keeps its tokens (at most K per key, lost as in
-// a crash), so stop serving requests first. Close does not close the
-// backing store.
+// Close stops the sweeper, waits for the calls in flight (refills and
+// refunds) to end, and gives back the unused tokens of every lease, live
+// or expired, in one refund call. Take then fails with
+// [sluice.ErrClosed]. When ctx ends before the calls in flight do, Close
+// gives back what the leases hold then; what a refill still in flight
+// takes afterwards is lost as in a crash (at most K per key). Close does
+// not close the backing store.
 func (s *Store) Close(ctx context.Context) error {
 	if s.closed.Swap(true) {
 		return nil
 	}
 	close(s.stop)
 	s.done.Wait()
+	drained := make(chan struct{})
+	go func() {
+		s.calls.Lock() // every call in flight has ended; later ones see closed
+		s.calls.Unlock()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		s.cfg.Logger.Warn("sluice: lease store closed with calls in flight", "err", ctx.Err())
+	}
 	return s.giveBack(ctx, true)
 }
 

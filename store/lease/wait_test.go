@@ -72,3 +72,39 @@ func TestWaitForRefillContextEnds(t *testing.T) {
 		})
 	}
 }
+
+// Close waits for a refill in flight and gives its lease back: nothing
+// the refill took is left out of the bucket.
+func TestCloseWaitsForRefillInFlight(t *testing.T) {
+	back, clock := backing(t)
+	g := &gated{Refunder: back, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	rec := newRecorder()
+	s, err := lease.New(g, lease.Config{Clock: clock, Observer: rec, Logger: quiet, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hotHit("k")
+	taken := make(chan error, 1)
+	go func() { taken <- s.Take(context.Background(), []sluice.Hit{h}, make([]sluice.Result, 1)) }()
+	<-g.entered
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close(context.Background()) }()
+	select {
+	case err := <-closed:
+		close(g.release)
+		<-taken
+		t.Fatalf("Close returned (%v) with a refill in flight", err)
+	case <-time.After(50 * time.Millisecond): // generous: Close must still be waiting
+	}
+	close(g.release)
+	if err := <-taken; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if got := peek(t, back, h); got != 99 {
+		t.Fatalf("after Close: the bucket holds %d, want 99 (the one admitted hit's token out; refilled %d, returned %d, lost %d)",
+			got, rec.refilled, rec.returned, rec.lost)
+	}
+}
