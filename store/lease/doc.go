@@ -77,7 +77,10 @@
 // rate and capacity; when a key turns hot its sub-buckets start full, so
 // the transition can admit up to one more capacity; and a split hit's
 // Result describes its sub-bucket (the sub-limit, its Remaining) and has
-// no receipt, so it cannot be refunded. When a rule both leases and splits
+// no receipt, so it cannot be refunded. A peek of a split key (what an
+// operator's inspection reads) reports its own bucket, which the key does
+// not consume while it is split: not the sub-buckets' state. Reset resets
+// the bucket and its sub-buckets. When a rule both leases and splits
 // hot keys, leasable buckets are leased and the others split.
 //
 // # Configuration from rules

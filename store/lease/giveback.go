@@ -144,7 +144,9 @@ func (s *Store) ruleOf(h *sluice.Hit) string {
 
 // Reset drops the leases of hits' buckets without giving their tokens
 // back, and resets the buckets in the backing store (see
-// [sluice.Resetter]); over a backing store that is not a Resetter it is an
+// [sluice.Resetter]), with the sub-buckets of a key its rule splits; a
+// hot key is forgotten by its rule's detector (it cools; its traffic can
+// make it hot again); over a backing store that is not a Resetter it is an
 // error wrapping [sluice.ErrInvalidHit].
 func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 	for i := range hits {
@@ -156,8 +158,11 @@ func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 	if !ok {
 		return fmt.Errorf("lease: %w: the backing store %T cannot reset", sluice.ErrInvalidHit, s.backing)
 	}
-	if err := rs.Reset(ctx, hits); err != nil {
+	if err := rs.Reset(ctx, s.withSubBuckets(hits)); err != nil {
 		return err
+	}
+	for i := range hits {
+		s.hot.forget(s.policy(&hits[i]), hits[i].Key)
 	}
 	for i := range hits {
 		if e := s.table.get(hits[i].Key); e != nil {
@@ -171,4 +176,30 @@ func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 		}
 	}
 	return nil
+}
+
+// withSubBuckets returns hits with, for each hit whose rule splits hot
+// keys, the hits of its sub-buckets.
+func (s *Store) withSubBuckets(hits []sluice.Hit) []sluice.Hit {
+	out := hits
+	for i := range hits {
+		h := &hits[i]
+		pol := s.policy(h)
+		if pol == nil || pol.HotKeys.Split < 2 {
+			continue
+		}
+		sub, ok := SplitLimit(h.Limit, h.Algorithm, pol.HotKeys.Split, 1)
+		if !ok {
+			continue
+		}
+		if len(out) == len(hits) {
+			out = append([]sluice.Hit(nil), hits...)
+		}
+		for _, k := range subKeys(h.Key, pol.HotKeys.Split) {
+			sh := *h
+			sh.Key, sh.Limit = k, sub
+			out = append(out, sh)
+		}
+	}
+	return out
 }

@@ -48,6 +48,10 @@ func (c *counting) Refund(ctx context.Context, r []sluice.Refund) error {
 	return c.Refunder.Refund(ctx, r)
 }
 
+func (c *counting) Reset(ctx context.Context, hits []sluice.Hit) error {
+	return c.Refunder.(sluice.Resetter).Reset(ctx, hits)
+}
+
 // backing returns a memstore on a fake clock, wrapped to count calls.
 func backing(t *testing.T) (*counting, *storetest.Clock) {
 	t.Helper()

@@ -81,6 +81,34 @@ func (t *hotTable) detector(p *sluice.LeasePolicy) *detector {
 	return d
 }
 
+// forget drops key's slot from p's detector, if any, cooling it.
+func (t *hotTable) forget(p *sluice.LeasePolicy, key string) {
+	if p == nil {
+		return
+	}
+	t.mu.Lock()
+	d := t.rules[p]
+	t.mu.Unlock()
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range d.top {
+		if d.top[i].key != key {
+			continue
+		}
+		if d.top[i].hot {
+			d.turn(&d.top[i], false)
+		}
+		last := len(d.top) - 1
+		d.top[i] = d.top[last]
+		d.top[last] = hotSlot{}
+		d.top = d.top[:last]
+		return
+	}
+}
+
 // observe counts weight units of key's traffic at now (µs) and returns
 // the key's slot when it is hot. Called with d.mu held.
 func (d *detector) observe(key string, weight, now int64) *hotSlot {

@@ -1,6 +1,8 @@
 package lease_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -57,5 +59,42 @@ func TestSplitNeverMultipliesTheLimit(t *testing.T) {
 	}
 	if admitted > 10 {
 		t.Fatalf("admitted %d in a second at 10/s split 64, want at most 10", admitted)
+	}
+}
+
+// Reset of a split key resets its sub-buckets too and cools the key.
+func TestResetSplitKey(t *testing.T) {
+	back, clock := backing(t)
+	rec := newRecorder()
+	pol := &sluice.LeasePolicy{Rule: "split", HotKeys: sluice.HotKeyPolicy{Threshold: 5, Split: 4}}
+	s := newStore(t, back, lease.Config{Clock: clock, Observer: rec, Logger: quiet, SweepInterval: -1})
+	clock.Set(clock.Now().Truncate(time.Second))
+	h := sluice.Hit{Key: "hot", Limit: sluice.PerSecond(40), Algorithm: sluice.FixedWindow, Lease: pol}
+	for range 200 {
+		take(t, s, h)
+	}
+	if rec.hot["split"] != 1 {
+		t.Fatalf("%d keys turned hot, want 1", rec.hot["split"])
+	}
+	subs := make([]sluice.Hit, 4)
+	for i := range subs {
+		subs[i] = sluice.Hit{Key: fmt.Sprint("\x00split", i, "\x00hot"), Limit: sluice.PerSecond(10), Algorithm: sluice.FixedWindow}
+		if got := peek(t, back, subs[i]); got != 0 {
+			t.Fatalf("sub-bucket %d holds %d before the reset, want 0 (spent)", i, got)
+		}
+	}
+	if err := s.Reset(context.Background(), []sluice.Hit{h}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range subs {
+		if got := peek(t, back, subs[i]); got != 10 {
+			t.Fatalf("sub-bucket %d holds %d after the reset, want 10", i, got)
+		}
+	}
+	if rec.cooled["split"] != 1 {
+		t.Fatalf("%d keys cooled on reset, want 1", rec.cooled["split"])
+	}
+	if _, keys := lease.HotTracked(s); keys != 0 {
+		t.Fatalf("%d keys tracked after the reset, want 0", keys)
 	}
 }
