@@ -48,12 +48,15 @@ const localSeq = math.MinInt64
 // partial hit, whose receipt says how many it took, and unused tokens go
 // back by refund. Over any other store every hit passes through. An
 // invalid cfg is an error wrapping [ErrInvalidConfig] naming the field.
+// When it leases and cfg.Instances is 0 (one instance, by default), New
+// logs a warning: the drift bound depends on the real instance count.
 // Unless cfg.SweepInterval is negative New starts one sweeper goroutine,
 // which Close stops.
 func New(backing sluice.Store, cfg Config) (*Store, error) {
 	if backing == nil {
 		return nil, fmt.Errorf("%w: no backing store", ErrInvalidConfig)
 	}
+	defaultInstances := cfg.Instances == 0
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -64,6 +67,9 @@ func New(backing sluice.Store, cfg Config) (*Store, error) {
 	}
 	s.epochU = s.epoch.UnixMicro()
 	s.refunder, _ = backing.(sluice.Refunder)
+	if defaultInstances && s.refunder != nil {
+		cfg.Logger.Warn("sluice: lease store assumes one instance: set lease.Config.Instances to the number of processes sharing the store, which bounds the drift (Instances × K)")
+	}
 	s.table.init(cfg.MaxKeys)
 	s.hot.init(cfg.MaxRules, cfg.TopK, cfg.Logger, s.obs)
 	if cfg.SweepInterval > 0 {
