@@ -61,7 +61,7 @@ func (s *Store) refund(ctx context.Context, refunds []sluice.Refund) error {
 		return nil
 	}
 	if err := s.refunder.Refund(ctx, refunds); err != nil {
-		s.refunds.Add(int64(len(refunds)))
+		s.refundFailed(refunds)
 		for i := range refunds {
 			s.obs.LeaseLost(refunds[i].Hit.Lease.Rule, refunds[i].Amount())
 		}
@@ -131,7 +131,23 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	if s.refunder == nil {
 		return fmt.Errorf("lease: %w: the backing store %T gives nothing back", sluice.ErrInvalidHit, s.backing)
 	}
-	return s.refunder.Refund(ctx, pass)
+	if err := s.refunder.Refund(ctx, pass); err != nil {
+		s.refundFailed(pass)
+		return err
+	}
+	return nil
+}
+
+// refundFailed counts refunds the backing store failed to take.
+func (s *Store) refundFailed(refunds []sluice.Refund) {
+	s.refunds.Add(int64(len(refunds)))
+	ro, ok := s.obs.(RefundObserver)
+	if !ok {
+		return
+	}
+	for i := range refunds {
+		ro.RefundFailed(s.ruleOf(&refunds[i].Hit), 1)
+	}
 }
 
 // ruleOf names h's rule for the observer.

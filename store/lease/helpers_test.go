@@ -91,6 +91,7 @@ type recorder struct {
 	mu                       sync.Mutex
 	refilled, returned, lost int64
 	refills                  int
+	refundFailures           int
 	hot, cooled              map[string]int // by handling
 	leasedKeys               int
 }
@@ -107,6 +108,7 @@ func (r *recorder) LeaseRefilled(_ string, n int64) {
 }
 func (r *recorder) LeaseReturned(_ string, n int64) { r.mu.Lock(); r.returned += n; r.mu.Unlock() }
 func (r *recorder) LeaseLost(_ string, n int64)     { r.mu.Lock(); r.lost += n; r.mu.Unlock() }
+func (r *recorder) RefundFailed(_ string, n int)    { r.mu.Lock(); r.refundFailures += n; r.mu.Unlock() }
 func (r *recorder) LeasedKeys(n int)                { r.mu.Lock(); r.leasedKeys = n; r.mu.Unlock() }
 func (r *recorder) HotKey(_ string, hot bool, handling string) {
 	r.mu.Lock()

@@ -78,3 +78,33 @@ func TestRefundClearsDenial(t *testing.T) {
 		t.Fatalf("take after a refund: refused, retry after %v", r.RetryAfter)
 	}
 }
+
+// Refunds the backing store fails to take are counted, whether they
+// return a lease's unused tokens or pass a caller's refund through.
+func TestFailedRefundsCounted(t *testing.T) {
+	back, clock := backing(t)
+	rec := newRecorder()
+	s, err := lease.New(back, lease.Config{Clock: clock, Observer: rec, Logger: quiet, SweepInterval: -1, MaxLease: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hotHit("k")
+	first := take(t, s, h)[0] // exactly its cost from the backing store
+	for range 3 {
+		take(t, s, h) // a lease with tokens left
+	}
+	back.down.Store(true)
+	if err := s.Refund(context.Background(), []sluice.Refund{{Hit: h, Receipt: first.Receipt}}); err == nil {
+		t.Fatal("a refund to a store that is down succeeded")
+	}
+	if rec.refundFailures != 1 {
+		t.Fatalf("%d refund failures counted after a failed pass-through, want 1", rec.refundFailures)
+	}
+	if err := s.Close(context.Background()); err == nil {
+		t.Fatal("Close gave leases back to a store that is down")
+	}
+	if rec.refundFailures < 2 || rec.lost == 0 || s.FailedRefunds() != int64(rec.refundFailures) {
+		t.Fatalf("after Close: %d refund failures (store: %d), %d tokens lost; want ≥ 2, equal, and > 0",
+			rec.refundFailures, s.FailedRefunds(), rec.lost)
+	}
+}

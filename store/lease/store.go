@@ -259,6 +259,7 @@ func (s *Store) sweepLoop(every time.Duration) {
 // Leased returns the number of keys holding lease state.
 func (s *Store) Leased() int { return s.table.len() }
 
-// FailedRefunds returns how many returns of unused tokens failed (each
+// FailedRefunds returns how many refunds the backing store failed to
+// take: returns of unused tokens and callers' refunds passed through (each
 // counted once, never retried).
 func (s *Store) FailedRefunds() int64 { return s.refunds.Load() }
