@@ -15,21 +15,22 @@ import (
 // the backing store. Create it with [New]; it is safe for concurrent use.
 // Call [Store.Close] to stop its sweeper and give back every lease.
 type Store struct {
-	backing  sluice.Store
-	refunder sluice.Refunder // nil: nothing is leased
-	cfg      Config
-	obs      Observer
-	clock    sluice.Clock
-	epoch    time.Time
-	epochU   int64
-	table    table
-	hot      hotTable
-	scratch  sync.Pool
-	closed   atomic.Bool
-	calls    sync.RWMutex // held for reading by calls that may change leases; Close takes it to wait for them
-	stop     chan struct{}
-	done     sync.WaitGroup
-	refunds  atomic.Int64 // refunds that failed: counted, logged, never retried
+	backing   sluice.Store
+	refunder  sluice.Refunder // nil: nothing is leased
+	cfg       Config
+	obs       Observer
+	clock     sluice.Clock
+	epoch     time.Time
+	epochU    int64
+	table     table
+	hot       hotTable
+	scratch   sync.Pool
+	closed    atomic.Bool
+	givenBack atomic.Bool  // Close is giving every lease back: later refills' tokens are lost
+	calls     sync.RWMutex // held for reading by calls that may change leases; Close takes it to wait for them
+	stop      chan struct{}
+	done      sync.WaitGroup
+	refunds   atomic.Int64 // refunds that failed: counted, logged, never retried
 }
 
 var (
@@ -218,7 +219,8 @@ func (s *Store) Expire(ctx context.Context) error {
 // or expired, in one refund call. Take then fails with
 // [sluice.ErrClosed]. When ctx ends before the calls in flight do, Close
 // gives back what the leases hold then; what a refill still in flight
-// takes afterwards is lost as in a crash (at most K per key). Close does
+// takes afterwards is lost as in a crash (at most K per key), and counted
+// ([Observer.LeaseLost]). Close does
 // not close the backing store.
 func (s *Store) Close(ctx context.Context) error {
 	if s.closed.Swap(true) {
@@ -237,6 +239,7 @@ func (s *Store) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		s.cfg.Logger.Warn("sluice: lease store closed with calls in flight", "err", ctx.Err())
 	}
+	s.givenBack.Store(true)
 	return s.giveBack(ctx, true)
 }
 

@@ -421,9 +421,18 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 	e.deny = denial{}
 	close(e.refilling)
 	e.refilling = nil
+	var lost int64
+	if s.givenBack.Load() {
+		// Close gave the leases back without waiting for this refill:
+		// what it holds can no longer go back.
+		lost = e.left.Swap(0)
+	}
 	e.mu.Unlock()
 	p.marked, p.reserved = false, 0
 	s.obs.LeaseRefilled(e.policy.Rule, taken)
+	if lost > 0 {
+		s.obs.LeaseLost(e.policy.Rule, lost)
+	}
 	if p.det != nil && extra > 0 {
 		p.det.mu.Lock()
 		p.det.observe(h.Key, extra, now)

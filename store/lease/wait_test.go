@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,9 +17,13 @@ type gated struct {
 	sluice.Refunder
 	entered chan struct{}
 	release chan struct{}
+	open    atomic.Bool // pass calls straight through
 }
 
 func (g *gated) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
+	if g.open.Load() {
+		return g.Refunder.Take(ctx, hits, out)
+	}
 	g.entered <- struct{}{}
 	<-g.release
 	return g.Refunder.Take(ctx, hits, out)
@@ -106,5 +111,46 @@ func TestCloseWaitsForRefillInFlight(t *testing.T) {
 	if got := peek(t, back, h); got != 99 {
 		t.Fatalf("after Close: the bucket holds %d, want 99 (the one admitted hit's token out; refilled %d, returned %d, lost %d)",
 			got, rec.refilled, rec.returned, rec.lost)
+	}
+}
+
+// When Close's context ends before a refill in flight does, what that
+// refill takes beyond its hit is counted as lost.
+func TestCloseTimeoutCountsLateRefill(t *testing.T) {
+	back, clock := backing(t)
+	g := &gated{Refunder: back, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	g.open.Store(true)
+	rec := newRecorder()
+	s, err := lease.New(g, lease.Config{Clock: clock, Observer: rec, Logger: quiet, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hotHit("k")
+	for range 20 { // the key's K grows
+		take(t, s, h)
+	}
+	clock.Advance(time.Minute) // the lease expires: the next hit refills
+	if err := s.Expire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	g.open.Store(false)
+	taken := make(chan error, 1)
+	go func() { taken <- s.Take(context.Background(), []sluice.Hit{h}, make([]sluice.Result, 1)) }()
+	<-g.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(g.release)
+	if err := <-taken; err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	held := peek(t, back, h) // what the bucket holds
+	if rec.lost == 0 || rec.lost != 100-held-1 {
+		t.Fatalf("lost %d after a refill Close did not wait for; the bucket holds %d of 100 with 1 admitted, want %d lost",
+			rec.lost, held, 100-held-1)
 	}
 }
