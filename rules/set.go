@@ -110,6 +110,15 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 				cost = min(cost, rule.MaxCost)
 			}
 		}
+		var group string
+		if !rule.Colocate.IsZero() {
+			if group, err = rule.Colocate.Identity(r); err != nil {
+				if rule.Colocate.Skips(err) {
+					continue // no identity to colocate by: the rule does not apply
+				}
+				return fmt.Errorf("rules: rule %q: colocate: %w", rule.Name, err)
+			}
+		}
 		var lease *sluice.LeasePolicy
 		if rule.Lease.Active() {
 			lease = &rule.Lease
@@ -117,6 +126,7 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 		m.Rules = append(m.Rules, rule)
 		m.Hits = append(m.Hits, sluice.Hit{
 			Lease:     lease,
+			Group:     group,
 			Key:       BucketKey(rule.Name, rule.Key.Kind(), id),
 			Limit:     rule.Limit,
 			Algorithm: rule.Algorithm,

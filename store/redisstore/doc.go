@@ -58,24 +58,84 @@
 // request ran the script four times with the default MaxRetries), and it
 // ignores context deadlines on socket I/O unless ContextTimeoutEnabled is
 // set. Either would break a limiter, so [New] refuses a client with
-// MaxRetries other than -1 or with ContextTimeoutEnabled off, unless
-// [Config.AllowUnsafeClient] is set. A correct client:
+// MaxRetries other than -1 or with ContextTimeoutEnabled off, naming each
+// field, unless [Config.AllowUnsafeClient] is set. [NewClient] returns a
+// client with every setting the store needs, from an address or a
+// redis:// URL:
 //
-//	rdb := redis.NewClient(&redis.Options{
-//		Addr:                  "127.0.0.1:6379",
-//		MaxRetries:            -1,   // never re-run a script that may have run
-//		ContextTimeoutEnabled: true, // honour the latency budget
-//		DialTimeout:           100 * time.Millisecond,
-//		ReadTimeout:           100 * time.Millisecond,
-//		WriteTimeout:          100 * time.Millisecond,
-//		PoolTimeout:           50 * time.Millisecond,
-//		DialerRetries:         1,
-//		MinIdleConns:          8, // a timeout closes a connection: keep warm ones
-//	})
+//	rdb, err := redisstore.NewClient("redis://127.0.0.1:6379/0")
 //
-// A single node and a Sentinel-managed primary ([redis.NewFailoverClient])
-// are supported. Redis Cluster and Ring clients are refused for now: one
-// script must see all of a request's keys.
+// [ClientOptions] returns the same options, to adjust before
+// [redis.NewClient].
+//
+// # Connections
+//
+// A request's budget covers its command, never a connection's set-up.
+// go-redis sets a connection up (HELLO, and with its default options
+// CLIENT SETINFO and CLIENT MAINT_NOTIFICATIONS) on its first use, under the
+// context of the command that uses it, and closes a connection whose
+// command timed out. So the store keeps [Config.Conns] ready connections of
+// its own, taken from the client's pool and set up in the background
+// (handshake done, PINGed): at start, after a connection fails, and
+// whenever one is missing. A request waits, within its budget, for a ready
+// connection, and never dials or shakes hands; while Redis cannot be
+// reached, a request that finds no ready connection fails at once. A
+// connection the server closed (a restart) makes the store replace its idle
+// ones too. The circuit breaker's probe also runs in the background (see
+// [BreakerConfig]). This needs a [*redis.Client] whose handshake cannot
+// change its shared options (Protocol 2, or maintenance notifications off,
+// as [NewClient] sets); with another client the store uses the client's
+// pool, and logs so at start.
+//
+// # Re-sends
+//
+// Exactly these re-sends can happen, whatever the client: a script command
+// Redis answered NOSCRIPT is sent once more with the script's source (Redis
+// did not run it); a command go-redis could not write to any connection
+// (a dial error, a pool timeout, a connection found broken before writing)
+// may be tried on another; on Redis Cluster, a command answered MOVED or ASK
+// is sent to the node named (Redis did not run it), and one answered
+// READONLY (sent to a former master) goes to the slot's master after the
+// slot map is reloaded. A command that may have reached Redis and run is
+// never sent again: the store's script commands tell go-redis so (their
+// NoRetry is true), which go-redis honours for single commands and
+// pipelines, on every client, even where MaxRetries or, on Cluster,
+// MaxRedirects would re-send after a timeout or an EOF. Such a failure is
+// returned as an ambiguous [*sluice.StoreError].
+//
+// # Sentinel and Cluster
+//
+// A single node, a Sentinel-managed primary ([redis.NewFailoverClient]) and
+// Redis Cluster ([redis.NewClusterClient], or a [redis.UniversalClient] that
+// is one) are supported. For a cluster client [New] requires only
+// ContextTimeoutEnabled: its retries cannot re-send scripts. A Ring, which
+// spreads keys over shards it never fails over, and
+// [redis.NewFailoverClusterClient], built to read from replicas, are
+// refused. The start-up check reports a Redis Cluster node behind a client
+// that is not a cluster client (such as a wrapper type around one): every
+// call then fails with an error wrapping [ErrUnsupportedClient], which no
+// breaker counts.
+//
+// On Redis Cluster the atomic unit is the hash slot: Redis refuses a script
+// over keys of two slots, even on one node. Take groups a request's hits by
+// slot and decides each group with one script call, sending the calls for
+// all the groups in one pipeline, one per node, the nodes concurrently.
+// When a slot refuses the request, what the other slots took is given back
+// by exact refunds ([sluice.Refunder]'s rules) and their hits decided again
+// as a refused request, in one more round trip, before Take returns: the
+// results are a single node's. A refund is never retried: a failed one is
+// counted and logged, and loses at most its request's cost (the buckets
+// under-admit until they refill; nothing over-admits). Hits of one
+// [sluice.Hit.Group] share a hash tag, so a request's colocated hits stay
+// one script call. Coalescing batches per slot. The circuit breaker is per
+// master, named by its address. Failed calls (dial errors, timeouts,
+// CLUSTERDOWN, an open breaker) make go-redis reload the slot map, at most
+// one reload at a time, 200 ms apart, so the slots of a dead master follow
+// its promoted replica within about a round trip of the promotion. Set
+// cluster-require-full-coverage no on the servers, so the other masters keep
+// answering while a slot has no master. Writes the dead master had not
+// replicated are lost: each of its buckets forgets at most the replication
+// lag's worth of its admitted rate.
 //
 // # Redis versions
 //

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
@@ -62,6 +63,13 @@ type request struct {
 
 // args returns the request's script arguments after the clock.
 func (r *request) args() []any { return r.cmd[4+len(r.keys):] }
+
+// setKey makes key the Redis key of the request's hit i, in its keys and
+// in its command.
+func (r *request) setKey(i int, key string) {
+	r.keys[i] = key
+	r.cmd[3+i] = key
+}
 
 // Mode bits of a hit's first script argument, after its algorithm (see
 // take.lua).
@@ -292,17 +300,22 @@ func (r *request) decode(vals []any) error {
 // once: Redis did not run the script, so this cannot apply it twice.
 func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 	c := newScriptCmd(ctx, cmd...)
-	_ = s.client.Process(ctx, c)
+	_ = s.process(ctx, c)
 	reply, err := c.Result()
+	for try := 0; err != nil && tryAgain(ctx, err, try); try++ {
+		c = newScriptCmd(ctx, slices.Clone(cmd)...)
+		_ = s.client.Process(ctx, c)
+		reply, err = c.Result()
+	}
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		s.reloads.Add(1)
 		if s.events != nil {
-			s.events.ScriptReloaded(s.endpoint)
+			s.events.ScriptReloaded(s.endpointName())
 		}
 		// A fresh slice: a hook may keep the first command.
 		cmd = append([]any{"eval", scriptOf(cmd).src}, cmd[2:]...)
 		c = newScriptCmd(ctx, cmd...)
-		_ = s.client.Process(ctx, c)
+		_ = s.process(ctx, c)
 		reply, err = c.Result()
 	}
 	return reply, err
