@@ -231,8 +231,8 @@ func (s *Store) Close(ctx context.Context) error {
 	drained := make(chan struct{})
 	go func() {
 		s.calls.Lock() // every call in flight has ended; later ones see closed
-		s.calls.Unlock()
 		close(drained)
+		s.calls.Unlock()
 	}()
 	select {
 	case <-drained:
