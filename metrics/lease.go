@@ -41,8 +41,12 @@ type LeaseConfig struct {
 //	sluice_lease_tokens_returned_total{rule}      counter
 //	    Unused tokens given back (on expiry or Close).
 //	sluice_lease_tokens_lost_total{rule}          counter
-//	    Unused tokens that did not go back: their window had passed, or the
-//	    refund failed (never retried).
+//	    Unused tokens that did not go back: their window had passed, the
+//	    refund failed (never retried), or a refund of a hit served from a
+//	    lease came after the lease went back.
+//	sluice_lease_refund_failures_total{rule}      counter
+//	    Refunds the shared store failed to take (returns of unused tokens
+//	    and refunds passed through), counted once, never retried.
 //	sluice_lease_keys                             gauge
 //	    Keys holding lease state, after each sweep.
 //	sluice_hot_keys{rule}                         gauge
@@ -52,6 +56,7 @@ type LeaseConfig struct {
 //	    "lease", "split", "lease+split" or "none".
 type LeaseCollector struct {
 	refills, refilled, returned, lost *prometheus.CounterVec
+	refundFailures                    *prometheus.CounterVec
 	keys                              prometheus.Gauge
 	hot                               *prometheus.GaugeVec
 	transitions                       *prometheus.CounterVec
@@ -92,10 +97,11 @@ func NewLease(cfg LeaseConfig) (*LeaseCollector, error) {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help, ConstLabels: cfg.ConstLabels}, labels)
 	}
 	c := &LeaseCollector{
-		refills:  counter("lease_refills_total", "Calls to the shared store that took a local lease.", "rule"),
-		refilled: counter("lease_tokens_refilled_total", "Tokens taken by lease refills.", "rule"),
-		returned: counter("lease_tokens_returned_total", "Unused lease tokens given back to the shared store.", "rule"),
-		lost:     counter("lease_tokens_lost_total", "Unused lease tokens that did not go back (window passed or refund failed).", "rule"),
+		refills:        counter("lease_refills_total", "Calls to the shared store that took a local lease.", "rule"),
+		refilled:       counter("lease_tokens_refilled_total", "Tokens taken by lease refills.", "rule"),
+		returned:       counter("lease_tokens_returned_total", "Unused lease tokens given back to the shared store.", "rule"),
+		lost:           counter("lease_tokens_lost_total", "Unused lease tokens that did not go back (window passed, refund failed, or refunded after the lease went back).", "rule"),
+		refundFailures: counter("lease_refund_failures_total", "Refunds the shared store failed to take, never retried.", "rule"),
 		keys: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "lease_keys",
 			Help: "Keys holding lease state.", ConstLabels: cfg.ConstLabels}),
 		hot: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "hot_keys",
@@ -161,6 +167,7 @@ func (c *LeaseCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.refilled.Describe(ch)
 	c.returned.Describe(ch)
 	c.lost.Describe(ch)
+	c.refundFailures.Describe(ch)
 	c.keys.Describe(ch)
 	c.hot.Describe(ch)
 	c.transitions.Describe(ch)
@@ -172,6 +179,7 @@ func (c *LeaseCollector) Collect(ch chan<- prometheus.Metric) {
 	c.refilled.Collect(ch)
 	c.returned.Collect(ch)
 	c.lost.Collect(ch)
+	c.refundFailures.Collect(ch)
 	c.keys.Collect(ch)
 	c.hot.Collect(ch)
 	c.transitions.Collect(ch)
@@ -192,6 +200,11 @@ func (c *LeaseCollector) LeaseReturned(rule string, units int64) {
 // LeaseLost counts unused tokens that did not go back.
 func (c *LeaseCollector) LeaseLost(rule string, units int64) {
 	c.lost.WithLabelValues(c.rule(rule)).Add(float64(units))
+}
+
+// RefundFailed counts refunds the shared store failed to take.
+func (c *LeaseCollector) RefundFailed(rule string, refunds int) {
+	c.refundFailures.WithLabelValues(c.rule(rule)).Add(float64(refunds))
 }
 
 // LeasedKeys sets the number of keys holding lease state.

@@ -14,7 +14,10 @@ import (
 	"github.com/sluicehq/sluice/store/lease"
 )
 
-var _ lease.Observer = (*metrics.LeaseCollector)(nil)
+var (
+	_ lease.Observer       = (*metrics.LeaseCollector)(nil)
+	_ lease.RefundObserver = (*metrics.LeaseCollector)(nil)
+)
 
 func TestLeaseCollector(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
@@ -26,6 +29,7 @@ func TestLeaseCollector(t *testing.T) {
 	c.LeaseRefilled("api", 10)
 	c.LeaseReturned("api", 7)
 	c.LeaseLost("ip", 3)
+	c.RefundFailed("ip", 2)
 	c.LeaseRefilled("third", 1) // past MaxRules: counted under OtherRule
 	c.LeasedKeys(42)
 	c.HotKey("api", true, "lease")
@@ -43,9 +47,12 @@ sluice_lease_tokens_refilled_total{rule="api"} 35
 # HELP sluice_lease_tokens_returned_total Unused lease tokens given back to the shared store.
 # TYPE sluice_lease_tokens_returned_total counter
 sluice_lease_tokens_returned_total{rule="api"} 7
-# HELP sluice_lease_tokens_lost_total Unused lease tokens that did not go back (window passed or refund failed).
+# HELP sluice_lease_tokens_lost_total Unused lease tokens that did not go back (window passed, refund failed, or refunded after the lease went back).
 # TYPE sluice_lease_tokens_lost_total counter
 sluice_lease_tokens_lost_total{rule="ip"} 3
+# HELP sluice_lease_refund_failures_total Refunds the shared store failed to take, never retried.
+# TYPE sluice_lease_refund_failures_total counter
+sluice_lease_refund_failures_total{rule="ip"} 2
 # HELP sluice_lease_keys Keys holding lease state.
 # TYPE sluice_lease_keys gauge
 sluice_lease_keys 42

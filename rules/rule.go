@@ -147,6 +147,9 @@ func (r *Rule) Validate() error {
 	if err := r.Lease.Validate(); err != nil {
 		return fmt.Errorf("%w %q: %v", ErrInvalidRule, r.Name, err)
 	}
+	if n := int64(r.Lease.HotKeys.Split); n >= 2 && (r.Limit.Rate < n || r.Limit.Capacity() < n) {
+		return fail("hot_keys.split", "%d: the limit (rate %d, capacity %d) cannot be split into %d sub-buckets of at least 1", n, r.Limit.Rate, r.Limit.Capacity(), n)
+	}
 	if cost := r.cost(); cost > r.Limit.Capacity() {
 		return fail("cost", "%d exceeds the capacity %d: no request could ever pass", cost, r.Limit.Capacity())
 	}

@@ -40,6 +40,10 @@ func TestNewValidates(t *testing.T) {
 		{"negative lease", []rules.Rule{with(func(r *rules.Rule) { r.Lease.MaxLease = -1 })}, `"ok": lease.max_lease`},
 		{"lease ttl over a minute", []rules.Rule{with(func(r *rules.Rule) { r.Lease.TTL = time.Hour })}, `"ok": lease.ttl`},
 		{"split of one", []rules.Rule{with(func(r *rules.Rule) { r.Lease.HotKeys = sluice.HotKeyPolicy{Threshold: 10, Split: 1} })}, `"ok": hot_keys.split`},
+		{"split above the rate", []rules.Rule{with(func(r *rules.Rule) {
+			r.Limit = sluice.PerSecond(10)
+			r.Lease.HotKeys = sluice.HotKeyPolicy{Threshold: 10, Split: 64}
+		})}, `"ok": hot_keys.split: 64`},
 		{"hot keys without threshold", []rules.Rule{with(func(r *rules.Rule) { r.Lease.HotKeys.Lease = true })}, `"ok": hot_keys.threshold`},
 	}
 	for _, tc := range cases {

@@ -22,7 +22,7 @@ var (
 //	hot_keys:
 //	  threshold: 1000  # store calls per second for one key; required
 //	  lease: true      # lease hot keys even without a lease block
-//	  split: 4         # 2 to 64 sub-buckets
+//	  split: 4         # 2 to 64 sub-buckets, at most the rate and the capacity
 func (d *decoder) leasePolicy(f map[string]*yaml.Node, r *rules.Rule) error {
 	p := &r.Lease
 	if n, ok := f["lease"]; ok {
@@ -61,6 +61,10 @@ func (d *decoder) leasePolicy(f map[string]*yaml.Node, r *rules.Rule) error {
 		}
 		if split > sluice.MaxSplit {
 			return d.fail(deref(hf["split"]), "hot_keys.split", "%d: at most %d sub-buckets", split, sluice.MaxSplit)
+		}
+		if split > 0 && (r.Limit.Rate < split || r.Limit.Capacity() < split) {
+			return d.fail(deref(hf["split"]), "hot_keys.split", "%d: the limit (rate %d, capacity %d) cannot be split into %d sub-buckets of at least 1",
+				split, r.Limit.Rate, r.Limit.Capacity(), split)
 		}
 		p.HotKeys.Split = int(split)
 	}

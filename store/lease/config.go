@@ -15,7 +15,10 @@ type Config struct {
 	// monotonic clock. Tests pass a fake clock and step it.
 	Clock sluice.Clock
 	// Instances is how many processes are expected to share the backing
-	// store's buckets. It bounds K (see [MaxLease]). Default: 1.
+	// store's buckets. It bounds K (see [MaxLease]): the drift bound
+	// Instances × K holds only when it is at least the real number of
+	// processes, so set it to that (or to an upper bound of it). Default:
+	// 1, one process; [New] logs a warning when it leases with the default.
 	Instances int
 	// DriftBudget is the share of a limit's allowance over a minute
 	// (burst + 60 s × rate) that the instances' leases together may hold:

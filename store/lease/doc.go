@@ -65,7 +65,9 @@
 // A key at or over the threshold in a window is hot until a whole window
 // passes under it. A hot key is leased (HotKeys.Lease) and/or split
 // (HotKeys.Split = N): each request uses one of N sub-buckets in turn,
-// each with the rate and capacity divided by N (rounded down, at least 1).
+// each with the rate and capacity divided by N (rounded down). A limit
+// whose rate or capacity is below N is not split (sub-buckets of at least
+// 1 each would multiply it); the rules package refuses such a rule.
 //
 // Splitting spreads a key over N shared-store keys (on Redis Cluster, N
 // slots), at a cost in accuracy: a request is refused when its
@@ -75,7 +77,10 @@
 // rate and capacity; when a key turns hot its sub-buckets start full, so
 // the transition can admit up to one more capacity; and a split hit's
 // Result describes its sub-bucket (the sub-limit, its Remaining) and has
-// no receipt, so it cannot be refunded. When a rule both leases and splits
+// no receipt, so it cannot be refunded. A peek of a split key (what an
+// operator's inspection reads) reports its own bucket, which the key does
+// not consume while it is split: not the sub-buckets' state. Reset resets
+// the bucket and its sub-buckets. When a rule both leases and splits
 // hot keys, leasable buckets are leased and the others split.
 //
 // # Configuration from rules

@@ -15,17 +15,22 @@ func (s *Store) giveBack(ctx context.Context, all bool) error {
 	now := s.now()
 	var refunds []sluice.Refund
 	s.table.each(nil, nil, func(e *entry) bool {
-		if !e.mu.TryLock() {
+		if all {
+			e.mu.Lock() // closing: every lease goes back
+		} else if !e.mu.TryLock() {
 			return false // busy: a refill or a return is under way
 		}
 		defer e.mu.Unlock()
-		if e.refilling != nil {
+		if e.refilling != nil && !all {
 			return false
 		}
 		exp := e.expires.Load()
 		if !all && e.live(now) {
 			return false
 		}
+		// The lease goes back: receipts of it and of the leases before
+		// it can no longer be refunded into the next one.
+		e.epoch = e.gen.Load() + 1
 		if n := e.left.Swap(0); n > 0 {
 			e.expires.Store(min(exp, now))
 			lost := n
@@ -56,7 +61,7 @@ func (s *Store) refund(ctx context.Context, refunds []sluice.Refund) error {
 		return nil
 	}
 	if err := s.refunder.Refund(ctx, refunds); err != nil {
-		s.refunds.Add(int64(len(refunds)))
+		s.refundFailed(refunds)
 		for i := range refunds {
 			s.obs.LeaseLost(refunds[i].Hit.Lease.Rule, refunds[i].Amount())
 		}
@@ -70,15 +75,20 @@ func (s *Store) refund(ctx context.Context, refunds []sluice.Refund) error {
 }
 
 // Refund gives back what hits took (see [sluice.Refunder]). A hit served
-// from a lease goes back into the lease, if it is still the one the hit
-// was served from and has not expired (otherwise its tokens went back, or
-// were lost, with the lease, and the refund does nothing). Other refunds go
+// from a lease goes back into the key's current lease while it is live
+// and no lease of the key went back since the one the hit was served from
+// (refills in between do not matter; a fixed window's new window does);
+// otherwise its tokens went back, or were lost, with the lease: the
+// refund does nothing and is counted as lost (Observer.LeaseLost). A
+// refund clears the key's remembered denial. Other refunds go
 // to the backing store; over a backing store that is not a Refunder they
 // are an error wrapping [sluice.ErrInvalidHit].
 func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	if err := sluice.CheckRefunds(refunds); err != nil {
 		return fmt.Errorf("lease: %w", err)
 	}
+	s.calls.RLock()
+	defer s.calls.RUnlock()
 	if s.closed.Load() {
 		return errClosed()
 	}
@@ -92,26 +102,67 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 		}
 		e := s.table.get(r.Hit.Key)
 		if e == nil {
+			s.obs.LeaseLost(s.ruleOf(&r.Hit), r.Amount())
 			continue
 		}
 		e.mu.Lock()
-		if e.gen.Load() == r.Receipt.Mark && now < e.expires.Load() {
+		if e.refundable(r.Receipt.Mark, now) {
 			e.left.Add(r.Amount())
+			e.deny = denial{}
+		} else {
+			// The lease went back or expired with the tokens: they are
+			// lost to this refund.
+			s.obs.LeaseLost(e.policy.Rule, r.Amount())
 		}
 		e.mu.Unlock()
 	}
 	if len(pass) == 0 {
 		return nil
 	}
+	// The tokens are back in the bucket: a remembered denial no longer
+	// stands.
+	for i := range pass {
+		if e := s.table.get(pass[i].Hit.Key); e != nil {
+			e.mu.Lock()
+			e.deny = denial{}
+			e.mu.Unlock()
+		}
+	}
 	if s.refunder == nil {
 		return fmt.Errorf("lease: %w: the backing store %T gives nothing back", sluice.ErrInvalidHit, s.backing)
 	}
-	return s.refunder.Refund(ctx, pass)
+	if err := s.refunder.Refund(ctx, pass); err != nil {
+		s.refundFailed(pass)
+		return err
+	}
+	return nil
+}
+
+// refundFailed counts refunds the backing store failed to take.
+func (s *Store) refundFailed(refunds []sluice.Refund) {
+	s.refunds.Add(int64(len(refunds)))
+	ro, ok := s.obs.(RefundObserver)
+	if !ok {
+		return
+	}
+	for i := range refunds {
+		ro.RefundFailed(s.ruleOf(&refunds[i].Hit), 1)
+	}
+}
+
+// ruleOf names h's rule for the observer.
+func (s *Store) ruleOf(h *sluice.Hit) string {
+	if p := s.policy(h); p != nil {
+		return p.Rule
+	}
+	return ""
 }
 
 // Reset drops the leases of hits' buckets without giving their tokens
 // back, and resets the buckets in the backing store (see
-// [sluice.Resetter]); over a backing store that is not a Resetter it is an
+// [sluice.Resetter]), with the sub-buckets of a key its rule splits; a
+// hot key is forgotten by its rule's detector (it cools; its traffic can
+// make it hot again); over a backing store that is not a Resetter it is an
 // error wrapping [sluice.ErrInvalidHit].
 func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 	for i := range hits {
@@ -123,19 +174,48 @@ func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 	if !ok {
 		return fmt.Errorf("lease: %w: the backing store %T cannot reset", sluice.ErrInvalidHit, s.backing)
 	}
-	if err := rs.Reset(ctx, hits); err != nil {
+	if err := rs.Reset(ctx, s.withSubBuckets(hits)); err != nil {
 		return err
+	}
+	for i := range hits {
+		s.hot.forget(s.policy(&hits[i]), hits[i].Key)
 	}
 	for i := range hits {
 		if e := s.table.get(hits[i].Key); e != nil {
 			e.mu.Lock()
 			e.left.Store(0)
 			e.expires.Store(0)
-			e.gen.Add(1)
+			e.epoch = e.gen.Add(1) + 1
 			e.deny = denial{}
 			e.takes = [maxTakes]take{}
 			e.mu.Unlock()
 		}
 	}
 	return nil
+}
+
+// withSubBuckets returns hits with, for each hit whose rule splits hot
+// keys, the hits of its sub-buckets.
+func (s *Store) withSubBuckets(hits []sluice.Hit) []sluice.Hit {
+	out := hits
+	for i := range hits {
+		h := &hits[i]
+		pol := s.policy(h)
+		if pol == nil || pol.HotKeys.Split < 2 {
+			continue
+		}
+		sub, ok := SplitLimit(h.Limit, h.Algorithm, pol.HotKeys.Split, 1)
+		if !ok {
+			continue
+		}
+		if len(out) == len(hits) {
+			out = append([]sluice.Hit(nil), hits...)
+		}
+		for _, k := range subKeys(h.Key, pol.HotKeys.Split) {
+			sh := *h
+			sh.Key, sh.Limit = k, sub
+			out = append(out, sh)
+		}
+	}
+	return out
 }

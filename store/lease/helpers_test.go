@@ -49,6 +49,10 @@ func (c *counting) Refund(ctx context.Context, r []sluice.Refund) error {
 	return c.Refunder.Refund(ctx, r)
 }
 
+func (c *counting) Reset(ctx context.Context, hits []sluice.Hit) error {
+	return c.Refunder.(sluice.Resetter).Reset(ctx, hits)
+}
+
 // backing returns a memstore on a fake clock, wrapped to count calls.
 func backing(t *testing.T) (*counting, *storetest.Clock) {
 	t.Helper()
@@ -88,6 +92,7 @@ type recorder struct {
 	mu                       sync.Mutex
 	refilled, returned, lost int64
 	refills                  int
+	refundFailures           int
 	hot, cooled              map[string]int // by handling
 	leasedKeys               int
 }
@@ -104,6 +109,7 @@ func (r *recorder) LeaseRefilled(_ string, n int64) {
 }
 func (r *recorder) LeaseReturned(_ string, n int64) { r.mu.Lock(); r.returned += n; r.mu.Unlock() }
 func (r *recorder) LeaseLost(_ string, n int64)     { r.mu.Lock(); r.lost += n; r.mu.Unlock() }
+func (r *recorder) RefundFailed(_ string, n int)    { r.mu.Lock(); r.refundFailures += n; r.mu.Unlock() }
 func (r *recorder) LeasedKeys(n int)                { r.mu.Lock(); r.leasedKeys = n; r.mu.Unlock() }
 func (r *recorder) HotKey(_ string, hot bool, handling string) {
 	r.mu.Lock()

@@ -66,13 +66,47 @@ func (t *hotTable) detector(p *sluice.LeasePolicy) *detector {
 	if d == nil {
 		if len(t.rules) >= t.maxRules {
 			// Rule sets replaced by reloads leave their policies behind:
-			// start over rather than grow.
+			// start over rather than grow. Their hot keys cool first, so
+			// the hot-keys gauge comes down with them.
+			for _, old := range t.rules {
+				old.mu.Lock()
+				old.coolAll()
+				old.mu.Unlock()
+			}
 			clear(t.rules)
 		}
 		d = &detector{policy: p, t: t, top: make([]hotSlot, 0, t.topK)}
 		t.rules[p] = d
 	}
 	return d
+}
+
+// forget drops key's slot from p's detector, if any, cooling it.
+func (t *hotTable) forget(p *sluice.LeasePolicy, key string) {
+	if p == nil {
+		return
+	}
+	t.mu.Lock()
+	d := t.rules[p]
+	t.mu.Unlock()
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range d.top {
+		if d.top[i].key != key {
+			continue
+		}
+		if d.top[i].hot {
+			d.turn(&d.top[i], false)
+		}
+		last := len(d.top) - 1
+		d.top[i] = d.top[last]
+		d.top[last] = hotSlot{}
+		d.top = d.top[:last]
+		return
+	}
 }
 
 // observe counts weight units of key's traffic at now (µs) and returns
@@ -163,6 +197,17 @@ func (d *detector) roll(now int64) {
 	d.window = w
 }
 
+// coolAll cools every hot slot and forgets them. Called with d.mu held.
+func (d *detector) coolAll() {
+	for i := range d.top {
+		if d.top[i].hot {
+			d.turn(&d.top[i], false)
+		}
+	}
+	clear(d.top)
+	d.top = d.top[:0]
+}
+
 // turn marks s hot or cooled, and says so in the log and to the observer.
 func (d *detector) turn(s *hotSlot, hot bool) {
 	s.hot = hot
@@ -204,12 +249,19 @@ func subKeys(key string, n int) []string {
 
 // SplitLimit returns the limit of each of n sub-buckets of a bucket with
 // limit l under algorithm alg: rate and capacity divided by n, rounded
-// down, at least 1. ok is false when the division leaves no valid limit
-// or one below cost: the bucket is then not split.
+// down. ok is false, and the bucket is not split, when the rate or the
+// capacity is below n (a sub-bucket of at least 1 each would multiply the
+// limit) or a sub-bucket could not hold cost. The sub-buckets of a key
+// that turns hot start full, as any new bucket: for one period after the
+// split the key may admit up to its capacity once more on top of what its
+// bucket had already admitted.
 func SplitLimit(l sluice.Limit, alg sluice.Algorithm, n int, cost int64) (sub sluice.Limit, ok bool) {
-	sub = sluice.Limit{Rate: max(1, l.Rate/int64(n)), Period: l.Period}
+	if n < 2 || l.Rate < int64(n) || l.Capacity() < int64(n) {
+		return sluice.Limit{}, false
+	}
+	sub = sluice.Limit{Rate: l.Rate / int64(n), Period: l.Period}
 	if alg == sluice.TokenBucket {
-		sub.Burst = max(1, l.Capacity()/int64(n))
+		sub.Burst = l.Capacity() / int64(n)
 	}
 	if sub.Capacity() < cost || alg.ValidateLimit(sub) != nil {
 		return sluice.Limit{}, false

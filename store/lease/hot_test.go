@@ -167,3 +167,26 @@ func clone(m map[string]int) map[string]int {
 	}
 	return c
 }
+
+// Detectors dropped to make room for new rules (reloaded rule sets) cool
+// their hot keys first: every key that turned hot cools.
+func TestDroppedDetectorsCoolTheirKeys(t *testing.T) {
+	back, clock := backing(t)
+	rec := newRecorder()
+	s := newStore(t, back, lease.Config{Clock: clock, Observer: rec, Logger: quiet, SweepInterval: -1, MaxRules: 2})
+	for r := range 3 {
+		pol := &sluice.LeasePolicy{Rule: fmt.Sprint("r", r), HotKeys: sluice.HotKeyPolicy{Threshold: 2, Lease: true}}
+		for range 4 {
+			take(t, s, sluice.Hit{Key: fmt.Sprint("k", r), Limit: sluice.PerSecond(1000), Lease: pol})
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.hot["lease"] != 3 {
+		t.Fatalf("%d keys turned hot, want 3", rec.hot["lease"])
+	}
+	// The third rule dropped the first two detectors.
+	if rec.cooled["lease"] != 2 {
+		t.Fatalf("%d keys cooled, want the 2 of the dropped detectors", rec.cooled["lease"])
+	}
+}

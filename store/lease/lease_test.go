@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -318,3 +319,39 @@ func TestTakeLocal(t *testing.T) {
 		t.Fatalf("TakeLocal called the backing store")
 	}
 }
+
+// Leasing with the default instance count says so once, at construction;
+// an explicit count, or a store that cannot lease, says nothing.
+func TestDefaultInstancesWarns(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		instances int
+		lease     bool
+		want      int
+	}{
+		{"default", 0, true, 1},
+		{"explicit one", 1, true, 0},
+		{"explicit four", 4, true, 0},
+		{"nothing leased", 0, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf strings.Builder
+			log := slog.New(slog.NewTextHandler(&buf, nil))
+			back, clock := backing(t)
+			var store sluice.Store = back
+			if !tc.lease {
+				store = passOnly{back}
+			}
+			s := newStore(t, store, lease.Config{Clock: clock, Instances: tc.instances, Logger: log, SweepInterval: -1})
+			for range 3 {
+				take(t, s, hotHit("k"))
+			}
+			if got := strings.Count(buf.String(), "Config.Instances"); got != tc.want {
+				t.Fatalf("%d warnings naming Config.Instances, want %d:\n%s", got, tc.want, buf.String())
+			}
+		})
+	}
+}
+
+// passOnly hides its store's optional interfaces.
+type passOnly struct{ sluice.Store }

@@ -14,13 +14,22 @@ type Observer interface {
 	// (on expiry or Close).
 	LeaseReturned(rule string, units int64)
 	// LeaseLost reports unused tokens that did not go back: the lease's
-	// window had passed, or the refund failed (never retried).
+	// window had passed, the refund failed (never retried), or a caller's
+	// refund of a hit served from a lease came after the lease went back.
 	LeaseLost(rule string, units int64)
 	// LeasedKeys reports how many keys hold lease state, after each sweep.
 	LeasedKeys(n int)
 	// HotKey reports a key turning hot (hot true) or cooling, and how the
 	// rule handles it: "lease", "split", "lease+split" or "none".
 	HotKey(rule string, hot bool, handling string)
+}
+
+// RefundObserver is an optional interface of an [Observer]: it is told
+// of each refund the backing store failed to take (a lease's unused
+// tokens, or a caller's refund passed through), counted once and never
+// retried. The metrics package's LeaseCollector implements it.
+type RefundObserver interface {
+	RefundFailed(rule string, refunds int)
 }
 
 // ErrInvalidConfig reports a Config or a policy New refuses; the message

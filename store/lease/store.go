@@ -15,20 +15,22 @@ import (
 // the backing store. Create it with [New]; it is safe for concurrent use.
 // Call [Store.Close] to stop its sweeper and give back every lease.
 type Store struct {
-	backing  sluice.Store
-	refunder sluice.Refunder // nil: nothing is leased
-	cfg      Config
-	obs      Observer
-	clock    sluice.Clock
-	epoch    time.Time
-	epochU   int64
-	table    table
-	hot      hotTable
-	scratch  sync.Pool
-	closed   atomic.Bool
-	stop     chan struct{}
-	done     sync.WaitGroup
-	refunds  atomic.Int64 // refunds that failed: counted, logged, never retried
+	backing   sluice.Store
+	refunder  sluice.Refunder // nil: nothing is leased
+	cfg       Config
+	obs       Observer
+	clock     sluice.Clock
+	epoch     time.Time
+	epochU    int64
+	table     table
+	hot       hotTable
+	scratch   sync.Pool
+	closed    atomic.Bool
+	givenBack atomic.Bool  // Close is giving every lease back: later refills' tokens are lost
+	calls     sync.RWMutex // held for reading by calls that may change leases; Close takes it to wait for them
+	stop      chan struct{}
+	done      sync.WaitGroup
+	refunds   atomic.Int64 // refunds that failed: counted, logged, never retried
 }
 
 var (
@@ -47,12 +49,15 @@ const localSeq = math.MinInt64
 // partial hit, whose receipt says how many it took, and unused tokens go
 // back by refund. Over any other store every hit passes through. An
 // invalid cfg is an error wrapping [ErrInvalidConfig] naming the field.
+// When it leases and cfg.Instances is 0 (one instance, by default), New
+// logs a warning: the drift bound depends on the real instance count.
 // Unless cfg.SweepInterval is negative New starts one sweeper goroutine,
 // which Close stops.
 func New(backing sluice.Store, cfg Config) (*Store, error) {
 	if backing == nil {
 		return nil, fmt.Errorf("%w: no backing store", ErrInvalidConfig)
 	}
+	defaultInstances := cfg.Instances == 0
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -63,6 +68,9 @@ func New(backing sluice.Store, cfg Config) (*Store, error) {
 	}
 	s.epochU = s.epoch.UnixMicro()
 	s.refunder, _ = backing.(sluice.Refunder)
+	if defaultInstances && s.refunder != nil {
+		cfg.Logger.Warn("sluice: lease store assumes one instance: set lease.Config.Instances to the number of processes sharing the store, which bounds the drift (Instances × K)")
+	}
 	s.table.init(cfg.MaxKeys)
 	s.hot.init(cfg.MaxRules, cfg.TopK, cfg.Logger, s.obs)
 	if cfg.SweepInterval > 0 {
@@ -103,6 +111,8 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if err := sluice.CheckHits(hits, out); err != nil {
 		return fmt.Errorf("lease: %w", err)
 	}
+	s.calls.RLock()
+	defer s.calls.RUnlock()
 	if s.closed.Load() {
 		return errClosed()
 	}
@@ -204,18 +214,32 @@ func (s *Store) Expire(ctx context.Context) error {
 	return s.giveBack(ctx, false)
 }
 
-// Close stops the sweeper and gives back the unused tokens of every lease,
-// live or expired, in one refund call. Take then fails with
-// [sluice.ErrClosed]. Close does not wait for calls in flight: a refill
-// that completes after it keeps its tokens (at most K per key, lost as in
-// a crash), so stop serving requests first. Close does not close the
-// backing store.
+// Close stops the sweeper, waits for the calls in flight (refills and
+// refunds) to end, and gives back the unused tokens of every lease, live
+// or expired, in one refund call. Take then fails with
+// [sluice.ErrClosed]. When ctx ends before the calls in flight do, Close
+// gives back what the leases hold then; what a refill still in flight
+// takes afterwards is lost as in a crash (at most K per key), and counted
+// ([Observer.LeaseLost]). Close does
+// not close the backing store.
 func (s *Store) Close(ctx context.Context) error {
 	if s.closed.Swap(true) {
 		return nil
 	}
 	close(s.stop)
 	s.done.Wait()
+	drained := make(chan struct{})
+	go func() {
+		s.calls.Lock() // every call in flight has ended; later ones see closed
+		close(drained)
+		s.calls.Unlock()
+	}()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		s.cfg.Logger.Warn("sluice: lease store closed with calls in flight", "err", ctx.Err())
+	}
+	s.givenBack.Store(true)
 	return s.giveBack(ctx, true)
 }
 
@@ -238,6 +262,7 @@ func (s *Store) sweepLoop(every time.Duration) {
 // Leased returns the number of keys holding lease state.
 func (s *Store) Leased() int { return s.table.len() }
 
-// FailedRefunds returns how many returns of unused tokens failed (each
+// FailedRefunds returns how many refunds the backing store failed to
+// take: returns of unused tokens and callers' refunds passed through (each
 // counted once, never retried).
 func (s *Store) FailedRefunds() int64 { return s.refunds.Load() }

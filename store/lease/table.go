@@ -32,6 +32,7 @@ type entry struct {
 	dry        bool           // the last refill found less than it asked for
 	ttl        int64          // µs
 	deny       denial
+	epoch      int64 // the oldest generation whose local receipts may still be refunded
 }
 
 // live reports whether e's lease may serve now: before it expires. Held
@@ -80,6 +81,14 @@ func (e *entry) returns(refunds []sluice.Refund, n int64) ([]sluice.Refund, int6
 		n -= u
 	}
 	return refunds, n
+}
+
+// refundable reports whether a local receipt of generation gen may go
+// back into e's lease at now: the lease is live and the chain of leases
+// since gen is unbroken (no lease of it went back, expired into a new
+// window, or was reset). Called with e.mu held.
+func (e *entry) refundable(gen, now int64) bool {
+	return gen >= e.epoch && gen <= e.gen.Load() && now < e.expires.Load()
 }
 
 // keep reports whether tokens reserved from e under generation gen may go

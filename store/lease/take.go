@@ -2,6 +2,8 @@ package lease
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -28,7 +30,7 @@ type plan struct {
 	marked   bool  // this call owns e's refill
 	j        int   // index in the backing call, or -1
 	det      *detector
-	slot     *hotSlot // a split hit's hot slot
+	split    bool // the hit goes to sub, a sub-bucket of its key
 	sub      sluice.Hit
 }
 
@@ -74,9 +76,25 @@ func (s *Store) takeSlow(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 		select {
 		case <-busy:
 		case <-ctx.Done():
-			return &sluice.StoreError{Op: "lease: take", Kind: sluice.ErrTimeout, Err: ctx.Err()}
+			return waitError(ctx)
 		}
 	}
+}
+
+// waitError is the error of a call whose context ended while it waited
+// for another call's refill: nothing was sent, so it is not ambiguous. A
+// deadline is a timeout; a cancellation is reported as the store being
+// unavailable to the caller (as redisstore does), wrapping its cause.
+func waitError(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	kind := sluice.ErrUnavailable
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		kind = sluice.ErrTimeout
+	}
+	return &sluice.StoreError{Op: "lease: take", Kind: kind, Err: err}
 }
 
 // plan decides what each hit needs, reserving local tokens and claiming
@@ -100,18 +118,10 @@ func (s *Store) plan(now int64, hits []sluice.Hit, plans []plan, mayWait bool) <
 			continue
 		}
 		c := h.Units()
-		slot, det := s.hotSlot(pol, h, now)
-		leased := pol.Enabled || slot != nil && pol.HotKeys.Lease
 		kmax := s.kmax(h, pol)
+		hot, det := s.hotKey(pol, h, now, kmax, c, p)
+		leased := pol.Enabled || hot && pol.HotKeys.Lease
 		if !leased || kmax == 0 || c > h.Limit.Capacity() {
-			if slot != nil && slot.sub != nil && !h.Peek {
-				if sub, ok := SplitLimit(h.Limit, h.Algorithm, len(slot.sub), c); ok {
-					p.sub = *h
-					p.sub.Key, p.sub.Limit = slot.sub[slot.next%len(slot.sub)], sub
-					slot.next++
-					p.slot = slot
-				}
-			}
 			p.det = det
 			continue
 		}
@@ -233,17 +243,33 @@ func (s *Store) kmax(h *sluice.Hit, pol *sluice.LeasePolicy) int64 {
 	return k
 }
 
-// hotSlot returns h's hot slot when its rule detects hot keys and h's key
-// is hot, and the rule's detector.
-func (s *Store) hotSlot(pol *sluice.LeasePolicy, h *sluice.Hit, now int64) (*hotSlot, *detector) {
+// hotKey reports whether h's key is hot under its rule's detector, and
+// returns the detector. When the key is split and h is not leased, it
+// sets p.sub to the hit on the sub-bucket h uses, chosen (and the next
+// one advanced) under the detector's lock: slots move while other calls
+// observe and roll, so nothing of a slot is kept past the lock.
+func (s *Store) hotKey(pol *sluice.LeasePolicy, h *sluice.Hit, now, kmax, c int64, p *plan) (bool, *detector) {
 	d := s.hot.detector(pol)
 	if d == nil {
-		return nil, nil
+		return false, nil
 	}
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	slot := d.lookup(h.Key, now)
-	d.mu.Unlock()
-	return slot, d
+	if slot == nil {
+		return false, d
+	}
+	leased := pol.Enabled || pol.HotKeys.Lease
+	if len(slot.sub) == 0 || h.Peek || leased && kmax > 0 && c <= h.Limit.Capacity() {
+		return true, d
+	}
+	if sub, ok := SplitLimit(h.Limit, h.Algorithm, len(slot.sub), c); ok {
+		p.sub = *h
+		p.sub.Key, p.sub.Limit = slot.sub[slot.next%len(slot.sub)], sub
+		slot.next++
+		p.split = true
+	}
+	return true, d
 }
 
 // decide makes the backing call the plans need, if any, and writes the
@@ -278,7 +304,7 @@ func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []
 			case kRefill:
 				h.Cost, h.MinCost = p.upTo, p.need
 			case kPass:
-				if p.slot != nil {
+				if p.split {
 					h = p.sub
 				}
 			}
@@ -311,7 +337,7 @@ func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []
 		r := sc.outs[p.j]
 		switch p.kind {
 		case kPass:
-			if p.slot != nil {
+			if p.split {
 				r.Receipt = sluice.Receipt{} // a sub-bucket's take cannot be named by the hit
 				out[i] = r
 				continue
@@ -372,11 +398,15 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 	}
 	t.hit.Lease = e.policy // names the rule when the policy is the default
 	t.hit.Cost, t.hit.MinCost = p.upTo, p.need
-	if e.interval == 0 && now >= e.windowEnd() {
+	newWindow := e.interval == 0 && now >= e.windowEnd()
+	if newWindow {
 		e.takes = [maxTakes]take{} // a new window: the old takes are spent
 	}
 	e.push(t)
 	gen := e.gen.Add(1)
+	if newWindow || e.epoch == 0 {
+		e.epoch = gen // receipts of past windows' leases are spent
+	}
 	e.base.Store(r.Remaining)
 	e.fullAt.Store(now + int64(r.ResetAfter/time.Microsecond))
 	left := e.left.Add(extra)
@@ -391,9 +421,18 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 	e.deny = denial{}
 	close(e.refilling)
 	e.refilling = nil
+	var lost int64
+	if s.givenBack.Load() {
+		// Close gave the leases back without waiting for this refill:
+		// what it holds can no longer go back.
+		lost = e.left.Swap(0)
+	}
 	e.mu.Unlock()
 	p.marked, p.reserved = false, 0
 	s.obs.LeaseRefilled(e.policy.Rule, taken)
+	if lost > 0 {
+		s.obs.LeaseLost(e.policy.Rule, lost)
+	}
 	if p.det != nil && extra > 0 {
 		p.det.mu.Lock()
 		p.det.observe(h.Key, extra, now)
