@@ -42,41 +42,42 @@ func main() {
 	out := flag.String("out", "dashboard.svg", "where to write the picture")
 	duration := flag.Duration("duration", 75*time.Second, "length of the run, shared among its phases")
 	flag.Parse()
-	if err := render(*dash, *out, *duration, os.Stdout); err != nil {
+	if _, err := render(*dash, *out, *duration, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "render:", err)
 		os.Exit(1)
 	}
 }
 
 // render runs the scenario for d, draws the dashboard at dashPath into
-// out and writes a line per panel to w.
-func render(dashPath, out string, d time.Duration, w io.Writer) error {
+// out and writes a line per panel to w. It returns the dashboard with
+// every panel's series.
+func render(dashPath, out string, d time.Duration, w io.Writer) (*dashboard, error) {
 	dash, err := readDashboard(dashPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	spans, db, cleanup, err := record(d)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer cleanup()
 	start, end := spans[0].Start, spans[len(spans)-1].End
 	if err := evaluate(dash, db, start, end, time.Second); err != nil {
-		return err
+		return nil, err
 	}
 	f, err := os.Create(out)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := draw(f, dash, spans, start, end); err != nil {
 		f.Close()
-		return err
+		return nil, err
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return nil, err
 	}
 	summarize(w, dash)
-	return nil
+	return dash, nil
 }
 
 // record runs the scenario for d, scraping its metrics into a TSDB every

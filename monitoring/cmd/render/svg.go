@@ -84,7 +84,7 @@ func drawPanel(b *bufio.Writer, p panel, spans []span, start, end time.Time, x f
 		lines = 0
 	}
 	legendTop := py + ph - 6 - float64(lines)*legendLine
-	l, r, t, bot := px+60, px+pw-12, py+30, legendTop-18
+	l, r, t, bot := px+60, px+pw-30, py+30, legendTop-20
 	lo, hi := 0.0, 0.0
 	for _, s := range p.Series {
 		for _, pt := range s.Points {
@@ -104,7 +104,7 @@ func drawPanel(b *bufio.Writer, p panel, spans []span, start, end time.Time, x f
 	}
 	for _, v := range ticks {
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#2b2e33"/>`, l, y(v), r, y(v))
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end" fill="#8e8e8e">%s</text>`+"\n", l-4, y(v)+4, esc(format(v, p.FieldConfig.Defaults.Unit, hi-lo)))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end" fill="#8e8e8e">%s</text>`+"\n", l-4, y(v)+4, esc(format(v, p.FieldConfig.Defaults.Unit, math.Max(math.Abs(lo), math.Abs(hi)), ticks[1]-ticks[0])))
 	}
 	total := end.Sub(start)
 	stepT := 15 * time.Second
@@ -112,7 +112,11 @@ func drawPanel(b *bufio.Writer, p panel, spans []span, start, end time.Time, x f
 		stepT *= 2
 	}
 	for o := time.Duration(0); o <= total; o += stepT {
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#8e8e8e">%s</text>`, x(start.Add(o), l, r-l), bot+14, start.Add(o).UTC().Format("15:04:05"))
+		anchor := "middle"
+		if o == 0 {
+			anchor = "start"
+		}
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="#8e8e8e">%s</text>`, x(start.Add(o), l, r-l), bot+15, anchor, start.Add(o).UTC().Format("15:04:05"))
 	}
 	fmt.Fprintln(b)
 	if len(p.Series) == 0 {
@@ -155,49 +159,51 @@ func niceTicks(lo, hi float64, n int) []float64 {
 	return out
 }
 
-// format writes v in Grafana's unit; span is the axis's range, which sets
-// the precision.
-func format(v float64, unit string, span float64) string {
+// format writes v in Grafana's unit for an axis reaching top (which picks
+// the scale: ms or s, k or M) with ticks step apart (which picks the
+// decimals).
+func format(v float64, unit string, top, step float64) string {
+	top = math.Max(math.Abs(v), math.Abs(top))
 	switch unit {
 	case "percentunit":
-		return trim(v*100, span*100) + "%"
+		return trim(v*100, step*100) + "%"
 	case "s":
-		switch a := math.Max(math.Abs(v), span); {
-		case a >= 1:
-			return trim(v, span) + " s"
-		case a >= 1e-3:
-			return trim(v*1e3, span*1e3) + " ms"
+		switch {
+		case top >= 1:
+			return trim(v, step) + " s"
+		case top >= 1e-3:
+			return trim(v*1e3, step*1e3) + " ms"
 		default:
-			return trim(v*1e6, span*1e6) + " µs"
+			return trim(v*1e6, step*1e6) + " µs"
 		}
 	case "reqps":
-		return si(v, span) + " req/s"
+		return si(v, top, step) + " req/s"
 	case "ops":
-		return si(v, span) + " ops/s"
+		return si(v, top, step) + " ops/s"
 	default:
-		return si(v, span)
+		return si(v, top, step)
 	}
 }
 
-func si(v, span float64) string {
+func si(v, top, step float64) string {
 	for _, u := range []struct {
 		f float64
 		s string
 	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
-		if math.Max(math.Abs(v), span) >= u.f {
-			return trim(v/u.f, span/u.f) + u.s
+		if top >= u.f {
+			return trim(v/u.f, step/u.f) + u.s
 		}
 	}
-	return trim(v, span)
+	return trim(v, step)
 }
 
-// trim prints v with as many decimals as an axis of span needs.
-func trim(v, span float64) string {
+// trim prints v with as many decimals as a step of step needs (at most 3).
+func trim(v, step float64) string {
 	dec := 0
-	if span > 0 {
-		dec = max(0, int(math.Ceil(-math.Log10(span/4))))
+	for dec < 3 && step > 0 && math.Abs(step*math.Pow(10, float64(dec))-math.Round(step*math.Pow(10, float64(dec)))) > 1e-9 {
+		dec++
 	}
-	return fmt.Sprintf("%.*f", min(dec, 3), v)
+	return fmt.Sprintf("%.*f", dec, v)
 }
 
 func esc(s string) string {
@@ -216,11 +222,19 @@ func summarize(w io.Writer, d *dashboard) {
 			for _, pt := range s.Points {
 				peak = math.Max(peak, pt.V)
 			}
-			parts = append(parts, fmt.Sprintf("%s max %s", s.Name, format(peak, p.FieldConfig.Defaults.Unit, math.Abs(peak))))
+			parts = append(parts, fmt.Sprintf("%s max %s", s.Name, format(peak, p.FieldConfig.Defaults.Unit, peak, sigStep(peak))))
 		}
 		if len(parts) == 0 {
 			parts = []string{"no data"}
 		}
 		fmt.Fprintf(w, "%-32s %d series: %s\n", p.Title, len(p.Series), strings.Join(parts, "; "))
 	}
+}
+
+// sigStep is the step that shows v to three significant digits.
+func sigStep(v float64) float64 {
+	if v == 0 || !finite(v) {
+		return 1
+	}
+	return math.Pow(10, math.Floor(math.Log10(math.Abs(v)))-2)
 }
