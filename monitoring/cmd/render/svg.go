@@ -153,10 +153,12 @@ func niceTicks(lo, hi float64, n int) []float64 {
 		}
 	}
 	var out []float64
-	for v := math.Floor(lo/step) * step; v < hi+step/2; v += step {
+	for v := math.Floor(lo/step) * step; ; v += step {
 		out = append(out, v)
+		if v >= hi-step*1e-9 {
+			return out
+		}
 	}
-	return out
 }
 
 // format writes v in Grafana's unit for an axis reaching top (which picks
@@ -212,22 +214,30 @@ func esc(s string) string {
 	return buf.String()
 }
 
-// summarize writes one line per panel: its series and the largest value
-// of each.
+// summarize writes one line per panel: the largest value of each series,
+// and how many series stayed at zero.
 func summarize(w io.Writer, d *dashboard) {
 	for _, p := range d.Panels {
 		var parts []string
+		zero := 0
 		for _, s := range p.Series {
-			peak := math.Inf(-1)
+			peak := 0.0
 			for _, pt := range s.Points {
-				peak = math.Max(peak, pt.V)
+				peak = math.Max(peak, math.Abs(pt.V))
+			}
+			if peak == 0 {
+				zero++
+				continue
 			}
 			parts = append(parts, fmt.Sprintf("%s max %s", s.Name, format(peak, p.FieldConfig.Defaults.Unit, peak, sigStep(peak))))
+		}
+		if zero > 0 {
+			parts = append(parts, fmt.Sprintf("%d at zero", zero))
 		}
 		if len(parts) == 0 {
 			parts = []string{"no data"}
 		}
-		fmt.Fprintf(w, "%-32s %d series: %s\n", p.Title, len(p.Series), strings.Join(parts, "; "))
+		fmt.Fprintf(w, "%-32s %2d series: %s\n", p.Title, len(p.Series), strings.Join(parts, "; "))
 	}
 }
 
