@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 )
@@ -24,7 +25,7 @@ func scrape(g prometheus.Gatherer, db storage.Appendable, t time.Time) error {
 	ts := t.UnixMilli()
 	add := func(name string, m *dto.Metric, v float64, extra ...string) error {
 		b := labels.NewScratchBuilder(len(m.GetLabel()) + 4)
-		b.Add(labels.MetricName, name)
+		b.Add(model.MetricNameLabel, name)
 		b.Add("job", "sluice")
 		b.Add("instance", "render")
 		for _, l := range m.GetLabel() {
