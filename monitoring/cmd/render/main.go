@@ -4,12 +4,13 @@
 // It serves an HTTP handler behind sluice's middleware on a redis-server of
 // its own (started on a free loopback port, reached through a fault proxy),
 // with a few rules: per client (on_fail: local), per API key (leased, with
-// hot-key detection), global (on_fail: closed), and a per-session rule on
-// the in-process store. A handful of clients send a few hundred requests a
-// second, in phases: normal; two clients over their limit; Redis 80 ms
-// slower than the 50 ms budget; Redis black-holed; recovery. On the way an
-// operator resets a bucket, Redis loses its scripts and every bucket key is
-// overwritten with something that is not a bucket.
+// hot-key detection), a global one on checkout (on_fail: closed), and a
+// per-visitor rule on the in-process store. Seven clients send about 200
+// requests a second over HTTP, in phases: normal; Redis 80 ms slower than
+// the 50 ms budget; two clients over their limit; Redis black-holed;
+// recovery. On the way an operator resets a bucket, Redis loses its
+// scripts and every bucket key is overwritten with something that is not a
+// bucket.
 //
 // Every second the metrics registry is scraped into a Prometheus TSDB in a
 // temporary directory. At the end every panel's queries are evaluated with

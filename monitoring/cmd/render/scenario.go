@@ -146,7 +146,7 @@ func start(log *slog.Logger) (*system, error) {
 	if err != nil {
 		return fail(err)
 	}
-	sessions, err := rules.New(rules.Rule{Name: "per-session", Key: keyfunc.Header("X-Session"), Limit: sluice.PerSecond(5)})
+	visitors, err := rules.New(rules.Rule{Name: "per-visitor", Key: keyfunc.Header("X-Visitor"), Limit: sluice.PerSecond(5)})
 	if err != nil {
 		return fail(err)
 	}
@@ -155,7 +155,7 @@ func start(log *slog.Logger) (*system, error) {
 	if err != nil {
 		return fail(err)
 	}
-	inProcess, err := middleware.New(local, sessions, middleware.WithObserver(collector), middleware.WithLogger(log))
+	inProcess, err := middleware.New(local, visitors, middleware.WithObserver(collector), middleware.WithLogger(log))
 	if err != nil {
 		return fail(err)
 	}
@@ -166,7 +166,7 @@ func start(log *slog.Logger) (*system, error) {
 
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux := http.NewServeMux()
-	mux.Handle("/session", inProcess.Handler(ok))
+	mux.Handle("/browse", inProcess.Handler(ok))
 	mux.Handle("/", remote.Handler(ok))
 	s.srv = httptest.NewServer(mux)
 	closers = append(closers, s.srv.Close)
@@ -251,8 +251,8 @@ func (s *system) load(ctx context.Context, greedy func() bool) {
 					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.srv.URL+path, nil)
 					switch rng.IntN(5) {
 					case 0:
-						req.URL.Path = "/session"
-						req.Header.Set("X-Session", fmt.Sprintf("s%d", rng.IntN(200)))
+						req.URL.Path = "/browse"
+						req.Header.Set("X-Visitor", fmt.Sprintf("v%d", rng.IntN(200)))
 					case 1:
 						req.URL.Path = "/api/checkout"
 					}
