@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/faultproxy"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/metrics"
+	"github.com/sluicehq/sluice/middleware"
+	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/rules/admin"
+	"github.com/sluicehq/sluice/store/lease"
+	"github.com/sluicehq/sluice/store/memstore"
+	"github.com/sluicehq/sluice/store/redisstore"
+)
+
+// budget is the latency budget of each store call.
+const budget = 50 * time.Millisecond
+
+// A phase is a stretch of the run with one state of the clients and of
+// Redis. Its share is its part of the run's length.
+type phase struct {
+	Name   string
+	share  float64
+	greedy bool                    // the greedy clients send three times their rate
+	fault  func(*faultproxy.Proxy) // applied to the proxy when the phase starts
+	events func(*system) error     // what happens mid-phase
+}
+
+// phases are the run: normal traffic, Redis slower than the budget, two
+// clients over their limit, Redis black-holed, and recovery. Scripts are
+// flushed, bucket keys overwritten and buckets reset twice each, so that
+// the counters these create (from their first event) show an increase.
+var phases = []phase{
+	{Name: "normal", share: 0.2, fault: (*faultproxy.Proxy).Heal, events: func(s *system) error {
+		return errors.Join(s.flushScripts(), s.corrupt())
+	}},
+	{Name: "Redis +80 ms", share: 0.2, fault: func(p *faultproxy.Proxy) { p.SetLatency(faultproxy.Downstream, 80*time.Millisecond) }},
+	{Name: "over limit", share: 0.2, greedy: true, fault: (*faultproxy.Proxy).Heal, events: func(s *system) error {
+		return s.operator("erin")
+	}},
+	{Name: "Redis black hole", share: 0.15, fault: func(p *faultproxy.Proxy) { p.BlackHole(faultproxy.Upstream, true) }},
+	{Name: "recovery", share: 0.25, fault: (*faultproxy.Proxy).Heal, events: func(s *system) error {
+		return errors.Join(s.flushScripts(), s.corrupt(), s.operator("dave"))
+	}},
+}
+
+// span is when a phase ran.
+type span struct {
+	Name       string
+	Start, End time.Time
+}
+
+// system is the service under load: a handler behind sluice's middleware
+// on a Redis store reached through a fault proxy, and its metrics.
+type system struct {
+	redis *redistest.Server
+	proxy *faultproxy.Proxy
+	srv   *httptest.Server
+	admin http.Handler
+	reg   *prometheus.Registry
+	close func()
+}
+
+// start builds the system on a redis-server of its own.
+func start(log *slog.Logger) (*system, error) {
+	rs, err := redistest.Launch(redistest.Options{})
+	if err != nil {
+		return nil, err
+	}
+	s := &system{redis: rs}
+	var closers []func()
+	s.close = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	closers = append(closers, rs.Stop)
+	fail := func(err error) (*system, error) { s.close(); return nil, err }
+
+	if s.proxy, err = faultproxy.New(rs.Addr); err != nil {
+		return fail(err)
+	}
+	closers = append(closers, s.proxy.Close)
+
+	s.reg = prometheus.NewRegistry()
+	collector, err := metrics.New(metrics.Config{Registerer: s.reg})
+	if err != nil {
+		return fail(err)
+	}
+	leases, err := metrics.NewLease(metrics.LeaseConfig{Registerer: s.reg})
+	if err != nil {
+		return fail(err)
+	}
+
+	client := redis.NewClient(&redis.Options{
+		Addr: s.proxy.Addr, MaxRetries: -1, ContextTimeoutEnabled: true,
+		DialerRetries: 1, DialTimeout: budget, ReadTimeout: budget, WriteTimeout: budget, PoolTimeout: budget,
+		MinIdleConns: 8,
+	})
+	closers = append(closers, func() { client.Close() })
+	shared, err := redisstore.New(client, redisstore.Config{
+		Secret: []byte("dashboard-render-secret-0123456789"), Logger: log, Events: collector,
+		Coalesce: 64, Endpoint: "redis",
+	})
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, func() { shared.Close() })
+	leased, err := lease.New(shared, lease.Config{Instances: 4, Observer: leases, Logger: log, TTL: 500 * time.Millisecond})
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = leased.Close(ctx)
+	})
+	local := memstore.New(memstore.Config{MaxBuckets: 64, Events: collector})
+	closers = append(closers, func() { local.Close() })
+
+	set, err := rules.New(
+		rules.Rule{Name: "per-client", Key: keyfunc.Header("X-Client"), Limit: sluice.PerSecond(40).WithBurst(40), OnFail: rules.FailLocal},
+		rules.Rule{
+			Name: "per-api-key", Key: keyfunc.APIKey("X-API-Key"), Limit: sluice.PerSecond(200).WithBurst(200),
+			Lease: sluice.LeasePolicy{Enabled: true, HotKeys: sluice.HotKeyPolicy{Threshold: 10, Lease: true}},
+		},
+		rules.Rule{Name: "global", Key: keyfunc.Global(), Limit: sluice.PerSecond(200).WithBurst(100), OnFail: rules.FailClosed,
+			Match: func(r *http.Request) bool { return r.URL.Path == "/api/checkout" }},
+	)
+	if err != nil {
+		return fail(err)
+	}
+	visitors, err := rules.New(rules.Rule{Name: "per-visitor", Key: keyfunc.Header("X-Visitor"), Limit: sluice.PerSecond(5)})
+	if err != nil {
+		return fail(err)
+	}
+	remote, err := middleware.New(leased, set, middleware.WithObserver(collector), middleware.WithBudget(budget),
+		middleware.WithInstances(4), middleware.WithLogger(log))
+	if err != nil {
+		return fail(err)
+	}
+	inProcess, err := middleware.New(local, visitors, middleware.WithObserver(collector), middleware.WithLogger(log))
+	if err != nil {
+		return fail(err)
+	}
+	if s.admin, err = admin.New(leased, set, admin.WithObserver(collector), admin.WithLogger(log),
+		admin.WithHashSecret([]byte("dashboard-render-secret-0123456789"))); err != nil {
+		return fail(err)
+	}
+
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	mux := http.NewServeMux()
+	mux.Handle("/browse", inProcess.Handler(ok))
+	mux.Handle("/", remote.Handler(ok))
+	s.srv = httptest.NewServer(mux)
+	closers = append(closers, s.srv.Close)
+	return s, nil
+}
+
+// operator resets a client's bucket through the operator API, as an
+// operator unblocking a customer would.
+func (s *system) operator(client string) error {
+	body := fmt.Sprintf(`{"rule":"per-client","identity":%q}`, client)
+	rec := httptest.NewRecorder()
+	s.admin.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/reset", strings.NewReader(body)))
+	if rec.Code != http.StatusOK {
+		return fmt.Errorf("reset %s: %d %s", client, rec.Code, rec.Body)
+	}
+	return nil
+}
+
+// corrupt overwrites every bucket key in Redis with a value that is not a
+// bucket's state, as a stray writer would; the store heals them.
+func (s *system) corrupt() error {
+	keys, err := redistest.Do(s.redis.Addr, "KEYS", "sl:*")
+	if err != nil {
+		return err
+	}
+	list, _ := keys.([]any)
+	for _, k := range list {
+		if key, ok := k.(string); ok {
+			if _, err := redistest.Do(s.redis.Addr, "SET", key, "not-a-bucket", "EX", "60"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// load sends requests from clients at their rates until ctx ends; greedy
+// reports whether the greedy clients send three times their rate.
+func (s *system) load(ctx context.Context, greedy func() bool) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	type client struct {
+		name   string
+		rate   float64 // requests per second
+		apiKey string
+		greedy bool
+		bursty bool // sends only one second in three
+	}
+	clients := []client{
+		{"alice", 30, "", false, false}, {"bob", 30, "", false, false}, {"carol", 30, "k-partner", false, false},
+		{"dave", 35, "k-partner", true, false}, {"erin", 35, "", true, false}, {"frank", 30, "k-partner", false, false},
+		{"grace", 60, "k-trial", false, true}, // its last leases of a burst go back unused
+	}
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		for w := range 2 { // two connections per client
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(i), uint64(w)))
+				next := time.Now()
+				for ctx.Err() == nil {
+					rate := c.rate / 2
+					if c.greedy && greedy() {
+						rate *= 3
+					}
+					if c.bursty && time.Now().Second()%3 != 0 {
+						time.Sleep(50 * time.Millisecond)
+						next = time.Now()
+						continue
+					}
+					next = next.Add(time.Duration(float64(time.Second) / rate))
+					if d := time.Until(next); d > 0 {
+						select {
+						case <-ctx.Done():
+							return
+						case <-time.After(d):
+						}
+					} else if d < -time.Second {
+						next = time.Now() // fell behind (a slow store): do not catch up in a burst
+					}
+					path := "/api/items"
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.srv.URL+path, nil)
+					switch rng.IntN(5) {
+					case 0:
+						req.URL.Path = "/browse"
+						req.Header.Set("X-Visitor", fmt.Sprintf("v%d", rng.IntN(200)))
+					case 1:
+						req.URL.Path = "/api/checkout"
+					}
+					req.Header.Set("X-Client", c.name)
+					if c.apiKey != "" {
+						req.Header.Set("X-API-Key", c.apiKey)
+					}
+					if resp, err := hc.Do(req); err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+}
+
+// flushScripts makes Redis forget its scripts, as a restart or a failover
+// would; the store loads its script again.
+func (s *system) flushScripts() error {
+	_, err := redistest.Do(s.redis.Addr, "SCRIPT", "FLUSH")
+	return err
+}
