@@ -32,7 +32,7 @@ type Store struct {
 	events   sluice.StoreEvents
 	healed   healLog // the keys whose heal was logged
 	policy   *policyWatch
-	endpoint string  // ep.name
+	endpoint string // ep.name
 	closed   atomic.Bool
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // background goroutines
