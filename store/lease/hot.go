@@ -45,9 +45,8 @@ type hotSlot struct {
 	key   string
 	count int64
 	hot   bool
-	sub   []string     // sub-bucket keys, made when the key turns hot
-	limit sluice.Limit // each sub-bucket's limit
-	next  int          // the sub-bucket the next request uses
+	sub   []string // sub-bucket keys, made when the key turns hot
+	next  int      // the sub-bucket the next request uses
 }
 
 func (t *hotTable) init(maxRules, topK int, log *slog.Logger, obs Observer) {
@@ -74,13 +73,6 @@ func (t *hotTable) detector(p *sluice.LeasePolicy) *detector {
 		t.rules[p] = d
 	}
 	return d
-}
-
-// len returns the number of rules tracked.
-func (t *hotTable) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.rules)
 }
 
 // observe counts weight units of key's traffic at now (µs) and returns

@@ -50,8 +50,8 @@ func (s *Store) takeToken(now int64, h *sluice.Hit, v algo.TBNums, out *sluice.R
 			return
 		}
 		// dead: wait for the sweeper to finish with it.
-		//lint:ignore SA2001 the empty critical section is the barrier: it returns once the sweeper lets go of b
 		b.mu.Lock()
+		//lint:ignore SA2001 the empty critical section is the barrier: it returns once the sweeper lets go of b
 		b.mu.Unlock()
 	}
 }
