@@ -12,7 +12,7 @@
 // key on the route pattern. httprate.KeyByRealIP trusts spoofable headers;
 // use [IP] with [XFF] or [TrustedHeader].
 //
-// The package imports the standard library only; chi-specific helpers live in
+// The package imports the standard library only; chi-specific key functions live in
 // the sub-package keyfunc/chikey.
 //
 // # Threat model
