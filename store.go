@@ -40,6 +40,17 @@ type InProcessStore interface {
 	InProcess() bool
 }
 
+// LocalStore is an optional interface of a [Store] that can often decide
+// in process although it may do I/O, such as a store of local leases.
+// TakeLocal decides hits as Take would, with no I/O and no context, when it
+// can, and reports true; false means it decided and consumed nothing, and
+// the caller must call Take. The middleware tries TakeLocal first, so a
+// request decided in process pays for no latency budget.
+type LocalStore interface {
+	Store
+	TakeLocal(hits []Hit, out []Result) bool
+}
+
 // Admitted reports whether a request whose hits were decided into results is
 // admitted: whether every enforcing hit passed. Forced hits and peeks do
 // not count.

@@ -28,6 +28,9 @@ type Limiter struct {
 	// calls makes the store calls' contexts; nil for an in-process store, whose
 	// calls get no deadline.
 	calls *callContexts
+	// inproc is the store when it can decide in process (see
+	// sluice.LocalStore), tried before a call with a budget; else nil.
+	inproc sluice.LocalStore
 }
 
 // scratch is one request's working memory, pooled so that deciding does not
@@ -68,6 +71,7 @@ func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 	// An in-process store does no I/O: a deadline would bound nothing.
 	if ip, ok := store.(sluice.InProcessStore); !ok || !ip.InProcess() {
 		l.calls = newCallContexts(cfg.budget)
+		l.inproc, _ = store.(sluice.LocalStore)
 	}
 	l.pool.New = func() any { return new(scratch) }
 	return l, nil
@@ -158,6 +162,9 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) boo
 // and reports it to an observer that wants store calls, with ctx, the
 // request's context, not the call's.
 func (l *Limiter) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) (time.Duration, error) {
+	if l.inproc != nil && l.inproc.TakeLocal(hits, out) {
+		return 0, nil // decided in process: no store call to report
+	}
 	call, release := ctx, context.CancelFunc(nil)
 	if l.calls != nil {
 		call, release = l.calls.with(ctx)

@@ -15,6 +15,14 @@
 // crafted to reach another's. Stores hash it: the Redis store keeps only a
 // keyed hash, never the identity in clear.
 //
+// # Leases and hot keys
+//
+// A rule's Lease ([sluice.LeasePolicy]) reaches the store on each of its
+// hits ([sluice.Hit.Lease]): a lease store (store/lease) serves the rule's
+// buckets from local leases, detects its hot keys and leases or splits
+// them; any other store ignores it. The wiring is that one pointer, so a
+// rule set reloaded with new policies takes effect on the next request.
+//
 // # Rule files
 //
 // Rules can also come from a YAML or JSON file: package

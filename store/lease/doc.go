@@ -18,7 +18,9 @@
 //
 // K, the most one refill takes, adapts per key: a key seen once takes only
 // its cost, and K doubles each time a lease runs out within half its TTL
-// and halves when one expires, up to the bound of [MaxLease] (Instances ×
+// and halves when one expires unused or a refill finds the bucket dry (so
+// instances contending for a key over its limit share it fairly), up to
+// the bound of [MaxLease] (Instances ×
 // K within DriftBudget of burst + 60 s × rate, and K ≤ capacity /
 // Instances), Config.MaxLease and the policy's MaxLease. With N instances
 // the instances together admit at most N × K beyond the limit in any

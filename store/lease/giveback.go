@@ -28,19 +28,16 @@ func (s *Store) giveBack(ctx context.Context, all bool) error {
 		}
 		if n := e.left.Swap(0); n > 0 {
 			e.expires.Store(min(exp, now))
+			lost := n
 			switch {
-			case e.receipt.Taken == 0 || s.refunder == nil:
-				s.obs.LeaseLost(e.policy.Rule, n)
+			case s.refunder == nil:
 			case e.interval == 0 && now >= e.windowEnd():
 				// The window the tokens belong to has passed.
-				s.obs.LeaseLost(e.policy.Rule, n)
 			default:
-				units := min(n, e.receipt.Taken)
-				if lost := n - units; lost > 0 {
-					s.obs.LeaseLost(e.policy.Rule, lost)
-				}
-				refunds = append(refunds, sluice.Refund{Hit: e.hit, Receipt: e.receipt, Units: units})
-				e.receipt = sluice.Receipt{} // never refunded twice
+				refunds, lost = e.returns(refunds, n)
+			}
+			if lost > 0 {
+				s.obs.LeaseLost(e.policy.Rule, lost)
 			}
 			return false
 		}
@@ -136,7 +133,7 @@ func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 			e.expires.Store(0)
 			e.gen.Add(1)
 			e.deny = denial{}
-			e.receipt = sluice.Receipt{}
+			e.takes = [maxTakes]take{}
 			e.mu.Unlock()
 		}
 	}

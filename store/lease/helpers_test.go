@@ -2,13 +2,13 @@ package lease_test
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/leakcheck"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -73,21 +73,13 @@ func peek(t *testing.T, s sluice.Store, h sluice.Hit) int64 {
 	return take(t, s, h)[0].Remaining
 }
 
-// noLeak fails t when goroutines started during f outlive it. It polls
-// (yielding, not sleeping) for up to a second of wall time, for
-// goroutines on their way out.
+// noLeak fails t when goroutines started during f outlive it (see
+// internal/leakcheck).
 func noLeak(t *testing.T, f func()) {
 	t.Helper()
-	before := runtime.NumGoroutine()
+	check := leakcheck.Check(t)
 	f()
-	deadline := time.Now().Add(time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		runtime.Gosched()
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<16)
-		t.Fatalf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
-	}
+	check()
 }
 
 // recorder is an Observer that keeps what it is told.
@@ -121,3 +113,7 @@ func (r *recorder) HotKey(_ string, hot bool, handling string) {
 	}
 	r.mu.Unlock()
 }
+
+// TestMain fails the package if any goroutine outlives the tests: the
+// sweeper, the Redis clients and stores must stop once closed.
+func TestMain(m *testing.M) { leakcheck.Main(m) }

@@ -73,7 +73,7 @@ func TestZipfHotKeysEscalate(t *testing.T) {
 }
 
 // How long until the top key is detected: with its share of the traffic,
-// at most Threshold of its own checks.
+// at most Threshold of its own checks; and a quiet window cools it.
 func TestHotKeyDetectedWithinThreshold(t *testing.T) {
 	back, clock := backing(t)
 	rec := newRecorder()
@@ -87,6 +87,12 @@ func TestHotKeyDetectedWithinThreshold(t *testing.T) {
 		if rec.hot["lease"] > 0 {
 			if i+1 > 100 {
 				t.Fatalf("detected after %d checks of the key, want at most the threshold 100", i+1)
+			}
+			// A whole window under the threshold: the key cools.
+			clock.Advance(2 * time.Second)
+			take(t, s, h)
+			if rec.cooled["lease"] != 1 {
+				t.Fatalf("after a quiet window: %d keys cooled, want 1", rec.cooled["lease"])
 			}
 			return
 		}

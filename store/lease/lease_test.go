@@ -255,3 +255,66 @@ func TestBackingDown(t *testing.T) {
 		}
 	})
 }
+
+// A return that cannot be delivered is counted and lost, never retried:
+// a retry could give back twice.
+func TestFailedReturnIsNeverRetried(t *testing.T) {
+	back, clock := backing(t)
+	rec := newRecorder()
+	s := newStore(t, back, lease.Config{Clock: clock, Observer: rec, Logger: quiet, DriftBudget: 1, SweepInterval: -1})
+	h := sluice.Hit{Key: "k", Limit: sluice.PerHour(100), Lease: leased}
+	for range 10 {
+		take(t, s, h)
+	}
+	held := 100 - 10 - peek(t, back, h)
+	if held <= 0 {
+		t.Fatal("nothing held")
+	}
+	back.down.Store(true)
+	clock.Advance(3 * time.Second)
+	if err := s.Expire(context.Background()); !errors.Is(err, sluice.ErrUnavailable) {
+		t.Fatalf("Expire with the backing store down: %v, want ErrUnavailable", err)
+	}
+	back.down.Store(false)
+	for range 3 {
+		if err := s.Expire(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := back.refunds.Load(); n != 0 {
+		t.Fatalf("%d refunds reached the backing store after the failed one, want none", n)
+	}
+	if s.FailedRefunds() != 1 || rec.lost != held || rec.returned != 0 {
+		t.Fatalf("failed %d, lost %d, returned %d: want 1 failed and the %d held lost", s.FailedRefunds(), rec.lost, rec.returned, held)
+	}
+	if got := peek(t, back, h); got != 100-10-held {
+		t.Fatalf("the bucket holds %d, want %d: the failed return must not have applied", got, 100-10-held)
+	}
+}
+
+// TakeLocal decides a request only when every hit is served from a lease,
+// and otherwise takes nothing.
+func TestTakeLocal(t *testing.T) {
+	back, clock := backing(t)
+	s := newStore(t, back, lease.Config{Clock: clock, DriftBudget: 1, SweepInterval: -1})
+	a := sluice.Hit{Key: "a", Limit: sluice.PerHour(100), Lease: leased}
+	for range 10 {
+		take(t, s, a)
+	}
+	held := take(t, s, sluice.Hit{Key: "a", Limit: a.Limit, Peek: true, Lease: leased})[0].Remaining
+	out := make([]sluice.Result, 2)
+	if !s.TakeLocal([]sluice.Hit{a}, out) || !out[0].Allowed {
+		t.Fatalf("a hit its lease holds: not decided in process (%+v)", out[0])
+	}
+	calls := back.takes.Load()
+	b := sluice.Hit{Key: "b", Limit: a.Limit, Lease: leased} // no lease yet
+	if s.TakeLocal([]sluice.Hit{a, b}, out) {
+		t.Fatal("a request with a hit no lease holds was decided in process")
+	}
+	if got := take(t, s, sluice.Hit{Key: "a", Limit: a.Limit, Peek: true, Lease: leased})[0].Remaining; got != held-1 {
+		t.Fatalf("after a request TakeLocal left undecided: %d remaining, want %d", got, held-1)
+	}
+	if back.takes.Load() != calls+1 { // the peek only
+		t.Fatalf("TakeLocal called the backing store")
+	}
+}

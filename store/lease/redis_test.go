@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -115,7 +116,7 @@ func evalCalls(t testing.TB, addr string) int64 {
 func TestCommandsPerCheck(t *testing.T) {
 	srv := redistest.Start(t)
 	const kmax = 64
-	s := newStore(t, redisStore(t, srv.Addr, nil), lease.Config{MaxLease: kmax, SweepInterval: -1})
+	s := newStore(t, redisStore(t, srv.Addr, nil), lease.Config{MaxLease: kmax, TTL: time.Minute, SweepInterval: -1}) // no expiry mid-run, however slow the machine
 	h := sluice.Hit{Key: "hot", Limit: sluice.PerSecond(100_000), Lease: leased}
 	for range 200 { // K grows to its bound
 		take(t, s, h)
@@ -270,4 +271,54 @@ func TestCrashAndCloseOverRedis(t *testing.T) {
 		}
 		t.Cleanup(func() { s.Close(context.Background()) })
 	}
+}
+
+// Redis killed: a leased key keeps serving its lease, with no I/O, until
+// the lease expires; then the store's error surfaces (for the rule's
+// on_fail). Nothing started is left running once the store and its
+// client are closed. Real time: the lease's TTL is 300 ms.
+func TestRedisDownServesLeaseThenFails(t *testing.T) {
+	srv := redistest.Start(t)
+	noLeak(t, func() {
+		c := redisClient(t, srv.Addr)
+		shared, err := redisstore.New(c, redisstore.Config{Logger: quiet, Secret: []byte("test secret")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := lease.New(shared, lease.Config{TTL: 300 * time.Millisecond, Logger: quiet, SweepInterval: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := []sluice.Hit{{Key: "down", Limit: sluice.PerMinute(60_000), Lease: leased}}
+		out := make([]sluice.Result, 1)
+		for range 40 { // K grows past 20
+			if err := s.Take(context.Background(), h, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		srv.Kill()
+		start := time.Now()
+		served := 0
+		for range 5 {
+			if err := s.Take(context.Background(), h, out); err != nil {
+				break
+			}
+			served++
+		}
+		if served != 5 && time.Since(start) < 250*time.Millisecond {
+			t.Fatalf("served %d of 5 from the lease with Redis down, before it expired", served)
+		}
+		time.Sleep(350 * time.Millisecond) // past the TTL
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err = s.Take(ctx, h, out)
+		if !errors.Is(err, sluice.ErrUnavailable) && !errors.Is(err, sluice.ErrTimeout) {
+			t.Fatalf("after the lease expired: %v, want the store's ErrUnavailable or ErrTimeout", err)
+		}
+		if err := s.Close(ctx); err != nil && !errors.Is(err, sluice.ErrUnavailable) && !errors.Is(err, sluice.ErrTimeout) {
+			t.Fatalf("Close: %v", err)
+		}
+		shared.Close()
+		c.Close()
+	})
 }

@@ -35,6 +35,7 @@ var (
 	_ sluice.Refunder       = (*Store)(nil)
 	_ sluice.Resetter       = (*Store)(nil)
 	_ sluice.InProcessStore = (*Store)(nil)
+	_ sluice.LocalStore     = (*Store)(nil)
 )
 
 // localSeq marks the receipts of hits served from a lease (Receipt.Seq);
@@ -106,6 +107,30 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 		return errClosed()
 	}
 	return s.takeSlow(ctx, hits, out)
+}
+
+// TakeLocal decides hits with no I/O when every one of them is a plain hit
+// its lease can serve, and reports true; otherwise it decides and consumes
+// nothing and reports false (see [sluice.LocalStore]). The middleware
+// calls it before Take, so a request served from leases needs no context
+// with a deadline.
+func (s *Store) TakeLocal(hits []sluice.Hit, out []sluice.Result) bool {
+	if len(out) < len(hits) || len(hits) == 0 {
+		return false
+	}
+	for i := range hits {
+		if !s.takeLocal(&hits[i], &out[i]) {
+			// Give back what the earlier hits took: the request is not
+			// decided here.
+			for j := range i {
+				if e := s.table.get(hits[j].Key); e != nil && e.keep(out[j].Receipt.Mark) {
+					e.left.Add(out[j].Receipt.Taken)
+				}
+			}
+			return false
+		}
+	}
+	return true
 }
 
 // takeLocal serves a plain hit from a live lease: no lock, no I/O, no
@@ -181,7 +206,10 @@ func (s *Store) Expire(ctx context.Context) error {
 
 // Close stops the sweeper and gives back the unused tokens of every lease,
 // live or expired, in one refund call. Take then fails with
-// [sluice.ErrClosed]. Close does not close the backing store.
+// [sluice.ErrClosed]. Close does not wait for calls in flight: a refill
+// that completes after it keeps its tokens (at most K per key, lost as in
+// a crash), so stop serving requests first. Close does not close the
+// backing store.
 func (s *Store) Close(ctx context.Context) error {
 	if s.closed.Swap(true) {
 		return nil

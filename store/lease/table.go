@@ -25,13 +25,12 @@ type entry struct {
 	policy   *sluice.LeasePolicy
 
 	mu         sync.Mutex
-	refilling  chan struct{} // closed when the refill in flight ends
-	hit        sluice.Hit    // the last refill, as taken: what a return refunds
-	receipt    sluice.Receipt
-	k          int64 // the lease size the next refill asks for
-	refilledAt int64 // µs
-	dry        bool  // the last refill found less than it asked for
-	ttl        int64 // µs
+	refilling  chan struct{}  // closed when the refill in flight ends
+	takes      [maxTakes]take // the latest refills, newest first: what returns refund
+	k          int64          // the lease size the next refill asks for
+	refilledAt int64          // µs
+	dry        bool           // the last refill found less than it asked for
+	ttl        int64          // µs
 	deny       denial
 }
 
@@ -45,6 +44,50 @@ func (e *entry) live(now int64) bool { return now < e.expires.Load() }
 
 // windowEnd returns when a fixed window lease's window ends.
 func (e *entry) windowEnd() int64 { return e.winEnd.Load() }
+
+// take is one refill as the backing store took it, and how much of it
+// may still be given back.
+type take struct {
+	hit     sluice.Hit
+	receipt sluice.Receipt
+	left    int64 // Receipt.Taken less what was given back
+}
+
+// maxTakes is how many refills an entry remembers. Held tokens come from
+// the latest ones (a refill spends what the lease held); a few more cover
+// tokens that calls gave back while a refill was in flight. Tokens beyond
+// what they cover cannot be returned, and are counted as lost.
+const maxTakes = 4
+
+// push records a refill, newest first.
+func (e *entry) push(t take) {
+	copy(e.takes[1:], e.takes[:maxTakes-1])
+	e.takes[0] = t
+}
+
+// returns appends to refunds the refunds that give back n held tokens,
+// newest refill first, and returns them and what no refill covers.
+// Called with e.mu held.
+func (e *entry) returns(refunds []sluice.Refund, n int64) ([]sluice.Refund, int64) {
+	for i := range e.takes {
+		t := &e.takes[i]
+		if n == 0 || t.left == 0 {
+			continue
+		}
+		u := min(n, t.left)
+		refunds = append(refunds, sluice.Refund{Hit: t.hit, Receipt: t.receipt, Units: u})
+		t.left -= u
+		n -= u
+	}
+	return refunds, n
+}
+
+// keep reports whether tokens reserved from e under generation gen may go
+// back into its lease: a token bucket's always (tokens do not age); a
+// fixed window's only while the lease they came from is the current one.
+func (e *entry) keep(gen int64) bool {
+	return e.interval > 0 || e.gen.Load() == gen
+}
 
 // denial remembers a refusal by the backing store, so the same cost is
 // refused in process until it could pass: a hot key far over its limit

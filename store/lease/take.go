@@ -193,7 +193,7 @@ func reserve(e *entry, c, now int64) bool {
 func (s *Store) undo(plans []plan) {
 	for i := range plans {
 		p := &plans[i]
-		if p.reserved > 0 && p.e.gen.Load() == p.gen {
+		if p.reserved > 0 && p.e.keep(p.gen) {
 			p.e.left.Add(p.reserved)
 		}
 		p.reserved = 0
@@ -336,7 +336,7 @@ func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []
 		case kLocal:
 			left := p.e.left.Load()
 			if !admitted {
-				if p.e.gen.Load() == p.gen {
+				if p.e.keep(p.gen) {
 					left = p.e.left.Add(p.reserved)
 				}
 				p.reserved = 0
@@ -366,10 +366,16 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 	extra := max(0, taken-p.need)
 	held := p.reserved
 	e.mu.Lock()
-	e.hit = *h
-	e.hit.Lease = e.policy // names the rule when the policy is the default
-	e.hit.Cost, e.hit.MinCost = p.upTo, p.need
-	e.receipt = r.Receipt
+	t := take{hit: *h, receipt: r.Receipt, left: taken}
+	if extra == 0 && held == 0 {
+		t.left = 0 // the hit's own receipt is this one: the caller may refund it
+	}
+	t.hit.Lease = e.policy // names the rule when the policy is the default
+	t.hit.Cost, t.hit.MinCost = p.upTo, p.need
+	if e.interval == 0 && now >= e.windowEnd() {
+		e.takes = [maxTakes]take{} // a new window: the old takes are spent
+	}
+	e.push(t)
 	gen := e.gen.Add(1)
 	e.base.Store(r.Remaining)
 	e.fullAt.Store(now + int64(r.ResetAfter/time.Microsecond))
@@ -419,7 +425,7 @@ func (s *Store) refused(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 		r.ResetAfter = max(0, r.ResetAfter-time.Duration(held*e.interval)*time.Microsecond)
 	}
 	e.mu.Lock()
-	if held > 0 && e.gen.Load() == p.gen {
+	if held > 0 && e.keep(p.gen) {
 		e.left.Add(held)
 	}
 	if !r.Allowed {
