@@ -72,37 +72,6 @@ type StateHealedEvents interface {
 	StateHealed(endpoint string)
 }
 
-// Observers returns an [Observer] that forwards every decision, and every
-// store call (see [StoreCallObserver]), to each of obs in turn: metrics and
-// a custom sink side by side. nil observers are skipped.
-func Observers(obs ...Observer) Observer {
-	var m multiObserver
-	for _, o := range obs {
-		if o != nil {
-			m = append(m, o)
-		}
-	}
-	return m
-}
-
-type multiObserver []Observer
-
-// Observe forwards d to every observer.
-func (m multiObserver) Observe(ctx context.Context, d Decision) {
-	for _, o := range m {
-		o.Observe(ctx, d)
-	}
-}
-
-// ObserveStoreCall forwards c to every observer that wants store calls.
-func (m multiObserver) ObserveStoreCall(ctx context.Context, c StoreCall) {
-	for _, o := range m {
-		if sc, ok := o.(StoreCallObserver); ok {
-			sc.ObserveStoreCall(ctx, c)
-		}
-	}
-}
-
 // ResetObserver is an optional interface of an [Observer]: operator
 // controls (such as the rules/admin handler) report to an observer that
 // implements it each bucket they reset, by rule name (never the identity).

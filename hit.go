@@ -30,6 +30,15 @@ type Hit struct {
 	// Shadow marks a dry-run hit: it never blocks the request, and its
 	// bucket consumes only when it passed on its own.
 	Shadow bool
+	// Group, when not empty, asks a store that spreads buckets over shards
+	// to keep this hit's bucket with every other bucket of the same Group,
+	// so that a request's hits of one group are decided in one atomic call
+	// (on Redis Cluster: one hash slot). Give it an identity shared by few
+	// buckets, such as a user's: every bucket of a group lands on one shard.
+	// It must be a function of Key. Stores that keep all buckets together
+	// ignore it; in the Redis store it is part of the bucket's Redis key, so
+	// setting or changing it starts new buckets.
+	Group string
 	// Force consumes Cost whether or not the hit passes, and never blocks
 	// the other hits: an after-the-fact charge (such as one for the size of
 	// a response) that may put the bucket into debt. The debt is bounded:

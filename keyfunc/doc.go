@@ -3,14 +3,21 @@
 // the authenticated user, the route pattern, a constant for global rules, or
 // several of those joined.
 //
-// Every extractor is a [KeyFunc], func(*http.Request) (string, error). It is
-// a type alias, so the key functions of github.com/go-chi/httprate and any
-// plain function of that signature can be used where a KeyFunc is expected.
-// Mind what they key on: httprate.KeyByEndpoint uses the raw URL path, which
-// gives a client a fresh bucket per URL on any route with a parameter
-// (/users/1, /users/2, ...); use [EndpointFromMux] or chikey.Endpoint, which
-// key on the route pattern. httprate.KeyByRealIP trusts spoofable headers;
-// use [IP] with [XFF] or [TrustedHeader].
+// Every constructor returns a [Key]: a [KeyFunc], func(*http.Request)
+// (string, error), with its kind ("ip", "api_key", ...), which rules make
+// part of every bucket key. A function of your own becomes a Key with
+// [New]. KeyFunc is a type alias, so the key functions of
+// github.com/go-chi/httprate and any plain function of that signature fit
+// [New], and [Key.Func] gives a Key's function to code that takes a plain
+// one. Mind what httprate's functions key on: httprate.KeyByEndpoint uses the raw URL
+// path, which gives a client a fresh bucket per URL on any route with a
+// parameter (/users/1, /users/2, ...); use [EndpointFromMux] or
+// chikey.Endpoint, which key on the route pattern. httprate.KeyByRealIP
+// trusts spoofable headers; use [IP] with [XFF] or [TrustedHeader].
+//
+// A request may lack the identity a key reads (no API key header, no
+// signed-in user): the rule then skips it, unless the key is
+// [Key.Required], which refuses it (see [Key] and [ErrMissing]).
 //
 // The package imports the standard library only; chi-specific key functions live in
 // the sub-package keyfunc/chikey.

@@ -18,10 +18,14 @@
 //     store's error never reaches the client;
 //   - a rule could not key the request (its key function failed): 400 Bad
 //     Request, with a problem body that names no internals. A request that
-//     cannot be keyed is never counted in a shared bucket.
+//     cannot be keyed is never counted in a shared bucket. A request that
+//     lacks the identity a rule's key reads (no API key header, no user) is
+//     not keyed by that rule at all: the rule skips it, unless its key is
+//     required (keyfunc.Key.Required), when it gets this 400 too.
 //
 // The request body is never read. Every decision is reported to the
-// [sluice.Observer] given with [WithObserver].
+// [sluice.Observer] given with [WithObserver], or else to the store's own
+// ([sluice.ObserverSource]).
 //
 // # Headers
 //

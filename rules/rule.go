@@ -73,6 +73,19 @@ type Rule struct {
 	// cap (a cost above the capacity is then refused as one that can
 	// never pass).
 	MaxCost int64
+	// Colocate, when set, is the identity whose buckets this rule's
+	// buckets join on a store that spreads buckets over shards (Redis
+	// Cluster), such as the user on a per-user rule and a
+	// per-user-endpoint one: a request's rules colocated by the same
+	// identity are then decided in one atomic script call rather than one
+	// per hash slot with refunds. Its value must be determined by the
+	// rule's own identity. A rule keyed by IP, endpoint or nothing
+	// (global) cannot be colocated: its buckets must spread over the
+	// cluster, and nothing can be colocated by those kinds. A request
+	// without the identity skips the rule, as one without the rule's own
+	// identity does. Changing it starts new buckets in the Redis store.
+	// Default: the zero Key, each bucket placed on its own.
+	Colocate keyfunc.Key
 	// OnFail is what happens when the store fails. Default: FailOpen.
 	OnFail OnFail
 	// Shadow makes the rule a dry run: counted and reported to observers,
@@ -123,6 +136,10 @@ func (r *Rule) Validate() error {
 		return fail("max_cost", "%d is below the cost %d", r.MaxCost, r.cost())
 	case r.OnFail > FailLocal:
 		return fail("on_fail", "unknown policy %d", r.OnFail)
+	case !r.Colocate.IsZero() && !Colocatable(r.Key.Kind()):
+		return fail("colocate", "a rule keyed by %s cannot be colocated: its buckets must spread over the cluster; only buckets of one identity (a user, an API key) may share a slot", r.Key.Kind())
+	case !r.Colocate.IsZero() && !Colocatable(r.Colocate.Kind()):
+		return fail("colocate", "cannot colocate by %s: every bucket of the service would share one slot; colocate by an identity such as a user or an API key", r.Colocate.Kind())
 	}
 	if err := r.Algorithm.ValidateLimit(r.Limit); err != nil {
 		return fail("limit", "%v", err)
@@ -134,6 +151,17 @@ func (r *Rule) Validate() error {
 		return fail("cost", "%d exceeds the capacity %d: no request could ever pass", cost, r.Limit.Capacity())
 	}
 	return nil
+}
+
+// Colocatable reports whether rules whose key kind is kind may colocate
+// their buckets (see [Rule.Colocate]): not IP, endpoint or global buckets,
+// which many identities share or which a whole service shares.
+func Colocatable(kind string) bool {
+	switch kind {
+	case "ip", "endpoint", "global":
+		return false
+	}
+	return true
 }
 
 func (r *Rule) cost() int64 {

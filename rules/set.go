@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/sluicehq/sluice"
 )
@@ -109,6 +110,15 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 				cost = min(cost, rule.MaxCost)
 			}
 		}
+		var group string
+		if !rule.Colocate.IsZero() {
+			if group, err = rule.Colocate.Identity(r); err != nil {
+				if rule.Colocate.Skips(err) {
+					continue // no identity to colocate by: the rule does not apply
+				}
+				return fmt.Errorf("rules: rule %q: colocate: %w", rule.Name, err)
+			}
+		}
 		var lease *sluice.LeasePolicy
 		if rule.Lease.Active() {
 			lease = &rule.Lease
@@ -116,6 +126,7 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 		m.Rules = append(m.Rules, rule)
 		m.Hits = append(m.Hits, sluice.Hit{
 			Lease:     lease,
+			Group:     group,
 			Key:       BucketKey(rule.Name, rule.Key.Kind(), id),
 			Limit:     rule.Limit,
 			Algorithm: rule.Algorithm,
@@ -131,13 +142,16 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 // key. Name and kind are length-prefixed, so no two different triples give
 // the same key.
 func BucketKey(rule, kind, identity string) string {
-	b := make([]byte, 0, len(rule)+len(kind)+len(identity)+8)
-	b = strconv.AppendInt(b, int64(len(rule)), 10)
-	b = append(b, ':')
-	b = append(b, rule...)
-	b = strconv.AppendInt(b, int64(len(kind)), 10)
-	b = append(b, ':')
-	b = append(b, kind...)
-	b = append(b, identity...)
-	return string(b)
+	// One allocation whatever the length: the builder's buffer becomes the
+	// string (strconv.Itoa of a small length returns a constant).
+	var b strings.Builder
+	b.Grow(len(rule) + len(kind) + len(identity) + 8)
+	b.WriteString(strconv.Itoa(len(rule)))
+	b.WriteByte(':')
+	b.WriteString(rule)
+	b.WriteString(strconv.Itoa(len(kind)))
+	b.WriteByte(':')
+	b.WriteString(kind)
+	b.WriteString(identity)
+	return b.String()
 }

@@ -17,7 +17,7 @@ import (
 // connecting to it, rather than hash identities with a public key.
 func TestRedisNeedsASecret(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
-	_, _, err := openStore("127.0.0.1:1", "", 0, log, nil)
+	_, _, err := openStore(redisTarget{spec: "127.0.0.1:1"}, "", 0, log, nil)
 	if !errors.Is(err, errNoSecret) {
 		t.Fatalf("openStore without a secret: %v, want errNoSecret", err)
 	}

@@ -4,6 +4,8 @@
 //	go run ./examples/gateway                         # in-memory store, :8080
 //	export SLUICE_SECRET=$(openssl rand -hex 32)      # the same on every instance
 //	go run ./examples/gateway -redis 127.0.0.1:6379   # Redis store
+//	go run ./examples/gateway -redis 10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000   # Redis Cluster
+//	go run ./examples/gateway -redis 10.0.0.1:26379,10.0.0.2:26379 -sentinel-master mymaster
 //	go run ./examples/gateway -rules examples/gateway/rules.yaml
 //	go run ./examples/gateway -admin 127.0.0.1:9090   # operator API, off by default
 //	go run ./examples/gateway -redis 127.0.0.1:6379 -lease 4  # local leases, 4 instances
@@ -62,7 +64,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/metrics"
@@ -82,7 +83,9 @@ func main() {
 
 func run() error {
 	addr := flag.String("addr", ":8080", "listen address")
-	redisAddr := flag.String("redis", "", "Redis address (host:port); empty uses the in-memory store")
+	redisAddr := flag.String("redis", "", "Redis: host:port, a comma-separated list of cluster nodes or sentinels, or a redis:// URL (addr= for more cluster nodes, master_name= for Sentinel); empty uses the in-memory store")
+	cluster := flag.Bool("cluster", false, "the -redis address is a Redis Cluster seed (implied by several addresses)")
+	sentinelMaster := flag.String("sentinel-master", "", "the -redis addresses are sentinels monitoring the primary of this name")
 	secret := flag.String("secret", os.Getenv("SLUICE_SECRET"), "secret for hashing identities into Redis keys (default $SLUICE_SECRET)")
 	mode := flag.String("headers", "ietf", "rate-limit header modes: ietf, draft06, x-ratelimit, none, or a comma-separated combination")
 	budget := flag.Duration("budget", middleware.DefaultBudget, "latency budget of each store call")
@@ -102,7 +105,8 @@ func run() error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collector)
-	store, closeStore, err := openStore(*redisAddr, *secret, *budget, log, collector)
+	target := redisTarget{spec: *redisAddr, cluster: *cluster, master: *sentinelMaster}
+	store, closeStore, err := openStore(target, *secret, *budget, log, collector)
 	if err != nil {
 		return err
 	}
@@ -148,7 +152,7 @@ func run() error {
 	}
 	backend := "memory"
 	if *redisAddr != "" {
-		backend = "redis " + *redisAddr
+		backend = "redis " + target.kind() + " " + *redisAddr
 	}
 	log.Info("gateway listening", "addr", ln.Addr().String(), "store", backend, "headers", hdr.String(), "rules", cmp.Or(*rulesFile, "built in"))
 	return serve(ctx, newHTTPServer(top, log), ln, log)
@@ -174,25 +178,18 @@ var errNoSecret = errors.New("-redis needs a secret to hash identities into Redi
 
 // openStore returns the in-memory store, or a Redis store with a client
 // configured as a limiter needs.
-func openStore(addr, secret string, budget time.Duration, log *slog.Logger, events *metrics.Collector) (sluice.Store, func(), error) {
-	if addr == "" {
+func openStore(target redisTarget, secret string, budget time.Duration, log *slog.Logger, events *metrics.Collector) (sluice.Store, func(), error) {
+	if target.spec == "" {
 		s := memstore.New(memstore.Config{Events: events})
 		return s, func() { s.Close() }, nil
 	}
 	if secret == "" {
 		return nil, nil, errNoSecret
 	}
-	client := redis.NewClient(&redis.Options{
-		Addr:                  addr,
-		MaxRetries:            -1,   // never re-run a script that may have run
-		ContextTimeoutEnabled: true, // honour the latency budget
-		DialerRetries:         1,
-		DialTimeout:           budget,
-		ReadTimeout:           budget,
-		WriteTimeout:          budget,
-		PoolTimeout:           budget,
-		MinIdleConns:          8,
-	})
+	client, err := newRedisClient(target, budget)
+	if err != nil {
+		return nil, nil, err
+	}
 	s, err := redisstore.New(client, redisstore.Config{Secret: []byte(secret), Logger: log, Events: events, Coalesce: 64})
 	if err != nil {
 		client.Close()

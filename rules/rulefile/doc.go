@@ -21,6 +21,7 @@
 //	    expose: true               # false: kept out of the headers (rules.Rule.Hidden)
 //	    shadow: false              # dry run
 //	    enabled: true              # false: checked, then left out
+//	    colocate: user             # optional: share a Redis Cluster slot with this identity's other buckets
 //	    plans: [free]              # only requests on these plans
 //	    match:                     # only matching requests
 //	      methods: [GET, POST]     # GET also matches HEAD
@@ -48,6 +49,13 @@
 // without it is refused instead (400, as [keyfunc.Key.Required]). The key
 // kind is the [keyfunc.Key.Kind] of the same key in Go, so moving rules
 // between Go and a file keeps their buckets.
+//
+// colocate names a key kind (user, api_key, header:NAME, a registered
+// name) whose identity the rule's buckets join on Redis Cluster
+// (rules.Rule.Colocate): a per-user and a per-user-endpoint rule both
+// colocated by user are decided in one atomic script call. Rules keyed by
+// ip, endpoint or global cannot be colocated, and nothing can be colocated
+// by those kinds: their buckets must spread over the cluster.
 //
 // A rule with plans applies to requests whose plan ([LoadConfig].Plan) is
 // listed; a request without a plan matches only rules without plans. A rule

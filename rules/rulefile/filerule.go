@@ -24,6 +24,9 @@ func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]
 	if r.Key, err = d.key(n, f["key"]); err != nil {
 		return rules.Rule{}, false, err
 	}
+	if r.Colocate, err = d.colocate(f["colocate"], r.Key.Kind()); err != nil {
+		return rules.Rule{}, false, err
+	}
 	if err := d.ruleLimit(n, f, &r); err != nil {
 		return rules.Rule{}, false, err
 	}
@@ -138,4 +141,30 @@ func (d *decoder) fits(lim fileLimit, cost int64, costNode *yaml.Node) error {
 type fileLimit struct {
 	sluice.Limit
 	burst *yaml.Node // nil when not given
+}
+
+// colocate reads a rule's colocate field: the key kind whose identity the
+// rule's buckets share a slot with (see [rules.Rule.Colocate]), such as
+// user. A rule keyed by ip, endpoint or global cannot be colocated, and
+// nothing can be colocated by those kinds: their buckets must spread over
+// the cluster.
+func (d *decoder) colocate(n *yaml.Node, kind string) (keyfunc.Key, error) {
+	if n == nil {
+		return keyfunc.Key{}, nil
+	}
+	s, err := d.str(n, "colocate")
+	if err != nil {
+		return keyfunc.Key{}, err
+	}
+	if !rules.Colocatable(kind) {
+		return keyfunc.Key{}, d.fail(deref(n), "colocate", "a rule keyed by %s cannot be colocated: its buckets must spread over the cluster", kind)
+	}
+	k, err := d.env.keySpec(s)
+	if err != nil {
+		return keyfunc.Key{}, d.fail(deref(n), "colocate", "%v", err)
+	}
+	if !rules.Colocatable(k.Kind()) {
+		return keyfunc.Key{}, d.fail(deref(n), "colocate", "cannot colocate by %s: every bucket of the service would share one slot; colocate by an identity such as user or api_key", k.Kind())
+	}
+	return k, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -18,8 +19,9 @@ import (
 // calls for all the groups in one cluster pipeline (go-redis sends it as
 // one pipeline per node, the nodes concurrently). When one group refuses
 // the request, what the others took is given back by exact refunds before
-// Take returns, and their results are read again by peeks in the same round
-// trip, so the caller sees what a single node would have answered.
+// Take returns, and their hits decided again, behind the refunds in one
+// more round trip, as a request that cannot be admitted, so the caller sees
+// what a single node would have answered.
 
 // cluster is the store's state for a Redis Cluster client: a circuit
 // breaker per master, and the coalescers of the slots.
@@ -74,11 +76,28 @@ func (cl *cluster) breakerFor(ctx context.Context, key string) *breaker {
 	return b.(*breaker)
 }
 
-// failed reacts to a failed call: unless the failure says nothing about the
-// cluster's shape, the slot map is reloaded (go-redis reloads at most one
-// at a time, then waits 200 ms before the next), so the slots of a master
-// that died move to its promoted replica about as soon as the cluster
-// promotes it, rather than at the next periodic reload.
+// breakerState returns the least healthy state of the masters' breakers.
+func (cl *cluster) breakerState() sluice.BreakerState {
+	worst := sluice.BreakerClosed
+	cl.breakers.Range(func(_, b any) bool {
+		switch b.(*breaker).State() {
+		case sluice.BreakerOpen:
+			worst = sluice.BreakerOpen
+			return false
+		case sluice.BreakerHalfOpen:
+			worst = sluice.BreakerHalfOpen
+		}
+		return true
+	})
+	return worst
+}
+
+// failed reacts to a failed call: after a failure a breaker counts (a dial
+// error, a timeout, CLUSTERDOWN) or a refusal by an open breaker, the slot
+// map is reloaded (go-redis reloads at most one at a time, then waits
+// 200 ms before the next), so the slots of a master that died move to its
+// promoted replica about as soon as the cluster promotes it, rather than at
+// the next periodic reload.
 func (cl *cluster) failed(ctx context.Context, err error) {
 	if countsAsFailure(err) || errors.Is(err, sluice.ErrBreakerOpen) {
 		cl.c.ReloadState(ctx)
@@ -193,50 +212,45 @@ func appendRefunds(refunds []sluice.Refund, hits []sluice.Hit, out []sluice.Resu
 
 // giveBack undoes a refused request's takes in the slots that admitted
 // their part: per such slot, one refund script call and, behind it in the
-// same pipeline, a peek at the refunded buckets, whose results replace the
-// takes' (what a hit that passed in a refused request reports: what is left
-// without its consumption). A refund is never retried; a failed one is
-// counted and logged, and its hit keeps its take's result without the
-// receipt.
+// same pipeline, the slot's hits decided again in a request that cannot be
+// admitted (an extra hit in the slot whose cost exceeds its capacity), so
+// that they consume nothing and report what a single node reports for a
+// refused request: a hit that passed tells what is left without its
+// consumption, a later hit on the same bucket sees the earlier ones'. A
+// refund is never retried; a failed one is counted and logged, and its
+// hits keep their takes' results without the receipts.
 func (cl *cluster) giveBack(ctx context.Context, groups []*slotGroup, hits []sluice.Hit, out []sluice.Result) {
 	s := cl.s
 	type undo struct {
-		at      []int // positions in the request
+		g       *slotGroup
 		refunds []sluice.Refund
-		peeks   []sluice.Hit
-		out     []sluice.Result
+		again   request // the slot's hits and the refusing hit
 	}
 	var undos []*undo
 	var cmds [][]any
 	for _, g := range groups {
-		u := &undo{}
-		for j, h := range g.hits {
-			rc := g.out[j].Receipt
-			if rc.Taken == 0 || h.Force {
-				continue
+		u := &undo{g: g}
+		for j := len(g.hits) - 1; j >= 0; j-- { // the last take first
+			if rc := g.out[j].Receipt; rc.Taken > 0 && !g.hits[j].Force {
+				u.refunds = append(u.refunds, sluice.Refund{Hit: g.hits[j], Receipt: rc})
 			}
-			u.at = append(u.at, g.idx[j])
-			u.refunds = append(u.refunds, sluice.Refund{Hit: h, Receipt: rc})
-			p := h
-			p.Peek, p.Shadow = true, false
-			if p.MinCost > 0 { // a partial hit passes when its minimum does
-				p.Cost, p.MinCost = p.MinCost, 0
-			}
-			u.peeks = append(u.peeks, p)
 		}
 		if len(u.refunds) == 0 {
 			continue
 		}
-		u.out = make([]sluice.Result, len(u.peeks))
+		again := append(slices.Clone(g.hits), refuser)
+		u.again = s.newRequest(again, make([]sluice.Result, len(again)))
+		// The refusing hit's key shares the slot's hash tag; it is never
+		// written, as its request is never admitted.
+		u.again.keys[len(again)-1] = u.again.keys[0] + ":refuse"
 		undos = append(undos, u)
-		pr := s.newRequest(u.peeks, u.out)
-		cmds = append(cmds, s.refundCommand(u.refunds), takeCommand([]*request{&pr}))
+		cmds = append(cmds, s.refundCommand(u.refunds), takeCommand([]*request{&u.again}))
 	}
 	if len(cmds) == 0 {
 		return
 	}
 	replies, errs, resent := cl.runManyReloading(ctx, "redisstore: refund", cmds)
-	var stale []int // peeks that ran before their refund was re-sent
+	var stale []int // decisions that ran before their refund was re-sent
 	for i := range undos {
 		if resent[2*i] && errs[2*i] == nil {
 			stale = append(stale, i)
@@ -253,31 +267,34 @@ func (cl *cluster) giveBack(ctx context.Context, groups []*slotGroup, hits []slu
 		}
 	}
 	for i, u := range undos {
-		rerr, perr := errs[2*i], errs[2*i+1]
+		rerr, derr := errs[2*i], errs[2*i+1]
 		if rerr == nil {
 			rerr = decodeRefund(replies[2*i], len(u.refunds))
 		}
-		for _, at := range u.at {
+		for _, at := range u.g.idx {
 			out[at].Receipt = sluice.Receipt{}
 		}
 		if rerr != nil {
 			cl.refundFailed(ctx, rerr, u.refunds)
 			continue
 		}
-		if perr == nil {
-			pr := s.newRequest(u.peeks, u.out)
-			perr = s.finish(replies[2*i+1], []*request{&pr})
+		if derr == nil {
+			derr = s.finish(replies[2*i+1], []*request{&u.again})
 		}
-		if perr != nil {
+		if derr != nil {
 			continue // the takes' results stand, without receipts
 		}
-		for j, at := range u.at {
-			r := u.out[j]
+		for j, at := range u.g.idx {
+			r := u.again.out[j]
 			r.Limit, r.Receipt = hits[at].Limit, sluice.Receipt{}
 			out[at] = r
 		}
 	}
 }
+
+// refuser is a hit that can never pass: it makes a request that carries it
+// consume nothing.
+var refuser = sluice.Hit{Key: "refuse", Limit: sluice.PerHour(1), Cost: 2}
 
 // refundQuietly gives back refunds, grouped by slot, and counts and logs
 // what fails.
@@ -423,6 +440,23 @@ func (cl *cluster) runManyReloading(ctx context.Context, op string, cmds [][]any
 	}
 	if pipe.Len() > 0 {
 		_, _ = pipe.Exec(ctx)
+		for try := 0; ; try++ { // TRYAGAIN: Redis ran none of them
+			var busy []int
+			for i := range sent {
+				if sent[i].Cmd != nil && redis.HasErrorPrefix(sent[i].Err(), "TRYAGAIN") {
+					busy = append(busy, i)
+				}
+			}
+			if len(busy) == 0 || !tryAgain(ctx, sent[busy[0]].Err(), try) {
+				break
+			}
+			pipe = cl.c.Pipeline()
+			for _, i := range busy {
+				sent[i] = newScriptCmd(ctx, slices.Clone(cmds[i])...)
+				_ = pipe.Process(ctx, sent[i])
+			}
+			_, _ = pipe.Exec(ctx)
+		}
 		var again []int
 		for i := range sent {
 			if sent[i].Cmd != nil && redis.HasErrorPrefix(sent[i].Err(), "NOSCRIPT") {

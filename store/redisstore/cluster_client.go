@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -35,6 +36,25 @@ type scriptCmd struct{ *redis.Cmd }
 // NoRetry reports that the command must never be sent again once it may
 // have reached Redis.
 func (scriptCmd) NoRetry() bool { return true }
+
+// tryAgain reports whether a command Redis Cluster answered TRYAGAIN (its
+// keys' slot is being migrated, and the keys are split between the two
+// nodes for a moment) should be sent again, after waiting for the
+// migration: Redis did not run it. It waits 10 ms per try, up to 3 tries,
+// never past ctx's end.
+func tryAgain(ctx context.Context, err error, try int) bool {
+	if try >= 3 || !redis.HasErrorPrefix(err, "TRYAGAIN") {
+		return false
+	}
+	t := time.NewTimer(10 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
 
 func newScriptCmd(ctx context.Context, args ...any) scriptCmd {
 	return scriptCmd{redis.NewCmd(ctx, args...)}

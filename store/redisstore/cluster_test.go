@@ -23,7 +23,7 @@ import (
 
 // TestCluster runs the cluster tests that share one 3+3 cluster.
 func TestCluster(t *testing.T) {
-	c := redistest.StartCluster(t, redistest.ClusterOptions{Args: []string{"--enable-debug-command", "local"}})
+	c := redistest.StartCluster(t, redistest.ClusterOptions{Args: redistest.DebugArgs(t)})
 	t.Run("Clients", func(t *testing.T) { testClusterClients(t, c) })
 	t.Run("SlotsAreRedis", func(t *testing.T) { testClusterSlots(t, c) })
 	t.Run("NoDoubleExecution", func(t *testing.T) { testClusterNoDoubleExecution(t, c) })
@@ -92,6 +92,13 @@ func testClusterSlots(t *testing.T, c *redistest.Cluster) {
 			k := redisstore.KeyOf(s, h)
 			if got, want := redisstore.SlotOf(k), c.Slot(k); got != want {
 				t.Fatalf("slot of %q: %d, the cluster says %d", k, got, want)
+			}
+			// Colocated by a group, every bucket lands in the group's slot.
+			h.Group = "user" + strconv.Itoa(i%7)
+			g := sluice.Hit{Key: "other" + strconv.Itoa(i), Limit: sluice.PerSecond(3), Group: h.Group}
+			kh, kg := redisstore.KeyOf(s, h), redisstore.KeyOf(s, g)
+			if kh == k || c.Slot(kh) != c.Slot(kg) {
+				t.Fatalf("grouped keys %q and %q: slots %d and %d", kh, kg, c.Slot(kh), c.Slot(kg))
 			}
 		}
 	}

@@ -277,7 +277,7 @@ func (c *coalescer) send(batch []*waiter) error {
 		return err
 	}
 	c.observe(c.clock().Sub(start))
-	parts, err := s.split(reply, reqs)
+	parts, err := s.split(reply, reqs, make([][]any, 0, len(reqs)))
 	if err != nil {
 		return err
 	}

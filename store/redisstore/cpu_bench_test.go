@@ -24,12 +24,14 @@ type cpuVariant struct {
 	name  string
 	alg   sluice.Algorithm
 	limit sluice.Limit
-	batch int
+	batch int // requests per script call
+	rules int // hits per request: 0 means 1
 }
 
 // BenchmarkScriptCPU measures the Redis server's CPU per check (INFO
 // commandstats: the usec of evalsha over the checks decided) for every
-// algorithm, alone and coalesced in batches of 16, on a redis-server of
+// algorithm, alone and coalesced in batches of 16, and for requests of
+// four token-bucket rules (a check is one rule's), on a redis-server of
 // its own. Each round runs a block of checks of every variant in turn, so
 // the variants share the machine's noise; "token bucket again" repeats the
 // first variant as an A/A control. It reports the median over the rounds
@@ -62,6 +64,7 @@ func BenchmarkScriptCPU(b *testing.B) {
 	}
 	tbName := sluice.TokenBucket.String()
 	variants = append(variants, cpuVariant{name: tbName + " again", alg: sluice.TokenBucket, limit: limit, batch: 1},
+		cpuVariant{name: tbName + " 4 rules", alg: sluice.TokenBucket, limit: limit, batch: 1, rules: 4},
 		cpuVariant{name: "floor", batch: 1})
 	floor := redis.NewScript(floorScript)
 
@@ -87,18 +90,20 @@ func BenchmarkScriptCPU(b *testing.B) {
 				usec[v] = (evalshaUsec(b, client) - before) / block
 				continue
 			}
-			for from := 0; from < block; from += vt.batch {
+			rules := max(vt.rules, 1)
+			for from := 0; from < block; from += vt.batch * rules {
 				reqs := make([]*request, vt.batch)
 				for j := range reqs {
-					r := s.newRequest(hits[from+j:from+j+1], outs[from+j:from+j+1])
+					at := from + j*rules
+					r := s.newRequest(hits[at:at+rules], outs[at:at+rules])
 					reqs[j] = &r
 				}
 				if err := s.decide(ctx, reqs); err != nil {
 					b.Fatal(err)
 				}
-				for j := range reqs {
-					if !outs[from+j].Allowed {
-						b.Fatalf("%s: a check was refused: %+v", vt.name, outs[from+j])
+				for j := from; j < from+vt.batch*rules; j++ {
+					if !outs[j].Allowed {
+						b.Fatalf("%s: a check was refused: %+v", vt.name, outs[j])
 					}
 				}
 			}
@@ -126,6 +131,7 @@ func BenchmarkScriptCPU(b *testing.B) {
 	}
 	ratio(tbName+" again", tbName, "A/A:token_bucket_again/token_bucket")
 	ratio(tbName, "floor", "ratio:token_bucket/floor")
+	ratio(tbName+" 4 rules", tbName, "ratio:token_bucket_4_rules/token_bucket")
 	for _, alg := range []sluice.Algorithm{sluice.SlidingWindow, sluice.FixedWindow, sluice.SlidingLog} {
 		ratio(alg.String(), tbName, "ratio:"+strings.ReplaceAll(alg.String(), " ", "_")+"/token_bucket")
 	}

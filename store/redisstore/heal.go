@@ -4,22 +4,52 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/sluicehq/sluice"
 )
 
 // heal reports that the take script found key holding something that is
 // not a bucket's state (a key of another type, or a value or log entry that
-// does not parse) and replaced it with an empty bucket: once to Events, if
-// it counts such keys, and once to the log. The key is logged as it is in
-// Redis, which names no identity.
+// does not parse) and replaced it with an empty bucket: to Events, if it
+// counts such keys, each time, and to the log once per key. The key is
+// logged as it is in Redis, which names no identity.
 func (s *Store) heal(key string) {
 	if e, ok := s.events.(sluice.StateHealedEvents); ok {
 		e.StateHealed(s.endpoint)
 	}
-	s.log.LogAttrs(context.Background(), slog.LevelWarn,
-		"redisstore: a bucket key held something that is not a bucket's state; it was replaced by an empty bucket",
-		slog.String("key", key), slog.String("endpoint", s.endpoint))
+	if s.healed.first(key) {
+		s.log.LogAttrs(context.Background(), slog.LevelWarn,
+			"redisstore: a bucket key held something that is not a bucket's state; it was replaced by an empty bucket",
+			slog.String("key", key), slog.String("endpoint", s.endpoint))
+	}
+}
+
+// maxHealLog bounds the keys a healLog remembers; past it, every heal is
+// logged.
+const maxHealLog = 1024
+
+// healLog remembers the keys whose heal was logged. The zero value is
+// empty and ready to use.
+type healLog struct {
+	mu   sync.Mutex
+	keys map[string]struct{}
+}
+
+// first reports whether key's heal is not yet logged, and remembers it.
+func (l *healLog) first(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.keys[key]; ok {
+		return false
+	}
+	if l.keys == nil {
+		l.keys = make(map[string]struct{})
+	}
+	if len(l.keys) < maxHealLog {
+		l.keys[key] = struct{}{}
+	}
+	return true
 }
 
 // badReply reports a script reply of the wrong shape for op. The script

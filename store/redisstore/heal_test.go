@@ -141,6 +141,19 @@ func TestCorruptKeysHeal(t *testing.T) {
 					if got := events.healed.Load(); got != 1 {
 						t.Fatalf("the next check counted a heal again: %d", got)
 					}
+					// Corrupted again: counted again, not logged again.
+					if err := admin.Del(ctx, key).Err(); err != nil {
+						t.Fatal(err)
+					}
+					if err := cr.put(ctx, admin, key); err != nil {
+						t.Fatal(err)
+					}
+					if err := s.Take(ctx, hits, out); err != nil {
+						t.Fatal(err)
+					}
+					if got, logged := events.healed.Load(), logs.count("replaced"); got != 2 || logged != 1 {
+						t.Fatalf("a key corrupted twice: %d heals counted, %d logged; want 2 and 1", got, logged)
+					}
 				})
 			}
 		}

@@ -44,13 +44,14 @@ func newKeyer(prefix string, secret []byte) *keyer {
 	return k
 }
 
-// key returns the Redis key of hit h: prefix{hmac}:tag. For the window
-// algorithms the HMAC covers the period too: their stored state (a window
-// index, a packed count) means something only for one window length, so a
-// rule whose period changes starts new buckets.
+// key returns the Redis key of hit h: prefix{hmac}:tag, or, for a hit
+// with a Group, prefix{hmac of the group}:hmac:tag, so that every bucket
+// of the group has the group's hash tag, hence its cluster slot. For the
+// window algorithms the HMAC covers the period too: their stored state (a
+// window index, a packed count) means something only for one window
+// length, so a rule whose period changes starts new buckets.
 func (k *keyer) key(h *sluice.Hit) string {
 	m := k.macs.Get().(*keyMAC)
-	m.mac.Reset()
 	m.buf = append(m.buf[:0], h.Key...)
 	if h.Algorithm != sluice.TokenBucket {
 		// The period follows the key in fixed width: HMAC inputs of
@@ -58,19 +59,41 @@ func (k *keyer) key(h *sluice.Hit) string {
 		m.buf = append(m.buf, 0)
 		m.buf = binary.BigEndian.AppendUint64(m.buf, uint64(h.Limit.PeriodMicros()))
 	}
+	m.mac.Reset()
 	_, _ = m.mac.Write(m.buf)
 	m.sum = m.mac.Sum(m.sum[:0])
 
 	tag := algorithmTags[h.Algorithm]
-	n := len(k.prefix) + 1 + base64.RawURLEncoding.EncodedLen(tagBytes) + 2 + len(tag)
+	enc := base64.RawURLEncoding.EncodedLen(tagBytes)
+	n := len(k.prefix) + 1 + enc + 2 + len(tag)
+	if h.Group != "" {
+		n += enc + 1
+	}
 	b := make([]byte, 0, n)
 	b = append(b, k.prefix...)
 	b = append(b, '{')
-	b = base64.RawURLEncoding.AppendEncode(b, m.sum[:tagBytes])
-	b = append(b, '}', ':')
+	if h.Group != "" {
+		// A grouped key has two MACs, so it never equals an ungrouped
+		// one; a group's tag equal to some bucket's tag would only put
+		// them in one slot.
+		var gsum [sha256.Size]byte
+		m.mac.Reset()
+		_, _ = m.mac.Write(groupMark)
+		_, _ = m.mac.Write([]byte(h.Group))
+		b = base64.RawURLEncoding.AppendEncode(b, m.mac.Sum(gsum[:0])[:tagBytes])
+		b = append(b, '}', ':')
+		b = base64.RawURLEncoding.AppendEncode(b, m.sum[:tagBytes])
+		b = append(b, ':')
+	} else {
+		b = base64.RawURLEncoding.AppendEncode(b, m.sum[:tagBytes])
+		b = append(b, '}', ':')
+	}
 	b = append(b, tag...)
 	if cap(m.buf) <= 4096 { // a huge key's buffer is not kept
 		k.macs.Put(m)
 	}
 	return string(b)
 }
+
+// groupMark starts the HMAC input of a group's hash tag.
+var groupMark = []byte("\x00sluice group\x00")

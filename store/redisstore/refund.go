@@ -27,13 +27,19 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	if len(refunds) == 0 {
 		return nil
 	}
-	if ctx.Err() != nil {
-		return ctxError(ctx, false)
+	var err error
+	var reply any
+	switch {
+	case ctx.Err() != nil:
+		err = ctxError(ctx, false) // never sent
+	case s.cluster != nil:
+		err = s.cluster.refund(ctx, refunds)
+		if err == nil {
+			return nil
+		}
+	default:
+		reply, err = s.call(ctx, s.refundCommand(refunds))
 	}
-	if s.cluster != nil {
-		return s.cluster.refund(ctx, refunds)
-	}
-	reply, err := s.call(ctx, s.refundCommand(refunds))
 	if err != nil {
 		var se *sluice.StoreError
 		if errors.As(err, &se) {

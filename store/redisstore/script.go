@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
@@ -47,15 +48,21 @@ func scriptOf(cmd []any) *script {
 }
 
 // A request is one Take call's part of a take script call: its hits'
-// Redis keys and script arguments, built on the caller's goroutine (a
-// coalesced call may be sent after its caller gave up and reused its
-// hits), and where its results go.
+// Redis keys and the command deciding it alone, built on the caller's
+// goroutine (a coalesced call may be sent after its caller gave up and
+// reused its hits), and where its results go.
 type request struct {
 	hits []sluice.Hit
 	out  []sluice.Result
 	keys []string
-	args []any
+	// cmd is the command deciding this request alone: "evalsha", the
+	// digest, the key count, the keys, the clock ("": the server's), then
+	// the hits' arguments (see args).
+	cmd []any
 }
+
+// args returns the request's script arguments after the clock.
+func (r *request) args() []any { return r.cmd[4+len(r.keys):] }
 
 // Mode bits of a hit's first script argument, after its algorithm (see
 // take.lua).
@@ -67,12 +74,30 @@ const (
 	modeLast    = 64 // the last hit of its request
 )
 
+// oneHit holds the keys and command of a request of one hit, the commonest,
+// in one allocation.
+type oneHit struct {
+	keys [1]string
+	cmd  [9]any
+}
+
 // newRequest returns the request deciding hits into out.
 func (s *Store) newRequest(hits []sluice.Hit, out []sluice.Result) request {
-	r := request{hits: hits, out: out, keys: make([]string, len(hits)), args: make([]any, 0, 4*len(hits))}
+	r := request{hits: hits, out: out}
+	if len(hits) == 1 {
+		b := new(oneHit)
+		r.keys, r.cmd = b.keys[:], b.cmd[:0]
+	} else {
+		r.keys, r.cmd = make([]string, len(hits)), make([]any, 0, 4+6*len(hits))
+	}
+	r.cmd = append(r.cmd, "evalsha", takeScript.sha, len(hits))
+	for i := range hits {
+		r.keys[i] = s.keys.key(&hits[i])
+		r.cmd = append(r.cmd, r.keys[i])
+	}
+	r.cmd = append(r.cmd, "") // the server's clock
 	for i := range hits {
 		h := &hits[i]
-		r.keys[i] = s.keys.key(h)
 		mode := int(h.Algorithm)
 		if h.Shadow {
 			mode |= modeShadow
@@ -93,9 +118,9 @@ func (s *Store) newRequest(hits []sluice.Hit, out []sluice.Result) request {
 		if h.Algorithm != sluice.TokenBucket {
 			p = h.Limit.PeriodMicros()
 		}
-		r.args = append(r.args, mode, p, h.Limit.Capacity(), h.Units())
+		r.cmd = append(r.cmd, mode, p, h.Limit.Capacity(), h.Units())
 		if h.MinCost > 0 {
-			r.args = append(r.args, h.MinCost)
+			r.cmd = append(r.cmd, h.MinCost)
 		}
 	}
 	return r
@@ -104,30 +129,33 @@ func (s *Store) newRequest(hits []sluice.Hit, out []sluice.Result) request {
 // takeCommand returns the command deciding reqs in one call of the take
 // script, each atomically on its own, in order.
 func takeCommand(reqs []*request) []any {
+	if len(reqs) == 1 {
+		return reqs[0].cmd
+	}
 	nkeys, nargs := 0, 0
 	for _, r := range reqs {
 		nkeys += len(r.keys)
-		nargs += len(r.args)
+		nargs += len(r.args())
 	}
 	cmd := make([]any, 0, 4+nkeys+nargs)
 	cmd = append(cmd, "evalsha", takeScript.sha, nkeys)
 	for _, r := range reqs {
-		for _, k := range r.keys {
-			cmd = append(cmd, k)
-		}
+		cmd = append(cmd, r.cmd[3:3+len(r.keys)]...) // the keys, boxed already
 	}
 	cmd = append(cmd, "") // the server's clock
 	for _, r := range reqs {
-		cmd = append(cmd, r.args...)
+		cmd = append(cmd, r.args()...)
 	}
 	return cmd
 }
 
 // decide decides reqs in one call of the take script through the store's
-// client and breaker, and writes each request's results into its out. It is
-// the one way a batch of requests reaches Redis: Take sends one request,
-// the coalescer several. A key found holding something that is not a
-// bucket's state was replaced by the script; decide reports it (see heal).
+// client and breaker, and writes each request's results into its out: the
+// entry point for one batch of requests on one connection. Every batch is
+// takeCommand(reqs) sent as it is, its reply read by finish (or, for a
+// coalesced batch whose members may have left, by split and each member's
+// decode). A key found holding something that is not a bucket's state was
+// replaced by the script; split reports it (see heal).
 func (s *Store) decide(ctx context.Context, reqs []*request) error {
 	reply, err := s.call(ctx, takeCommand(reqs))
 	if err != nil {
@@ -138,7 +166,8 @@ func (s *Store) decide(ctx context.Context, reqs []*request) error {
 
 // finish writes each request's results from the reply to takeCommand(reqs).
 func (s *Store) finish(reply any, reqs []*request) error {
-	parts, err := s.split(reply, reqs)
+	var one [1][]any // a lone request's part, without an allocation
+	parts, err := s.split(reply, reqs, one[:0])
 	if err != nil {
 		return err
 	}
@@ -151,8 +180,8 @@ func (s *Store) finish(reply any, reqs []*request) error {
 }
 
 // split checks the shape of a take script reply for reqs, reports the keys
-// it replaced, and returns each request's part of it.
-func (s *Store) split(reply any, reqs []*request) ([][]any, error) {
+// it replaced, and appends each request's part of it to parts.
+func (s *Store) split(reply any, reqs []*request, parts [][]any) ([][]any, error) {
 	vals, ok := reply.([]any)
 	if !ok || len(vals) == 0 {
 		return nil, badReply("take", reply)
@@ -162,13 +191,12 @@ func (s *Store) split(reply any, reqs []*request) ([][]any, error) {
 		return nil, badReply("take", reply)
 	}
 	marks, vals := vals[1:1+healed], vals[1+healed:]
-	parts := make([][]any, len(reqs))
-	for i, r := range reqs {
+	for _, r := range reqs {
 		n := replyLen(r.hits)
 		if len(vals) < n {
 			return nil, badReply("take", reply)
 		}
-		parts[i], vals = vals[:n], vals[n:]
+		parts, vals = append(parts, vals[:n]), vals[n:]
 	}
 	if len(vals) != 0 {
 		return nil, badReply("take", reply)
@@ -267,10 +295,15 @@ func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 	c := newScriptCmd(ctx, cmd...)
 	_ = s.client.Process(ctx, c)
 	reply, err := c.Result()
+	for try := 0; err != nil && tryAgain(ctx, err, try); try++ {
+		c = newScriptCmd(ctx, slices.Clone(cmd)...)
+		_ = s.client.Process(ctx, c)
+		reply, err = c.Result()
+	}
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		s.reloads.Add(1)
 		if s.events != nil {
-			s.events.ScriptReloaded(s.endpoint)
+			s.events.ScriptReloaded(s.endpointName())
 		}
 		// A fresh slice: a hook may keep the first command.
 		cmd = append([]any{"eval", scriptOf(cmd).src}, cmd[2:]...)

@@ -21,6 +21,7 @@ type Store struct {
 
 	reloads atomic.Int64 // scripts re-sent after NOSCRIPT
 	cluster *cluster     // nil unless the client is a *redis.ClusterClient
+	primary *primary     // nil unless the client is redis.NewFailoverClient's
 	// wrong, once set, fails every call: the start-up check found the
 	// server is a Redis Cluster node behind a client that is not a
 	// cluster client.
@@ -28,6 +29,7 @@ type Store struct {
 	breaker  *breaker   // nil when disabled
 	coalesce *coalescer // nil when off
 	events   sluice.StoreEvents
+	healed   healLog // the keys whose heal was logged
 	endpoint string
 	closed   atomic.Bool
 	cancel   context.CancelFunc
@@ -39,9 +41,11 @@ var _ sluice.Store = (*Store)(nil)
 // New returns a store deciding on client, which it does not own: closing
 // the store leaves the client open.
 //
-// It refuses a Cluster or Ring client, and a client whose options would
-// re-run scripts or ignore deadlines (see the package documentation), with
-// an error wrapping [ErrUnsupportedClient]. It does no I/O itself; unless
+// client is a single node's, a Sentinel-managed primary's
+// ([redis.NewFailoverClient]) or a Redis Cluster's ([redis.NewClusterClient]).
+// New refuses a Ring, [redis.NewFailoverClusterClient]'s client, and a
+// client whose options would re-run scripts or ignore deadlines (see the
+// package documentation), with an error wrapping [ErrUnsupportedClient]. It does no I/O itself; unless
 // cfg.StartupCheckTimeout is negative it starts a background check that
 // loads the script and warns if Redis may evict the store's keys.
 func New(client Client, cfg Config) (*Store, error) {
@@ -81,6 +85,11 @@ func New(client Client, cfg Config) (*Store, error) {
 			s.endpoint = "cluster"
 		}
 	}
+	if cfg.Endpoint == "" {
+		if s.primary = watchPrimary(s, client, cfg); s.primary != nil {
+			s.breaker = nil // one per primary, in s.primary
+		}
+	}
 	if publicSecret {
 		warnPublicSecret(cfg.Logger)
 	}
@@ -98,7 +107,8 @@ func New(client Client, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// Take decides hits in one script call (see [sluice.Store]). ctx bounds the
+// Take decides hits in one script call (see [sluice.Store]), or, on Redis
+// Cluster, one per hash slot (see the package documentation). ctx bounds the
 // call: give it the request's deadline. Failures are [*sluice.StoreError]
 // values; a timeout or a connection reset is ambiguous, since the script may
 // have run.
@@ -134,8 +144,11 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 // the circuit breaker and classifies its error.
 func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
 	probe, b := false, s.breaker
-	if s.cluster != nil { // the breaker of the master of the command's slot
+	switch {
+	case s.cluster != nil: // the breaker of the master of the command's slot
 		b = s.cluster.breakerFor(ctx, cmd[3].(string))
+	case s.primary != nil: // the breaker of the current primary
+		b = s.primary.breaker()
 	}
 	if b != nil {
 		ok, p, retry := b.allow()
@@ -162,11 +175,22 @@ func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
 
 // BreakerState returns the state of the store's circuit breaker
 // ([sluice.BreakerClosed] when it is disabled).
+//
+// On Redis Cluster, where there is one per master, it is the least healthy
+// of them: open if any is open. With a Sentinel-managed primary it is the
+// current primary's.
 func (s *Store) BreakerState() sluice.BreakerState {
-	if s.breaker == nil {
-		return sluice.BreakerClosed
+	switch {
+	case s.cluster != nil:
+		return s.cluster.breakerState()
+	case s.primary != nil:
+		if b := s.primary.breaker(); b != nil {
+			return b.State()
+		}
+	case s.breaker != nil:
+		return s.breaker.State()
 	}
-	return s.breaker.State()
+	return sluice.BreakerClosed
 }
 
 // ScriptReloads returns how many times the store re-sent its script after

@@ -26,6 +26,12 @@
 -- a token bucket's arrival time after it, a window's index, a log entry's
 -- time.
 --
+-- A key holding something that is not a bucket's state is read as an empty
+-- bucket and deleted, then written as any bucket is if a hit consumed.
+-- Paths for the commonest calls (one plain hit, one request of plain
+-- token-bucket hits) come first and answer in the same form; the general
+-- path decides everything.
+--
 -- Arithmetic is integer microseconds kept below 2^53, so Lua's doubles are
 -- exact; each algorithm mirrors its twin in internal/algo line for line.
 -- The script defines no functions: a function defined in the script body is
