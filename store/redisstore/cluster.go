@@ -51,7 +51,7 @@ func (cl *cluster) coalescer(slot int) *coalescer {
 	if c := p.Load(); c != nil {
 		return c
 	}
-	c := &coalescer{s: cl.s, max: cl.s.coalesce.max}
+	c := &coalescer{s: cl.s, max: cl.s.coalesce.max, lanes: cl.s.coalesce.lanes}
 	if p.CompareAndSwap(nil, c) {
 		return c
 	}
@@ -242,7 +242,7 @@ func (cl *cluster) giveBack(ctx context.Context, groups []*slotGroup, hits []slu
 		u.again = s.newRequest(again, make([]sluice.Result, len(again)))
 		// The refusing hit's key shares the slot's hash tag; it is never
 		// written, as its request is never admitted.
-		u.again.keys[len(again)-1] = u.again.keys[0] + ":refuse"
+		u.again.setKey(len(again)-1, u.again.keys[0]+":refuse")
 		undos = append(undos, u)
 		cmds = append(cmds, s.refundCommand(u.refunds), takeCommand([]*request{&u.again}))
 	}

@@ -64,6 +64,13 @@ type request struct {
 // args returns the request's script arguments after the clock.
 func (r *request) args() []any { return r.cmd[4+len(r.keys):] }
 
+// setKey makes key the Redis key of the request's hit i, in its keys and
+// in its command.
+func (r *request) setKey(i int, key string) {
+	r.keys[i] = key
+	r.cmd[3+i] = key
+}
+
 // Mode bits of a hit's first script argument, after its algorithm (see
 // take.lua).
 const (
@@ -293,7 +300,7 @@ func (r *request) decode(vals []any) error {
 // once: Redis did not run the script, so this cannot apply it twice.
 func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 	c := newScriptCmd(ctx, cmd...)
-	_ = s.client.Process(ctx, c)
+	_ = s.process(ctx, c)
 	reply, err := c.Result()
 	for try := 0; err != nil && tryAgain(ctx, err, try); try++ {
 		c = newScriptCmd(ctx, slices.Clone(cmd)...)
@@ -308,7 +315,7 @@ func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 		// A fresh slice: a hook may keep the first command.
 		cmd = append([]any{"eval", scriptOf(cmd).src}, cmd[2:]...)
 		c = newScriptCmd(ctx, cmd...)
-		_ = s.client.Process(ctx, c)
+		_ = s.process(ctx, c)
 		reply, err = c.Result()
 	}
 	return reply, err

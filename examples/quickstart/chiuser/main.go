@@ -14,7 +14,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	chimw "github.com/go-chi/chi/v5/middleware"
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/middleware"
@@ -23,7 +22,10 @@ import (
 )
 
 func main() {
-	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", MaxRetries: -1, ContextTimeoutEnabled: true})
+	client, err := redisstore.NewClient("localhost:6379") // or a redis:// URL
+	if err != nil {
+		log.Fatal(err)
+	}
 	store := redisstore.MustNew(client, redisstore.Config{Secret: []byte(os.Getenv("SLUICE_SECRET"))})
 	perKey := rules.MustNew(rules.Rule{Name: "per-api-key", Key: keyfunc.APIKey("X-API-Key"), Limit: sluice.PerMinute(600)})
 	login := rules.MustNew(rules.Rule{Name: "login", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(5)})

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/middleware"
@@ -21,7 +20,10 @@ import (
 )
 
 func main() {
-	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", MaxRetries: -1, ContextTimeoutEnabled: true})
+	client, err := redisstore.NewClient("localhost:6379") // or a redis:// URL
+	if err != nil {
+		log.Fatal(err)
+	}
 	shared := redisstore.MustNew(client, redisstore.Config{Secret: []byte(os.Getenv("SLUICE_SECRET"))})
 	store, err := lease.New(shared, lease.Config{Instances: 4}) // how many processes share the limits
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"log"
 	"os"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/store/redisstore"
 )
@@ -15,7 +14,10 @@ import (
 type job struct{ Tenant, Name string }
 
 func main() {
-	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", MaxRetries: -1, ContextTimeoutEnabled: true})
+	client, err := redisstore.NewClient("localhost:6379") // or a redis:// URL
+	if err != nil {
+		log.Fatal(err)
+	}
 	store := redisstore.MustNew(client, redisstore.Config{Secret: []byte(os.Getenv("SLUICE_SECRET"))})
 	defer store.Close()
 	exports := sluice.MustNewLimiter(store, sluice.PerMinute(10))
