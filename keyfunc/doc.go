@@ -19,7 +19,7 @@
 // signed-in user): the rule then skips it, unless the key is
 // [Key.Required], which refuses it (see [Key] and [ErrMissing]).
 //
-// The package imports the standard library only; chi-specific helpers live in
+// The package imports the standard library only; chi-specific key functions live in
 // the sub-package keyfunc/chikey.
 //
 // # Threat model

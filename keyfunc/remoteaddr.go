@@ -13,7 +13,7 @@ import (
 // proxy's address (use [XFF] or [TrustedHeader] there).
 //
 // Besides "ip:port" and "[ipv6]:port", as set by net/http, it accepts a bare
-// address without a port (some test helpers and middlewares set one). A
+// address without a port (some test servers and middlewares set one). A
 // Unix-socket peer ("", "@", or a socket path) has no IP address and fails
 // with an error wrapping [ErrNoKey], as does anything else that does not
 // parse (see [ParseAddr]).

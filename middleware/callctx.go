@@ -22,13 +22,9 @@ const (
 // deadline, if that is earlier).
 //
 // They are not context.WithTimeout's, which arms a timer per call and
-// stops it when the call returns. Adding that timer wakes a thread that
-// sleeps in the network poller whenever it is the earliest timer, which
-// is nearly always, as the previous call's timer is already gone. On a
-// loaded two-core machine, those wakeups raised the p99 of every Redis
-// call by milliseconds (bench/cmd/load, "redis" against the same server
-// without the budget: in-middleware p99 3.5–5.8 ms against 2.1–2.9 ms).
-// Here, calls whose deadlines fall in the same tick (budget/16) share one
+// stops it when the call returns: that timer is nearly always the earliest,
+// so arming it wakes a thread sleeping in the network poller, which raises
+// the tail latency of busy servers (BENCHMARKS.md). Here, calls whose deadlines fall in the same tick (budget/16) share one
 // context that is done at the end of that tick, by a timer never stopped
 // early. The call's deadline itself is exact: go-redis gives it to the
 // socket as its read and write deadline.

@@ -65,9 +65,9 @@ func WithHeaders(m headers.Mode) Option {
 // The call's context has the request's values, and its deadline is the
 // budget's, or the request's own if that is earlier; go-redis gives it to
 // the socket. The context is done at that deadline, or up to a sixteenth
-// of the budget after it: calls share one timer per such tick, because a
-// timer per call cost as much as the rest of the middleware and raised the
-// p99 of busy servers (budgets over an hour get a timer per call). A
+// of the budget after it: calls share one timer per such tick, which is
+// cheaper than a timer per call (budgets over an hour get a timer per
+// call). A
 // request cancelled during its call (its client gone) does not cut the
 // call short; a request already done before it is given its own done
 // context, which redisstore refuses without sending.

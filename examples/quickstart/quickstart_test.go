@@ -34,6 +34,7 @@ func TestLines(t *testing.T) {
 	}{
 		{"nethttp/main.go", 10}, // per-IP on a ServeMux with Redis; httprate: 8
 		{"chi/main.go", 19},     // chi, a login rule and a per-API-key rule; httprate: 17
+		{"limiter/main.go", 26}, // a job limited per tenant without HTTP; redis_rate: 24
 	}
 	for _, tc := range cases {
 		src, err := os.ReadFile(tc.file)

@@ -49,7 +49,7 @@ type Config struct {
 	Events sluice.StoreEvents
 	// Coalesce is how many concurrent Take calls may share one script
 	// call. Default: 64, except on a Redis Cluster client, where the
-	// default is off (cross-slot requests are not yet coalesced with their
+	// default is off (cross-slot requests are not coalesced with their
 	// refunds). 1 or negative turns coalescing off: every call is its own
 	// script call.
 	//

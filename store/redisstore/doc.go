@@ -54,8 +54,8 @@
 //
 // # Client settings
 //
-// go-redis re-sends a command after a timeout or a reset (measured: one
-// request ran the script four times with the default MaxRetries), and it
+// go-redis re-sends a command after a timeout or a reset (with the default
+// MaxRetries, one request's script can run several times), and it
 // ignores context deadlines on socket I/O unless ContextTimeoutEnabled is
 // set. Either would break a limiter, so [New] refuses a client with
 // MaxRetries other than -1 or with ContextTimeoutEnabled off, naming each

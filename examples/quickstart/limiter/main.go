@@ -1,0 +1,31 @@
+// Command limiter runs export jobs at most 10 a minute per tenant, without
+// HTTP: a sluice.Limiter over Redis, shared by every process that runs jobs.
+package main
+
+import (
+	"context"
+	"log"
+	"os"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/store/redisstore"
+)
+
+type job struct{ Tenant, Name string }
+
+func main() {
+	client, err := redisstore.NewClient("localhost:6379") // or a redis:// URL
+	if err != nil {
+		log.Fatal(err)
+	}
+	store := redisstore.MustNew(client, redisstore.Config{Secret: []byte(os.Getenv("SLUICE_SECRET"))})
+	defer store.Close()
+	exports := sluice.MustNewLimiter(store, sluice.PerMinute(10))
+	ctx := context.Background()
+	for _, j := range []job{{"acme", "invoices"}, {"acme", "orders"}, {"globex", "invoices"}} {
+		if err := exports.Wait(ctx, "export:"+j.Tenant); err != nil { // sleeps until the tenant may go
+			log.Fatal(err)
+		}
+		log.Printf("exporting %s for %s", j.Name, j.Tenant)
+	}
+}
