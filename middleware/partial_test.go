@@ -62,8 +62,8 @@ func TestPartialFailureFailsOnlyTheFailedRules(t *testing.T) {
 		return rules.Rule{Name: name, Key: keyfunc.Global(), Limit: sluice.PerMinute(100), OnFail: onFail}
 	}
 	cases := []struct {
-		name string
-		down rules.Rule
+		name   string
+		down   rules.Rule
 		upRate int64 // the decided rule's limit per minute
 		// want: the statuses of two requests while "down" fails, then of
 		// two more once it answers again.
