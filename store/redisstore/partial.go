@@ -69,3 +69,5 @@ func (cl *cluster) partialFailure(ctx context.Context, groups []*slotGroup, errs
 	slices.Sort(failed)
 	return &sluice.PartialError{Failed: failed, Err: failure}
 }
+
+var _ sluice.PartialTaker = (*Store)(nil)
