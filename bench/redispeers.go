@@ -50,9 +50,9 @@ const ControlPeer = "plain-lua (again)"
 // coalescing store, say), add one entry.
 func RedisPeers() []RedisPeer {
 	return []RedisPeer{
-		{Name: "sluice", Algorithm: "token bucket (GCRA, one integer), all rules in one EVALSHA, server TIME",
-			MultiRule: true, New: newSluiceRedis(redisstore.Config{})},
-		{Name: "sluice (coalesced)", Algorithm: "as sluice, concurrent checks share script calls (Config.Coalesce 64)",
+		{Name: "sluice", Algorithm: "token bucket (GCRA, one integer), all rules in one EVALSHA, server TIME; coalescing off (Config.Coalesce -1)",
+			MultiRule: true, New: newSluiceRedis(redisstore.Config{Coalesce: -1})},
+		{Name: "sluice (coalesced)", Algorithm: "as sluice, concurrent checks share script calls (the default: Config.Coalesce 64, 4 lanes)",
 			MultiRule: true, New: newSluiceRedis(redisstore.Config{Coalesce: 64})},
 		{Name: "ulule", Algorithm: "fixed window: EVALSHA of INCRBY + PEXPIRE/PTTL", New: newUluleRedis},
 		{Name: "redis_rate", Algorithm: "GCRA: EVALSHA, server TIME", New: newRedisRate},

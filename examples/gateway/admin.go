@@ -41,7 +41,8 @@ func serveAdmin(ctx context.Context, addr string, store sluice.Store, src middle
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	srv := newHTTPServer(h, log) // the API server's limits (server.go)
+	srv.WriteTimeout = 10 * time.Second
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -68,9 +68,9 @@ func report(w io.Writer, n int64) {
 // skipLine says that n tests of the package under test were skipped for
 // want of redis-server, and what to do.
 func skipLine(n int64) string {
-	return fmt.Sprintf("SKIPPED: %d %s of %s need redis-server, which is not installed. "+
+	return fmt.Sprintf("SKIPPED: %d %s of %s %s redis-server, which is not installed. "+
 		"Install it (apt-get install redis-server) to run them; REQUIRE_REDIS=1 (as .ci/run sets) makes them fail instead.\n",
-		n, plural(n, "test", "tests"), testedPackage())
+		n, plural(n, "test", "tests"), testedPackage(), plural(n, "needs", "need"))
 }
 
 // testedPackage returns the import path of the package under test: a test

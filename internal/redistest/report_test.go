@@ -32,7 +32,7 @@ func TestReportSkips(t *testing.T) {
 	if !strings.HasSuffix(line, ".\n") || strings.Count(line, "\n") != 1 {
 		t.Errorf("%q is not one line", line)
 	}
-	if line := skipLine(1); !strings.Contains(line, "1 test of ") {
+	if line := skipLine(1); !strings.Contains(line, "1 test of ") || !strings.Contains(line, "redistest needs redis-server") {
 		t.Errorf("%q", line)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/leakcheck"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -115,5 +116,6 @@ func (r *recorder) HotKey(_ string, hot bool, handling string) {
 }
 
 // TestMain fails the package if any goroutine outlives the tests: the
-// sweeper, the Redis clients and stores must stop once closed.
-func TestMain(m *testing.M) { leakcheck.Main(m) }
+// sweeper, the Redis clients and stores must stop once closed. Without
+// redis-server it says, in one line, that the tests needing it were skipped.
+func TestMain(m *testing.M) { leakcheck.Main(redistest.ReportSkips(m)) }

@@ -83,3 +83,38 @@ func BenchmarkTake(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkTakeAtBound measures a flood of new keys into a full store:
+// every call creates a bucket, and makes room for it by eviction (see
+// memstore.Config.MaxBuckets), against the same flood into a store with no
+// bound, whose map grows instead.
+func BenchmarkTakeAtBound(b *testing.B) {
+	ctx := context.Background()
+	ks := keys(200_000)
+	for _, bc := range []struct {
+		name string
+		max  int
+	}{{"bound 10k", 10_000}, {"no bound", -1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := memstore.New(memstore.Config{SweepInterval: -1, MaxBuckets: bc.max})
+			defer func() { s.Close() }()
+			hits := []sluice.Hit{{Limit: sluice.PerHour(100), Cost: 1}}
+			out := make([]sluice.Result, 1)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				hits[0].Key = ks[i%len(ks)]
+				i++
+				if i%len(ks) == 0 && bc.max < 0 {
+					b.StopTimer() // a new store: keep measuring creation, not lookups
+					s.Close()
+					s = memstore.New(memstore.Config{SweepInterval: -1, MaxBuckets: bc.max})
+					b.StartTimer()
+				}
+				if err := s.Take(ctx, hits, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -69,19 +68,31 @@ func (s *Store) makeRoom() {
 func (s *Store) evictSegment(i int, now int64, protect uint64) int {
 	e := &s.evict
 	exp := e.scratch[:0]
-	s.table.visit(i, func(b *bucket) bool {
-		if x := b.expiry(); x != 0 || b.id <= protect {
+	collect := func(x int64, id uint64) {
+		if x != 0 || id <= protect {
 			exp = append(exp, x)
 		}
-		return false
-	})
+	}
+	if i < strShards {
+		// Token buckets only: their expiry is their arrival time, read
+		// without a lock (a frozen or dead one reads below any time).
+		s.table.tb.peek(i, func(b *bucket) {
+			if tat := b.tat.Load(); tat >= 0 {
+				collect(tat, b.id)
+			}
+		})
+	} else {
+		s.table.visit(i, func(b *bucket) bool {
+			collect(b.expiry(), b.id)
+			return false
+		})
+	}
 	e.scratch = exp
 	if len(exp) == 0 {
 		return 0
 	}
 	k := max(1, len(exp)/evictFraction)
-	slices.Sort(exp)
-	by := max(now, exp[k-1])
+	by := max(now, kthSmallest(exp, k-1))
 	return s.table.visit(i, func(b *bucket) bool {
 		if b.expiry() == 0 && b.id > protect {
 			return false

@@ -172,6 +172,18 @@ func (t *strTable) each(f func(*bucket) (drop bool)) {
 	}
 }
 
+// peek calls f for every bucket of shard i's published table, taking no
+// lock: f may read only what a lookup may (the key, the id, the arrival
+// time).
+func (t *strTable) peek(i int, f func(*bucket)) {
+	tab := t.shards[i].slots.Load()
+	for j := range tab.s {
+		if b := tab.s[j].e.Load(); b != nil {
+			f(b)
+		}
+	}
+}
+
 // eachIn calls f for every bucket of shard i, under the shard's mutex, and
 // returns how many it dropped. When f returns true the bucket is dropped:
 // f must have marked it dead first. If something was dropped the shard

@@ -40,7 +40,7 @@ func BenchmarkTake(b *testing.B) {
 			if bc.coalesce { // one caller: every call finds a lane free
 				s = newCoalescingStore(b, newClient(b, srv.Addr), nil)
 			} else {
-				s = newStore(b, newClient(b, srv.Addr), nil)
+				s = newStoreWith(b, newClient(b, srv.Addr), nil, redisstore.Config{Coalesce: -1})
 			}
 			n := bc.rules
 			ks := benchKeys(n)
@@ -66,7 +66,7 @@ func BenchmarkTake(b *testing.B) {
 		{"parallel/hot key/coalesced", 1, true}, {"parallel/10k keys/coalesced", 10_000, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s := newStore(b, newClient(b, srv.Addr), nil)
+			s := newStoreWith(b, newClient(b, srv.Addr), nil, redisstore.Config{Coalesce: -1})
 			if bc.coalesce {
 				s = newCoalescingStore(b, newClient(b, srv.Addr), nil)
 			}

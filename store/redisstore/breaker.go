@@ -17,13 +17,15 @@ import (
 // refused or reset connections, CLUSTERDOWN; not a caller cancelling its
 // request, not a corrupt key). While open it sends no command at all: calls
 // fail at once with [sluice.ErrBreakerOpen], carrying the remaining open
-// time as their RetryAfter. After OpenFor it lets one probe call through
-// (half-open): success closes it, failure opens it again.
+// time as their RetryAfter. After OpenFor the store probes the endpoint in
+// the background (half-open): it PINGs it on a ready connection, within
+// ProbeTimeout. Success closes the breaker, failure opens it for
+// another OpenFor. No request ever waits for the probe or runs it: until
+// the probe succeeds, requests keep failing at once.
 //
-// go-redis has its own dial breaker: after PoolSize consecutive dial errors
-// its pool fails fast and redials in the background once a second. So after
-// Redis comes back, the first probe that finds the pool healthy succeeds:
-// recovery takes at most OpenFor plus about one second.
+// Connections are set up in the background too (see the package
+// documentation), so after Redis comes back, decisions resume within
+// OpenFor plus the time to set up a connection and the probe's round trip.
 type BreakerConfig struct {
 	// Failures is how many consecutive failures open the breaker.
 	// Default: 5.
@@ -31,6 +33,11 @@ type BreakerConfig struct {
 	// OpenFor is how long the breaker stays open before it probes.
 	// Default: 500 ms.
 	OpenFor time.Duration
+	// ProbeTimeout bounds the background probe: it should be the budget
+	// requests give the store, so that a Redis answering slower than that
+	// keeps the breaker open. Default: 50 ms, the middleware's default
+	// budget.
+	ProbeTimeout time.Duration
 	// Disabled turns the breaker off: every call goes to Redis.
 	Disabled bool
 	// Clock tells the breaker the time. Default: the system clock. Tests
@@ -41,6 +48,7 @@ type BreakerConfig struct {
 const (
 	defaultBreakerFailures = 5
 	defaultBreakerOpenFor  = 500 * time.Millisecond
+	defaultProbeTimeout    = 50 * time.Millisecond
 )
 
 // breaker is one endpoint's circuit breaker. It is safe for concurrent use.
@@ -48,6 +56,7 @@ type breaker struct {
 	endpoint string
 	failures int
 	openFor  time.Duration
+	probeFor time.Duration // the probe's timeout
 	clock    sluice.Clock
 	events   sluice.StoreEvents
 
@@ -58,18 +67,27 @@ type breaker struct {
 	failed    atomic.Int64 // consecutive failures while closed
 	openUntil time.Time    // while open
 	probing   bool         // while half-open: the probe is out
+	// background: the store probes the endpoint itself (probeDue) and
+	// requests never do; opened receives when the breaker opens.
+	background bool
+	opened     chan struct{}
 }
 
 func newBreaker(endpoint string, cfg BreakerConfig, events sluice.StoreEvents) *breaker {
 	if cfg.Disabled {
 		return nil
 	}
-	b := &breaker{endpoint: endpoint, failures: cfg.Failures, openFor: cfg.OpenFor, clock: cfg.Clock, events: events}
+	b := &breaker{endpoint: endpoint, failures: cfg.Failures, openFor: cfg.OpenFor, clock: cfg.Clock, events: events,
+		opened: make(chan struct{}, 1)}
 	if b.failures <= 0 {
 		b.failures = defaultBreakerFailures
 	}
 	if b.openFor <= 0 {
 		b.openFor = defaultBreakerOpenFor
+	}
+	b.probeFor = cfg.ProbeTimeout
+	if b.probeFor <= 0 {
+		b.probeFor = defaultProbeTimeout
 	}
 	if b.clock == nil {
 		b.clock = sluice.SystemClock
@@ -77,10 +95,11 @@ func newBreaker(endpoint string, cfg BreakerConfig, events sluice.StoreEvents) *
 	return b
 }
 
-// allow reports whether a call may go to Redis. probe is true for the one
-// call a half-open breaker lets through; its outcome must be recorded.
-// When the call may not go, retry is how long the breaker expects to stay
-// open.
+// allow reports whether a call may go to Redis. When it may not, retry is
+// how long the breaker expects to stay open. A breaker probed in the
+// background (see probeDue) never lets a request through while it is not
+// closed: requests never probe. Otherwise probe is true for the one call a
+// half-open breaker lets through; its outcome must be recorded.
 func (b *breaker) allow() (ok, probe bool, retry time.Duration) {
 	if b.State() == sluice.BreakerClosed {
 		return true, false, 0
@@ -92,14 +111,17 @@ func (b *breaker) allow() (ok, probe bool, retry time.Duration) {
 		return true, false, 0
 	case sluice.BreakerOpen:
 		now := b.clock.Now()
-		if now.Before(b.openUntil) {
-			return false, false, b.openUntil.Sub(now)
+		if left := b.openUntil.Sub(now); left > 0 {
+			return false, false, left
+		}
+		if b.background {
+			return false, false, b.openFor // the probe is due
 		}
 		b.move(sluice.BreakerHalfOpen)
 		b.probing = true
 		return true, true, 0
 	default: // half-open: one probe at a time
-		if b.probing {
+		if b.probing || b.background {
 			return false, false, b.openFor
 		}
 		b.probing = true
@@ -110,30 +132,30 @@ func (b *breaker) allow() (ok, probe bool, retry time.Duration) {
 // record reports the outcome of a call allow let through. A failure counts
 // towards opening; an answer from Redis (a result, or an error reply such
 // as a key of the wrong type) resets the count; a call its caller
-// cancelled says nothing about Redis.
+// cancelled says nothing about Redis. A call that ends after the breaker
+// opened changes nothing: only the probe closes it.
 func (b *breaker) record(probe bool, err error) {
 	if err == nil && !probe && b.failed.Load() == 0 {
 		return // the common case: nothing to change
 	}
 	failed := countsAsFailure(err)
+	if probe {
+		if !failed && errors.Is(err, context.Canceled) {
+			b.mu.Lock()
+			b.probing = false // let another call probe
+			b.mu.Unlock()
+			return
+		}
+		b.probed(err)
+		return
+	}
+	if !failed && errors.Is(err, context.Canceled) {
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
-	case !failed && errors.Is(err, context.Canceled):
-		if probe {
-			b.probing = false // let another call probe
-		}
-	case probe:
-		b.probing = false
-		if failed {
-			b.open()
-		} else {
-			b.failed.Store(0)
-			b.move(sluice.BreakerClosed)
-		}
 	case b.State() != sluice.BreakerClosed:
-		// A call that started before the breaker opened: only the probe
-		// decides when it closes.
 	case failed:
 		if b.failed.Add(1) >= int64(b.failures) {
 			b.open()
@@ -143,10 +165,45 @@ func (b *breaker) record(probe bool, err error) {
 	}
 }
 
+// probeDue reports whether the probe should run now; if so the breaker is
+// half-open until probed reports its outcome. Otherwise wait is how long
+// until it is due (0 when the breaker is closed or a probe is out).
+func (b *breaker) probeDue() (due bool, wait time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.State() == sluice.BreakerClosed || b.probing {
+		return false, 0
+	}
+	if left := b.openUntil.Sub(b.clock.Now()); left > 0 {
+		return false, left
+	}
+	b.probing = true
+	b.move(sluice.BreakerHalfOpen)
+	return true, 0
+}
+
+// probed reports the outcome of the probe: success closes the breaker,
+// failure opens it for another OpenFor.
+func (b *breaker) probed(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.probing = false
+	if countsAsFailure(err) || err != nil && b.background {
+		b.open()
+		return
+	}
+	b.failed.Store(0)
+	b.move(sluice.BreakerClosed)
+}
+
 func (b *breaker) open() {
 	b.openUntil = b.clock.Now().Add(b.openFor)
 	b.failed.Store(0)
 	b.move(sluice.BreakerOpen)
+	select {
+	case b.opened <- struct{}{}:
+	default: // already signalled
+	}
 }
 
 func (b *breaker) move(to sluice.BreakerState) {

@@ -45,7 +45,7 @@ func checkClient(c Client, allowUnsafe bool) error {
 		fix = append(fix, "ContextTimeoutEnabled: true (otherwise the request's deadline is ignored and a slow Redis stalls every request)")
 	}
 	if len(fix) > 0 {
-		return fmt.Errorf("%w: set %s in redis.Options, or set Config.AllowUnsafeClient", ErrUnsupportedClient, strings.Join(fix, " and "))
+		return fmt.Errorf("%w: set %s in redis.Options (redisstore.NewClient sets both), or set Config.AllowUnsafeClient", ErrUnsupportedClient, strings.Join(fix, " and "))
 	}
 	return nil
 }

@@ -11,11 +11,11 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
-// Coalescing. While lanes script calls are in flight, further Take calls
+// Coalescing. While Config.CoalesceLanes script calls are in flight, further Take calls
 // queue; when one returns, the next call carries up to Config.Coalesce of
 // them, each decided atomically on its own by the script (as if each had
 // its own call, in queue order within the batch; the calls in flight on
-// the two lanes run in either order, as concurrent calls do). Nothing
+// the lanes run in either order, as concurrent calls do). Nothing
 // waits on a timer: a store with a free lane sends a lone call at once, on
 // the caller's goroutine and under the caller's context, as a store
 // without coalescing does, so coalescing adds no latency and no
@@ -35,15 +35,14 @@ import (
 // factor would turn away members that would have made it, each a failed
 // request for its caller.
 
-// lanes is how many script calls a coalescing store keeps in flight. With
-// one, Redis idles while the client decodes a batch and assembles the next,
-// and a call arriving at a lightly loaded store waits for the call in
-// flight; with two, the next batch is on its way while Redis runs the
-// other. Measured with the bench tool, 64 goroutines, three runs each,
-// checks/s over redis_rate's in the same run: 1.53–1.59× with one lane,
-// 1.75–2.02× with two, 1.77–1.97× with three or four; at 16 goroutines
-// 0.92–0.99× against 1.11–1.23×. Two keep batches the largest of those.
-const lanes = 2
+// defaultLanes is how many script calls a coalescing store keeps in
+// flight by default (Config.CoalesceLanes). With one, Redis idles while the
+// client decodes a batch and assembles the next, and a call arriving at a
+// lightly loaded store waits for the call in flight; with two, calls from
+// a few concurrent requests already queue behind each other. With four, up
+// to four concurrent requests go at once, as without coalescing, and
+// beyond that calls share batches.
+const defaultLanes = 4
 
 // waiter states
 const (
@@ -66,8 +65,9 @@ type waiter struct {
 }
 
 type coalescer struct {
-	s   *Store
-	max int
+	s     *Store
+	max   int // calls per batch
+	lanes int // script calls in flight
 	// now tells the time for budgets and round trips; nil means time.Now.
 	// Only tests set it, through export_test.go.
 	now func() time.Time
@@ -79,7 +79,7 @@ type coalescer struct {
 	rtt   atomic.Int64
 	mu    sync.Mutex
 	queue []*waiter
-	busy  int // calls in flight or being assembled, at most lanes
+	busy  int // calls in flight or being assembled, at most c.lanes
 }
 
 func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
@@ -95,7 +95,7 @@ func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 		c.beforeQueue()
 	}
 	c.mu.Lock()
-	if c.busy < lanes {
+	if c.busy < c.lanes {
 		c.busy++
 		c.mu.Unlock()
 		return c.takeNow(ctx, hits, out)
@@ -123,7 +123,7 @@ func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 func (c *coalescer) claim() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.busy < lanes && len(c.queue) == 0 {
+	if c.busy < c.lanes && len(c.queue) == 0 {
 		c.busy++
 		return true
 	}
@@ -321,9 +321,9 @@ func (c *coalescer) estimate() time.Duration { return time.Duration(c.rtt.Load()
 // later calls bring it back: a lone call with a free lane is sent whatever
 // its budget, so the estimate keeps being renewed. Failed calls are not
 // folded in: a Redis that times out must reach the breaker, not turn
-// callers away here. With two lanes, a round trip may include waiting
-// behind the other lane's script in Redis, so the estimate errs long by up
-// to one script's run, tens of microseconds.
+// callers away here. With several lanes, a round trip may include waiting
+// behind the other lanes' scripts in Redis, so the estimate errs long by
+// a few scripts' runs, tens of microseconds each.
 func (c *coalescer) observe(d time.Duration) {
 	for {
 		old := c.rtt.Load()
@@ -334,9 +334,14 @@ func (c *coalescer) observe(d time.Duration) {
 }
 
 func ctxError(ctx context.Context, ambiguous bool) error {
-	kind := sluice.ErrUnavailable
+	return &sluice.StoreError{Op: "redisstore: take", Kind: ctxKind(ctx), Ambiguous: ambiguous, Err: ctx.Err()}
+}
+
+// ctxKind is the kind of error of a call whose ctx is done: a timeout, or
+// unavailable when its caller cancelled it.
+func ctxKind(ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		kind = sluice.ErrTimeout
+		return sluice.ErrTimeout
 	}
-	return &sluice.StoreError{Op: "redisstore: take", Kind: kind, Ambiguous: ambiguous, Err: ctx.Err()}
+	return sluice.ErrUnavailable
 }

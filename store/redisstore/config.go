@@ -1,8 +1,11 @@
 package redisstore
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice"
 )
@@ -37,24 +40,53 @@ type Config struct {
 	// Events receives breaker transitions and script reloads (the metrics
 	// package implements it). Default: none.
 	Events sluice.StoreEvents
-	// Coalesce, when above 1, lets up to that many concurrent Take calls
-	// share one script call: while two calls are in flight, further calls
-	// queue, and the next call carries them, each decided atomically on its
-	// own, in queue order. There is no timer: a lone call on a store with fewer
-	// than two calls in flight goes at once, under its own context, as
-	// without coalescing. A batch runs until its
-	// earliest member's deadline; a member that gives up gets an error
-	// (ambiguous once its batch was sent) without cancelling the others.
-	// So that no member's deadline times the others out, a queued call
-	// whose context is done, or whose time left is no more than a round
-	// trip takes (a moving average of recent successful calls), is left out
-	// of its batch: it fails at once with an unambiguous [sluice.ErrTimeout]
-	// ([sluice.ErrUnavailable] if its context was cancelled), which the
-	// breaker does not count. A call whose context is done is never sent;
-	// otherwise a call that finds fewer than two calls in flight is sent
-	// whatever time it has left. Default: 0, off. 64 is a good value under
-	// load.
+	// Coalesce is how many concurrent Take calls may share one script
+	// call. Default: 64. 1 or negative turns coalescing off: every call is
+	// its own script call.
+	//
+	// While CoalesceLanes script calls are in flight, further calls queue,
+	// and the next call carries them, each decided atomically on its own,
+	// in queue order. There is no timer: a call that finds a free lane goes
+	// at once, under its own context, as without coalescing, so a store
+	// with fewer concurrent calls than lanes behaves as if it did not
+	// coalesce. A batch runs until its earliest member's deadline; a member
+	// that gives up gets an error (ambiguous once its batch was sent)
+	// without cancelling the others. So that no member's deadline times the
+	// others out, a queued call whose context is done, or whose time left
+	// is no more than a round trip takes (a moving average of recent
+	// successful calls), is left out of its batch: it fails at once with an
+	// unambiguous [sluice.ErrTimeout] ([sluice.ErrUnavailable] if its
+	// context was cancelled), which the breaker does not count. A call
+	// whose context is done is never sent; otherwise a call that finds a
+	// free lane is sent whatever time it has left.
 	Coalesce int
+	// CoalesceLanes is how many script calls a coalescing store keeps in
+	// flight. Default: 4.
+	CoalesceLanes int
+	// Conns is how many ready connections the store keeps: connections it
+	// takes from the client's pool ([redis.Client.Conn]) and sets up in the
+	// background, handshake done and PINGed, before any request may use
+	// them (see the package documentation). A call in flight holds one, so
+	// by Little's law a store needs its rate of script calls times their
+	// worst round trip: without coalescing, 1,000 checks/s at 20 ms need 20
+	// connections, 2,000/s at 50 ms need 100. With coalescing, at most
+	// CoalesceLanes calls are in flight whatever the rate, so twice that
+	// leaves room for replacements. Default: 2 × CoalesceLanes when
+	// coalescing, else 32; a default never exceeds the client's PoolSize
+	// less 2, which the client keeps for the store's background checks.
+	// Negative turns ready connections off: commands go through the
+	// client's pool, and a connection it opens is set up on first use,
+	// inside that request's budget.
+	//
+	// Only a [*redis.Client] (from [redis.NewClient], [NewClient] or
+	// [redis.NewFailoverClient]) hands out connections; with any other
+	// client, such as a wrapper type, the store sends every command through
+	// the client's Process. Ready connections are the client's at the time
+	// they are set up: add hooks to the client before [New].
+	Conns int
+	// SetupTimeout bounds the background set-up of one connection: dial,
+	// handshake and PING. Default: 1 s.
+	SetupTimeout time.Duration
 	// Endpoint names the Redis endpoint in events and logs. Default: the
 	// client's address (redis.Options.Addr), or "redis".
 	Endpoint string
@@ -63,6 +95,12 @@ type Config struct {
 const (
 	defaultPrefix              = "sl:"
 	defaultStartupCheckTimeout = 2 * time.Second
+	defaultCoalesce            = 64
+	defaultUncoalescedConns    = 32
+	defaultSetupTimeout        = time.Second
+	// reservedConns are the client's pool connections the store leaves for
+	// its background checks (loading the script, reading the policy).
+	reservedConns = 2
 )
 
 // defaultSecret is public: see Config.Secret.
@@ -82,5 +120,40 @@ func (c Config) withDefaults() Config {
 	if c.StartupCheckTimeout == 0 {
 		c.StartupCheckTimeout = defaultStartupCheckTimeout
 	}
+	if c.Coalesce == 0 {
+		c.Coalesce = defaultCoalesce
+	}
+	if c.CoalesceLanes <= 0 {
+		c.CoalesceLanes = defaultLanes
+	}
+	if c.SetupTimeout <= 0 {
+		c.SetupTimeout = defaultSetupTimeout
+	}
 	return c
+}
+
+// conns returns how many ready connections to keep on a client with
+// options opt (nil when unknown), or an error naming the fields to change.
+func (c Config) conns(opt *redis.Options) (int, error) {
+	if c.Conns < 0 {
+		return 0, nil
+	}
+	limit := -1
+	if opt != nil && opt.PoolSize > 0 {
+		limit = opt.PoolSize - reservedConns
+	}
+	if c.Conns > 0 {
+		if limit >= 0 && c.Conns > limit {
+			return 0, fmt.Errorf("redisstore: Config.Conns %d needs redis.Options.PoolSize of at least %d (it is %d): raise PoolSize or lower Conns", c.Conns, c.Conns+reservedConns, opt.PoolSize)
+		}
+		return c.Conns, nil
+	}
+	n := defaultUncoalescedConns
+	if c.Coalesce > 1 {
+		n = 2 * c.CoalesceLanes
+	}
+	if limit >= 0 {
+		n = min(n, limit)
+	}
+	return n, nil
 }

@@ -58,20 +58,34 @@
 // request ran the script four times with the default MaxRetries), and it
 // ignores context deadlines on socket I/O unless ContextTimeoutEnabled is
 // set. Either would break a limiter, so [New] refuses a client with
-// MaxRetries other than -1 or with ContextTimeoutEnabled off, unless
-// [Config.AllowUnsafeClient] is set. A correct client:
+// MaxRetries other than -1 or with ContextTimeoutEnabled off, naming each
+// field, unless [Config.AllowUnsafeClient] is set. [NewClient] returns a
+// client with every setting the store needs, from an address or a
+// redis:// URL:
 //
-//	rdb := redis.NewClient(&redis.Options{
-//		Addr:                  "127.0.0.1:6379",
-//		MaxRetries:            -1,   // never re-run a script that may have run
-//		ContextTimeoutEnabled: true, // honour the latency budget
-//		DialTimeout:           100 * time.Millisecond,
-//		ReadTimeout:           100 * time.Millisecond,
-//		WriteTimeout:          100 * time.Millisecond,
-//		PoolTimeout:           50 * time.Millisecond,
-//		DialerRetries:         1,
-//		MinIdleConns:          8, // a timeout closes a connection: keep warm ones
-//	})
+//	rdb, err := redisstore.NewClient("redis://127.0.0.1:6379/0")
+//
+// [ClientOptions] returns the same options, to adjust before
+// [redis.NewClient].
+//
+// # Connections
+//
+// A request's budget covers its command, never a connection's set-up.
+// go-redis sets a connection up (HELLO, and with its default options
+// CLIENT SETINFO and CLIENT MAINT_NOTIFICATIONS) on its first use, under the
+// context of the command that uses it, and closes a connection whose
+// command timed out. So the store keeps [Config.Conns] ready connections of
+// its own, taken from the client's pool and set up in the background
+// (handshake done, PINGed): at start, after a connection fails, and
+// whenever one is missing. A request waits, within its budget, for a ready
+// connection, and never dials or shakes hands; while Redis cannot be
+// reached, a request that finds no ready connection fails at once. A
+// connection the server closed (a restart) makes the store replace its idle
+// ones too. The circuit breaker's probe also runs in the background (see
+// [BreakerConfig]). This needs a [*redis.Client] whose handshake cannot
+// change its shared options (Protocol 2, or maintenance notifications off,
+// as [NewClient] sets); with another client the store uses the client's
+// pool, and logs so at start.
 //
 // # Re-sends
 //

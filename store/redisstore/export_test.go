@@ -10,7 +10,7 @@ import (
 func KeyOf(s *Store, h sluice.Hit) string { return s.keys.key(&h) }
 
 // WaitStartupCheck waits until the background start-up check has finished.
-func WaitStartupCheck(s *Store) { s.wg.Wait() }
+func WaitStartupCheck(s *Store) { <-s.checked }
 
 // SetCoalesceClock makes s's coalescer read clock to judge its members'
 // budgets and to time its calls. s must coalesce; call it before any Take.
@@ -23,13 +23,22 @@ func Queued(s *Store) int {
 	return len(s.coalesce.queue)
 }
 
-// Lanes is how many script calls a coalescing store keeps in flight.
-const Lanes = lanes
+// Lanes is how many script calls a coalescing store keeps in flight by
+// default.
+const Lanes = defaultLanes
 
 // SetBeforeQueue makes s's coalescer call f when a Take found every lane
 // busy, just before it queues. s must coalesce; call it before any Take
 // that can find every lane busy.
 func SetBeforeQueue(s *Store, f func()) { s.coalesce.beforeQueue = f }
+
+// Conns returns how many ready connections s keeps (0: none).
+func Conns(s *Store) int {
+	if s.ep.ready == nil {
+		return 0
+	}
+	return s.ep.ready.size
+}
 
 // SlotOf returns the Redis Cluster hash slot of key.
 func SlotOf(key string) int { return slotOf(key) }

@@ -156,7 +156,7 @@ func checkFailover(t *testing.T, calls []call, killed, promoted time.Time, hotCa
 // master's slots fail (their rules' on_fail decides) until its replica is
 // promoted, and decide normally within a second after that.
 func TestClusterFailoverUnderLoad(t *testing.T) {
-	for _, coalesce := range []int{0, 64} {
+	for _, coalesce := range []int{-1, 64} {
 		t.Run("coalesce="+strconv.Itoa(coalesce), func(t *testing.T) {
 			c := redistest.StartCluster(t, redistest.ClusterOptions{})
 			opt := clusterOptions(c.Addrs())

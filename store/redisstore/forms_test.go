@@ -56,7 +56,7 @@ func TestOneRequestForm(t *testing.T) {
 		{"two token buckets", []sluice.Hit{tb, {Key: "tb2", Limit: sluice.PerMinute(5), Cost: 1}}, 9},
 		{"a token bucket and a window", []sluice.Hit{tb, window}, 9},
 	}
-	for _, coalesce := range []int{0, 8} {
+	for _, coalesce := range []int{-1, 8} {
 		for _, tt := range tests {
 			t.Run(fmt.Sprintf("coalesce %d/%s", coalesce, tt.name), func(t *testing.T) {
 				c := newClient(t, srv.Addr)

@@ -16,15 +16,12 @@ import (
 
 // safeOptions are go-redis options fit for a limiter at addr.
 func safeOptions(addr string) *redis.Options {
-	return &redis.Options{
-		Addr:                  addr,
-		MaxRetries:            -1,
-		ContextTimeoutEnabled: true,
-		DialerRetries:         1,
-		DialTimeout:           time.Second,
-		ReadTimeout:           time.Second,
-		WriteTimeout:          time.Second,
+	opt, err := redisstore.ClientOptions(addr)
+	if err != nil {
+		panic(err)
 	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = time.Second, time.Second, time.Second
+	return opt
 }
 
 func newClient(t testing.TB, addr string) *redis.Client {

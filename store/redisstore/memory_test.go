@@ -55,7 +55,9 @@ func TestMemoryPerBucket(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr)
 	ctx := context.Background()
-	s := newStore(t, c, nil)
+	// One connection, as the bare strings below use: each connection's
+	// buffers are Redis memory too, and not the buckets'.
+	s := newStoreWith(t, c, nil, redisstore.Config{Conns: 1})
 	keyLen := len(redisstore.KeyOf(s, sluice.Hit{Key: "x"}))
 	// Warm up: the script cache and the Lua VM are not bucket memory.
 	redisstore.WaitStartupCheck(s)

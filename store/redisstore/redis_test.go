@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -99,8 +100,10 @@ func TestRestartedRedisDecidesWithoutError(t *testing.T) {
 	srv.Restart() // scripts and data gone
 	// The pooled connection died with the old server; its failure is
 	// reported, unambiguous or not, and never as a decision.
+	// Until the store has connections to the new server, calls fail at
+	// once; they are retried here for up to a ceiling against hangs.
 	var err error
-	for range 3 {
+	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(10 * time.Millisecond) {
 		if err = s.Take(ctx, []sluice.Hit{hit}, out); err == nil {
 			break
 		}
@@ -219,13 +222,18 @@ func TestUnsafeClientsAreRefused(t *testing.T) {
 			if !errors.Is(err, redisstore.ErrUnsupportedClient) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want ErrUnsupportedClient saying %q", err, tc.want)
 			}
+			if _, ok := tc.c.(*redis.Client); ok && !strings.Contains(err.Error(), "redisstore.NewClient") {
+				t.Fatalf("err = %v, want it to name redisstore.NewClient", err)
+			}
 		})
 	}
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer c.Close()
-	if _, err := redisstore.New(c, redisstore.Config{AllowUnsafeClient: true, StartupCheckTimeout: -1}); err != nil {
+	s, err := redisstore.New(c, redisstore.Config{AllowUnsafeClient: true, StartupCheckTimeout: -1, Logger: quiet})
+	if err != nil {
 		t.Fatalf("AllowUnsafeClient: %v", err)
 	}
+	s.Close()
 	safe := redis.NewClient(safeOptions("127.0.0.1:1"))
 	defer safe.Close()
 	if _, err := redisstore.New(safe, redisstore.Config{Prefix: "a{b}:"}); err == nil {
@@ -257,17 +265,45 @@ func TestWarnsWhenKeysCanBeEvicted(t *testing.T) {
 	}
 }
 
+// A Redis that cannot be reached fails a call at once, even one without a
+// deadline, as unavailable and unambiguous: no connection, nothing sent.
+// Idle connections a kill left dead fail their call as unavailable (the
+// client cannot tell whether a command it wrote was run) and are replaced.
 func TestRedisDownIsUnavailableAndUnambiguous(t *testing.T) {
-	srv := redistest.Start(t)
-	s := newStore(t, newClient(t, srv.Addr), nil)
-	srv.Kill()
-	err := s.Take(context.Background(), []sluice.Hit{{Key: "k", Limit: sluice.PerSecond(1), Cost: 1}}, make([]sluice.Result, 1))
-	if !errors.Is(err, sluice.ErrUnavailable) || sluice.IsAmbiguous(err) {
-		t.Fatalf("err = %v, want ErrUnavailable, not ambiguous", err)
-	}
-	var se *sluice.StoreError
-	if !errors.As(err, &se) || !strings.HasPrefix(se.Error(), "redisstore: take") {
-		t.Fatalf("err = %v, want a *sluice.StoreError from redisstore", err)
+	for _, warm := range []bool{false, true} {
+		t.Run(fmt.Sprint("warm=", warm), func(t *testing.T) {
+			srv := redistest.Start(t)
+			if !warm {
+				srv.Kill()
+			}
+			s := newStoreWith(t, newClient(t, srv.Addr), nil, redisstore.Config{Breaker: redisstore.BreakerConfig{Disabled: true}})
+			hit := []sluice.Hit{{Key: "k", Limit: sluice.PerSecond(1), Cost: 1}}
+			if warm {
+				if err := s.Take(context.Background(), hit, make([]sluice.Result, 1)); err != nil {
+					t.Fatal(err)
+				}
+				srv.Kill()
+			}
+			var err error
+			for range redisstore.Lanes*2 + 1 { // every ready connection, then none
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // a ceiling against hangs
+				err = s.Take(ctx, hit, make([]sluice.Result, 1))
+				cancel()
+				if !errors.Is(err, sluice.ErrUnavailable) {
+					t.Fatalf("err = %v, want ErrUnavailable", err)
+				}
+				if !sluice.IsAmbiguous(err) {
+					break
+				}
+			}
+			if sluice.IsAmbiguous(err) {
+				t.Fatalf("err = %v, want it unambiguous once no connection is left", err)
+			}
+			var se *sluice.StoreError
+			if !errors.As(err, &se) || !strings.HasPrefix(se.Error(), "redisstore: take") {
+				t.Fatalf("err = %v, want a *sluice.StoreError from redisstore", err)
+			}
+		})
 	}
 }
 

@@ -300,7 +300,7 @@ func (r *request) decode(vals []any) error {
 // once: Redis did not run the script, so this cannot apply it twice.
 func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 	c := newScriptCmd(ctx, cmd...)
-	_ = s.client.Process(ctx, c)
+	_ = s.process(ctx, c)
 	reply, err := c.Result()
 	for try := 0; err != nil && tryAgain(ctx, err, try); try++ {
 		c = newScriptCmd(ctx, slices.Clone(cmd)...)
@@ -315,7 +315,7 @@ func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 		// A fresh slice: a hook may keep the first command.
 		cmd = append([]any{"eval", scriptOf(cmd).src}, cmd[2:]...)
 		c = newScriptCmd(ctx, cmd...)
-		_ = s.client.Process(ctx, c)
+		_ = s.process(ctx, c)
 		reply, err = c.Result()
 	}
 	return reply, err

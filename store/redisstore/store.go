@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -26,14 +27,15 @@ type Store struct {
 	// server is a Redis Cluster node behind a client that is not a
 	// cluster client.
 	wrong    atomic.Bool
-	breaker  *breaker   // nil when disabled
+	ep       *endpoint
 	coalesce *coalescer // nil when off
 	events   sluice.StoreEvents
 	healed   healLog // the keys whose heal was logged
-	endpoint string
+	endpoint string  // ep.name
 	closed   atomic.Bool
 	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // background goroutines
+	checked  chan struct{}  // closed when the start-up check is over
 }
 
 var _ sluice.Store = (*Store)(nil)
@@ -60,34 +62,57 @@ func New(client Client, cfg Config) (*Store, error) {
 	if err := checkClient(client, cfg.AllowUnsafeClient); err != nil {
 		return nil, err
 	}
-	endpoint := cfg.Endpoint
-	if endpoint == "" {
-		endpoint = "redis"
-		if oc, ok := client.(interface{ Options() *redis.Options }); ok && oc.Options().Addr != "" {
-			endpoint = oc.Options().Addr
+	var opt *redis.Options
+	if oc, ok := client.(interface{ Options() *redis.Options }); ok {
+		opt = oc.Options()
+	}
+	conns, err := cfg.conns(opt)
+	if err != nil {
+		return nil, err
+	}
+	name := cfg.Endpoint
+	if name == "" {
+		name = "redis"
+		if opt != nil && opt.Addr != "" {
+			name = opt.Addr
+		}
+	}
+	ep := &endpoint{name: name, client: client, breaker: newBreaker(name, cfg.Breaker, cfg.Events)}
+	if ep.breaker != nil {
+		ep.breaker.background = true
+	}
+	// Only a client of go-redis's own type: a wrapper that overrides
+	// Process must see every command.
+	if src, ok := client.(*redis.Client); ok && conns > 0 {
+		if readySafe(opt) {
+			ep.ready = newReadySet(src, opt, conns, cfg.SetupTimeout, cfg.Logger, name)
+		} else {
+			cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn,
+				"redisstore: the client's connections are set up on first use, inside a request's budget; build it with redisstore.NewClient, or set Protocol: 2 or MaintNotificationsConfig Mode disabled in redis.Options, so that the store keeps connections ready",
+				slog.String("endpoint", name))
 		}
 	}
 	s := &Store{
 		client:   client,
 		keys:     newKeyer(cfg.Prefix, cfg.Secret),
 		log:      cfg.Logger,
-		breaker:  newBreaker(endpoint, cfg.Breaker, cfg.Events),
+		ep:       ep,
 		events:   cfg.Events,
-		endpoint: endpoint,
+		endpoint: name,
 	}
 	if cfg.Coalesce > 1 {
-		s.coalesce = &coalescer{s: s, max: cfg.Coalesce}
+		s.coalesce = &coalescer{s: s, max: cfg.Coalesce, lanes: cfg.CoalesceLanes}
 	}
 	if cc, ok := client.(*redis.ClusterClient); ok {
 		s.cluster = newCluster(s, cc, cfg)
-		s.breaker = nil // one per master, in s.cluster
+		s.ep.breaker = nil // one per master, in s.cluster
 		if cfg.Endpoint == "" {
 			s.endpoint = "cluster"
 		}
 	}
 	if cfg.Endpoint == "" {
 		if s.primary = watchPrimary(s, client, cfg); s.primary != nil {
-			s.breaker = nil // one per primary, in s.primary
+			s.ep.breaker = nil // one per primary, in s.primary
 		}
 	}
 	if publicSecret {
@@ -95,10 +120,28 @@ func New(client Client, cfg Config) (*Store, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	if cfg.StartupCheckTimeout > 0 {
+	if ep.ready != nil {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			ep.ready.run(ctx)
+		}()
+	}
+	if ep.breaker != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			ep.watch(ctx)
+		}()
+	}
+	s.checked = make(chan struct{})
+	if cfg.StartupCheckTimeout <= 0 {
+		close(s.checked)
+	} else {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer close(s.checked)
 			ctx, cancel := context.WithTimeout(ctx, cfg.StartupCheckTimeout)
 			defer cancel()
 			s.checkServer(ctx)
@@ -143,7 +186,7 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 // call runs a script command (see takeCommand and refundCommand) through
 // the circuit breaker and classifies its error.
 func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
-	probe, b := false, s.breaker
+	probe, b := false, s.ep.breaker
 	switch {
 	case s.cluster != nil: // the breaker of the master of the command's slot
 		b = s.cluster.breakerFor(ctx, cmd[3].(string))
@@ -161,6 +204,12 @@ func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
 		probe = p
 	}
 	reply, err := s.run(ctx, cmd)
+	var se *sluice.StoreError
+	if errors.As(err, &se) {
+		// Already classified: no ready connection within the budget,
+		// which says nothing about Redis (see errNoConn).
+		return nil, err
+	}
 	if err != nil {
 		err = classify("redisstore: take", err)
 		if s.cluster != nil {
@@ -171,6 +220,12 @@ func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
 		b.record(probe, err)
 	}
 	return reply, err
+}
+
+// process sends cmd to the store's endpoint: on a ready connection when
+// the store keeps them (see the package documentation).
+func (s *Store) process(ctx context.Context, cmd redis.Cmder) error {
+	return s.ep.process(ctx, cmd)
 }
 
 // BreakerState returns the state of the store's circuit breaker
@@ -187,8 +242,8 @@ func (s *Store) BreakerState() sluice.BreakerState {
 		if b := s.primary.breaker(); b != nil {
 			return b.State()
 		}
-	case s.breaker != nil:
-		return s.breaker.State()
+	case s.ep.breaker != nil:
+		return s.ep.breaker.State()
 	}
 	return sluice.BreakerClosed
 }
@@ -197,9 +252,11 @@ func (s *Store) BreakerState() sluice.BreakerState {
 // Redis reported it missing.
 func (s *Store) ScriptReloads() int64 { return s.reloads.Load() }
 
-// Close stops the background start-up check and waits for it. Later calls to
-// Take fail with [sluice.ErrClosed]. The client stays open. Close is
-// idempotent and always returns nil.
+// Close stops the store's background work (the start-up check, the breaker's
+// probe, the policy check) and waits for it, and gives its ready connections
+// back to the client's pool. Later calls to Take fail with
+// [sluice.ErrClosed]. The client stays open. Close is idempotent and always
+// returns nil.
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	s.cancel()

@@ -141,7 +141,8 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 		st, cleanup = m, func() { m.Close() }
 	case "redis", "redis-coalesced":
 		client := env.NewClient() // as the floor's: the same options and round-trip hook
-		cfg := redisstore.Config{Secret: bench.Secret}
+		// One script call per request unless coalesced.
+		cfg := redisstore.Config{Secret: bench.Secret, Coalesce: -1}
 		if store == "redis-coalesced" {
 			cfg.Coalesce = 64
 		}

@@ -5,31 +5,29 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
 )
 
 // TestMain lets the end-to-end phase re-execute the test binary as its
-// HTTP server, as it re-executes the load binary in normal use.
+// HTTP server, as it re-executes the load binary in normal use; and says,
+// in one line, when the tests that need redis-server were skipped.
 func TestMain(m *testing.M) {
 	if os.Getenv(roleEnv) == "server" {
 		serverMain()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(redistest.ReportSkips(m).Run())
 }
 
+// needRedis skips t without redis-server (fails it under REQUIRE_REDIS=1).
 func needRedis(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("REQUIRE_REDIS") == "1" {
-			t.Fatal("REQUIRE_REDIS=1 but redis-server is not on PATH")
-		}
-		t.Skip("redis-server not on PATH")
-	}
+	redistest.Binary(t)
 }
 
 // TestRunEveryPhase runs the whole tool with tiny durations and checks what

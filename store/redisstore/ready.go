@@ -1,0 +1,286 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+	"github.com/sluicehq/sluice"
+)
+
+// Ready connections. go-redis sets a connection up on its first use, under
+// the context of the command that uses it: the handshake (HELLO and, with
+// the default options, CLIENT SETINFO and CLIENT MAINT_NOTIFICATIONS)
+// costs round trips out of the request's budget, and a timeout closes the
+// connection, so under latency a pool loses warm connections and every new
+// one spends a request's budget on its handshake. So the store keeps its
+// own set of connections, each taken from the client's pool with
+// [redis.Client.Conn], set up and PINGed in the background before any
+// request may use it. A request takes a ready connection (waiting for one
+// within its budget), sends its command and gives it back; a connection
+// whose command failed on the wire (a timeout, a reset) is closed and
+// replaced in the background. No request ever dials or shakes hands.
+
+// readySafe reports whether dedicated connections of a client with options
+// opt may be set up while others are in use. go-redis writes the client's
+// shared options when a handshake finds that the server refuses maintenance
+// notifications, under a lock each dedicated connection has its own copy
+// of: only a handshake that cannot ask for them is safe.
+func readySafe(opt *redis.Options) bool {
+	return opt != nil && (opt.Protocol == 2 ||
+		opt.MaintNotificationsConfig != nil && opt.MaintNotificationsConfig.Mode == maintnotifications.ModeDisabled)
+}
+
+// conner is the capability of a client that can hand out a dedicated
+// connection: *redis.Client has it.
+type conner interface {
+	Conn() *redis.Conn
+}
+
+// readySet is an endpoint's set of ready connections.
+type readySet struct {
+	src      conner
+	dial     func(ctx context.Context) error // a TCP reachability check, or nil
+	size     int
+	setupFor time.Duration
+	log      *slog.Logger
+	endpoint string
+
+	conns    chan *redis.Conn      // ready, idle
+	held     atomic.Int64          // ready, in use, or being set up
+	setUp    atomic.Int64          // connections set up since the start
+	wake     chan struct{}         // a connection was dropped
+	failed   atomic.Bool           // the last set-up failed
+	down     atomic.Pointer[error] // the last set-up's error, nil after a success
+	mu       sync.Mutex
+	failedCh chan struct{} // closed and replaced when a set-up fails
+	stopped  atomic.Bool   // run returned: connections given back are closed
+}
+
+func newReadySet(src conner, opt *redis.Options, size int, setupFor time.Duration, log *slog.Logger, endpoint string) *readySet {
+	r := &readySet{src: src, size: size, setupFor: setupFor, log: log, endpoint: endpoint,
+		conns: make(chan *redis.Conn, size), wake: make(chan struct{}, 1), failedCh: make(chan struct{})}
+	if opt != nil && opt.Dialer != nil {
+		network, addr, dialer := opt.Network, opt.Addr, opt.Dialer
+		r.dial = func(ctx context.Context) error {
+			c, err := dialer(ctx, network, addr)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		}
+	}
+	return r
+}
+
+// errNoConn is the error of a request that found no ready connection:
+// while the endpoint cannot be reached, or within its budget. Nothing was
+// sent. The breaker counts the first (the set-up failed), not the second:
+// the calls holding the connections report how Redis is doing.
+var errNoConn = fmt.Errorf("%w: no ready connection", redis.ErrPoolTimeout)
+
+// get returns a ready connection, waiting for one until ctx is done. While
+// the endpoint cannot be reached (the last set-up failed), a request that
+// finds no ready connection fails at once instead.
+func (r *readySet) get(ctx context.Context) (*redis.Conn, error) {
+	for {
+		select {
+		case c := <-r.conns:
+			return c, nil
+		default:
+		}
+		if err := r.down.Load(); err != nil {
+			return nil, fmt.Errorf("%w: %w", errNoConn, *err)
+		}
+		r.mu.Lock()
+		failed := r.failedCh
+		r.mu.Unlock()
+		select {
+		case c := <-r.conns:
+			return c, nil
+		case <-failed:
+		case <-ctx.Done():
+			return nil, &sluice.StoreError{Op: "redisstore: take", Kind: ctxKind(ctx), Err: fmt.Errorf("%w within the budget: %w", errNoConn, ctx.Err())}
+		}
+	}
+}
+
+// setDown records the outcome of a set-up: err, or nil for success. A
+// failure wakes the requests waiting for a connection.
+func (r *readySet) setDown(err error) {
+	if err == nil {
+		r.down.Store(nil)
+		return
+	}
+	r.down.Store(&err)
+	r.mu.Lock()
+	close(r.failedCh)
+	r.failedCh = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// put gives c back after a command whose error was err. A connection that
+// failed on the wire may hold a late reply or be dead: it is closed, and
+// the set refills in the background.
+//
+// A connection the server closed (EOF, reset) says that it may have closed
+// the others too, as a restart does: the idle ones are replaced as well, so
+// that the next requests do not meet them one by one.
+func (r *readySet) put(c *redis.Conn, err error) {
+	if err != nil && !isReply(err) {
+		r.drop(c)
+		if closedByPeer(err) {
+			r.dropIdle()
+		}
+		return
+	}
+	r.conns <- c // never blocks: at most size are held
+	if r.stopped.Load() {
+		r.closeIdle()
+	}
+}
+
+// drop closes c and asks for a replacement.
+func (r *readySet) drop(c *redis.Conn) {
+	_ = c.Close()
+	r.held.Add(-1)
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dropIdle drops the idle connections.
+func (r *readySet) dropIdle() {
+	for {
+		select {
+		case c := <-r.conns:
+			r.drop(c)
+		default:
+			return
+		}
+	}
+}
+
+// closedByPeer reports whether err says the server closed the connection.
+func closedByPeer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// isReply reports whether err is an error reply from Redis, which leaves
+// its connection in sync.
+func isReply(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr)
+}
+
+// run keeps the set full until ctx is done, then closes its connections.
+// Missing connections are set up concurrently; after a failed set-up it
+// waits, doubling the wait from 10 ms up to 100 ms, and checks that the
+// endpoint accepts a TCP connection before asking the client for another
+// (a dial error would count towards the go-redis pool's own dial breaker,
+// which then refuses to dial for a second).
+func (r *readySet) run(ctx context.Context) {
+	defer func() {
+		r.stopped.Store(true)
+		r.closeIdle()
+	}()
+	backoff := time.Duration(0)
+	for {
+		missing := r.size - int(r.held.Load())
+		if missing > 0 {
+			var wg sync.WaitGroup
+			var ok atomic.Int64
+			for range missing {
+				r.held.Add(1)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if r.add(ctx) {
+						ok.Add(1)
+					} else {
+						r.held.Add(-1)
+					}
+				}()
+			}
+			wg.Wait()
+			if int(ok.Load()) < missing {
+				backoff = min(max(2*backoff, 10*time.Millisecond), 100*time.Millisecond)
+				if !sleep(ctx, backoff) {
+					return
+				}
+				continue
+			}
+			backoff = 0
+		}
+		select {
+		case <-r.wake:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// add sets up one connection and makes it ready.
+func (r *readySet) add(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, r.setupFor)
+	defer cancel()
+	if r.failed.Load() && r.dial != nil {
+		if err := r.dial(ctx); err != nil {
+			r.setDown(err)
+			return false
+		}
+	}
+	c := r.src.Conn()
+	// The first command on the connection runs the handshake.
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		if !r.failed.Swap(true) {
+			r.log.LogAttrs(context.Background(), slog.LevelDebug, "redisstore: cannot set up a connection; retrying in the background",
+				slog.String("endpoint", r.endpoint), slog.String("error", err.Error()))
+		}
+		r.setDown(err)
+		return false
+	}
+	r.failed.Store(false)
+	r.setDown(nil)
+	r.setUp.Add(1)
+	r.conns <- c
+	if r.stopped.Load() {
+		r.closeIdle()
+	}
+	return true
+}
+
+// closeIdle closes the ready connections once the set stops.
+func (r *readySet) closeIdle() {
+	for {
+		select {
+		case c := <-r.conns:
+			_ = c.Close()
+		default:
+			return
+		}
+	}
+}
+
+// sleep waits d or until ctx is done, reporting whether it waited d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
