@@ -41,8 +41,10 @@ type Config struct {
 	// package implements it). Default: none.
 	Events sluice.StoreEvents
 	// Coalesce is how many concurrent Take calls may share one script
-	// call. Default: 64. 1 or negative turns coalescing off: every call is
-	// its own script call.
+	// call. Default: 64, except on a Redis Cluster client, where the
+	// default is off (cross-slot requests are not yet coalesced with their
+	// refunds). 1 or negative turns coalescing off: every call is its own
+	// script call.
 	//
 	// While CoalesceLanes script calls are in flight, further calls queue,
 	// and the next call carries them, each decided atomically on its own,
