@@ -20,6 +20,11 @@ import "context"
 // error wrapping [ErrInvalidHit] or [ErrInvalidLimit].
 // Being over the limit is never an error. A failure of the store itself is a
 // [*StoreError]; when it is ambiguous the hits may have been consumed.
+// Take fails as a whole: a store whose hits can fail apart (such as the
+// Redis store on Redis Cluster, one hash slot down) gives back what the
+// other hits took and returns the failure; it may also implement
+// [PartialTaker], whose TakePartial keeps the other hits' decisions and
+// returns a [*PartialError] naming the failed hits.
 //
 // A forced hit ([Hit.Force]) consumes whether or not it passes and does
 // not take part in admission.

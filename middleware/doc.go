@@ -15,7 +15,11 @@
 //   - the store failed: each matched rule applies its on_fail policy. If any
 //     is closed, 503 Service Unavailable with Retry-After and a
 //     temporary-reduced-capacity problem; otherwise the request goes on. The
-//     store's error never reaches the client;
+//     store's error never reaches the client. When the store failed only
+//     some rules' hits ([sluice.PartialError], such as one Redis Cluster
+//     slot down), only those rules apply their on_fail; the others count by
+//     their results, and a request refused either way gives back what the
+//     decided rules took;
 //   - a rule could not key the request (its key function failed): 400 Bad
 //     Request, with a problem body that names no internals. A request that
 //     cannot be keyed is never counted in a shared bucket. A request that

@@ -31,6 +31,9 @@ type Limiter struct {
 	// inproc is the store when it can decide in process (see
 	// sluice.LocalStore), tried before a call with a budget; else nil.
 	inproc sluice.LocalStore
+	// partial is the store when its hits can fail apart (see
+	// sluice.PartialTaker), else nil.
+	partial sluice.PartialTaker
 }
 
 // scratch is one request's working memory, pooled so that deciding does not
@@ -42,6 +45,8 @@ type scratch struct {
 	exposed  []sluice.Result
 	violated []string
 	local    []bool // failed: the rules decided by the local fallback
+	failed   []bool // the rules the store failed (all, on a whole failure)
+	counts   []bool // refuse: the rules whose results count
 }
 
 // Source supplies the rules: a *rules.Set (fixed rules), or anything that
@@ -74,6 +79,7 @@ func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 		l.calls = newCallContexts(cfg.budget)
 		l.inproc, _ = store.(sluice.LocalStore)
 	}
+	l.partial, _ = store.(sluice.PartialTaker)
 	l.pool.New = func() any { return new(scratch) }
 	return l, nil
 }
@@ -145,7 +151,14 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) boo
 	s.results = s.results[:n]
 
 	latency, err := l.take(r.Context(), s.m.Hits, s.results)
+	s.failed = append(s.failed[:0], make([]bool, n)...)
 	if err != nil {
+		var pe *sluice.PartialError
+		if l.partial == nil || !errors.As(err, &pe) || !l.markFailed(s, pe) {
+			for i := range s.failed {
+				s.failed[i] = true
+			}
+		}
 		return l.failed(w, r, s, err, latency)
 	}
 
@@ -171,7 +184,12 @@ func (l *Limiter) take(ctx context.Context, hits []sluice.Hit, out []sluice.Resu
 		call, release = l.calls.with(ctx)
 	}
 	start := time.Now()
-	err := l.store.Take(call, hits, out)
+	var err error
+	if l.partial != nil {
+		err = l.partial.TakePartial(call, hits, out)
+	} else {
+		err = l.store.Take(call, hits, out)
+	}
 	latency := time.Since(start)
 	if release != nil {
 		release()
@@ -182,14 +200,31 @@ func (l *Limiter) take(ctx context.Context, hits []sluice.Hit, out []sluice.Resu
 	return latency, err
 }
 
-// failed applies the matched rules' on_fail policies to a store failure and
-// reports whether the request may go on: any closed rule refuses it (503);
-// otherwise local rules decide in process (429 if one refuses) and open
-// rules let it through. Rules decided this way never appear in headers.
+// markFailed marks in s.failed the rules of pe's failed hits and reports
+// whether pe names only hits of the request.
+func (l *Limiter) markFailed(s *scratch, pe *sluice.PartialError) bool {
+	for _, i := range pe.Failed {
+		if i < 0 || i >= len(s.failed) {
+			return false
+		}
+		s.failed[i] = true
+	}
+	return true
+}
+
+// failed applies the on_fail policies of the rules the store failed
+// (s.failed: all of them, or, on a [sluice.PartialError], some) and
+// reports whether the request may go on: any closed failed rule refuses it
+// (503); otherwise failed local rules decide in process (429 if one
+// refuses) and failed open rules let it through. The other rules count by
+// their results, and only they appear in headers. A request refused after a
+// partial failure gives back what its decided hits took (see giveBack).
 func (l *Limiter) failed(w http.ResponseWriter, r *http.Request, s *scratch, err error, latency time.Duration) bool {
-	closed, anyLocal := false, false
-	for _, rule := range s.m.Rules {
+	closed, anyLocal, partial := false, false, false
+	for i, rule := range s.m.Rules {
 		switch {
+		case !s.failed[i]:
+			partial = true
 		case rule.Shadow:
 		case rule.OnFail == rules.FailClosed:
 			closed = true
@@ -200,15 +235,31 @@ func (l *Limiter) failed(w http.ResponseWriter, r *http.Request, s *scratch, err
 	s.local = append(s.local[:0], make([]bool, len(s.m.Rules))...)
 	localOK := true
 	if anyLocal && !closed {
-		ok, lerr := l.local.decide(s.m.Rules, s.m.Hits, s.results, s.local)
+		ok, lerr := l.local.decide(s.m.Rules, s.m.Hits, s.results, s.failed, s.local)
 		if lerr != nil { // cannot happen for validated rules; never block on it
 			l.logs.failure(r.Context(), l.cfg.logger, lerr, false)
 		} else {
 			localOK = ok
 		}
 	}
+	// The decided rules: a refused one refuses the request, and the store
+	// has then given back the decided takes.
+	decidedOK := true
+	s.counts = append(s.counts[:0], s.local...)
+	for i := range s.m.Rules {
+		if !s.failed[i] {
+			s.counts[i] = true
+			h := &s.m.Hits[i]
+			if !h.Shadow && !h.Force && !h.Peek && !s.results[i].Allowed {
+				decidedOK = false
+			}
+		}
+	}
 	l.observe(r.Context(), s, latency, err)
 	l.logs.failure(r.Context(), l.cfg.logger, err, closed)
+	if partial && (closed || !localOK) && decidedOK {
+		l.giveBack(r.Context(), s)
+	}
 	switch {
 	case closed:
 		// Retry-After: the breaker's remaining open time when it is
@@ -223,11 +274,53 @@ func (l *Limiter) failed(w http.ResponseWriter, r *http.Request, s *scratch, err
 		h.Set("Cache-Control", "no-store")
 		l.cfg.onError(w, r, fmt.Errorf("%w: %w", ErrStoreFailed, err))
 		return false
+	case !decidedOK:
+		l.writeHeaders(r, w.Header(), s, false)
+		l.refuse(w, r, s, s.counts)
+		return false
 	case !localOK:
 		l.refuse(w, r, s, s.local) // no rate-limit headers: on_fail rules never appear in them
 		return false
 	}
+	if partial {
+		l.writeHeaders(r, w.Header(), s, true)
+	}
 	return true
+}
+
+// giveBack refunds what the decided hits of a request took when a failed
+// rule's policy refuses it after a partial failure, so that a refused
+// request consumes nothing. A refund is never retried (a retry can give
+// back twice); one that fails is reported to the observer as a failed
+// store call and logged, and loses at most the request's cost until the
+// buckets refill.
+func (l *Limiter) giveBack(ctx context.Context, s *scratch) {
+	var refunds []sluice.Refund
+	for i := range s.m.Hits {
+		h := &s.m.Hits[i]
+		if rc := s.results[i].Receipt; !s.failed[i] && rc.Taken > 0 && !h.Force && !h.Peek {
+			refunds = append(refunds, sluice.Refund{Hit: *h, Receipt: rc})
+		}
+	}
+	if len(refunds) == 0 {
+		return
+	}
+	call, release := ctx, context.CancelFunc(nil)
+	if l.calls != nil {
+		call, release = l.calls.with(ctx)
+	}
+	start := time.Now()
+	err := l.partial.Refund(call, refunds)
+	latency := time.Since(start)
+	if release != nil {
+		release()
+	}
+	if o, ok := l.cfg.observer.(sluice.StoreCallObserver); ok {
+		o.ObserveStoreCall(ctx, sluice.StoreCall{Latency: latency, Hits: len(refunds), Err: err})
+	}
+	if err != nil {
+		l.logs.failure(ctx, l.cfg.logger, fmt.Errorf("middleware: refund of a refused request's decided rules: %w", err), true)
+	}
 }
 
 // refuse answers 429 for a refused request: Retry-After (the longest wait
@@ -267,20 +360,25 @@ func (l *Limiter) refuse(w http.ResponseWriter, r *http.Request, s *scratch, dec
 }
 
 // observe reports how each rule took part in a request: decided by the
-// store (err nil), or, when the store failed with err, by the rules'
-// on_fail policies and the local fallback (s.local).
+// store (err nil, or a rule not in s.failed), or, for the rules the store
+// failed with err, by their on_fail policies and the local fallback
+// (s.local).
 func (l *Limiter) observe(ctx context.Context, s *scratch, latency time.Duration, err error) {
 	if l.cfg.observer == nil {
 		return
 	}
 	for i, rule := range s.m.Rules {
-		d := sluice.Decision{Rule: rule.Name, Shadow: rule.Shadow, Err: err, Latency: latency}
+		failed := err != nil && s.failed[i]
+		d := sluice.Decision{Rule: rule.Name, Shadow: rule.Shadow, Latency: latency}
+		if failed {
+			d.Err = err
+		}
 		switch {
-		case err != nil && s.local[i]:
+		case failed && s.local[i]:
 			d.Outcome, d.Result = sluice.OutcomeLocal, s.results[i]
-		case err != nil && rule.OnFail == rules.FailClosed && !rule.Shadow:
+		case failed && rule.OnFail == rules.FailClosed && !rule.Shadow:
 			d.Outcome = sluice.OutcomeFailedClosed
-		case err != nil:
+		case failed:
 			d.Outcome = sluice.OutcomeFailedOpen
 		case s.results[i].Allowed:
 			d.Outcome, d.Result = sluice.OutcomeAllowed, s.results[i]
@@ -294,7 +392,8 @@ func (l *Limiter) observe(ctx context.Context, s *scratch, latency time.Duration
 	}
 }
 
-// writeHeaders describes the exposed rules: all in RateLimit-Policy, the
+// writeHeaders describes the exposed rules the store decided (not those in
+// s.failed): all in RateLimit-Policy, the
 // binding one in RateLimit. Policies an outer limiter already admitted the
 // request under (see withPrior) are described too, so chaining limiters, a
 // global one and one on a route, never hides a rule from the client.
@@ -305,7 +404,7 @@ func (l *Limiter) writeHeaders(r *http.Request, h http.Header, s *scratch, admit
 		s.exposed = append(s.exposed, p.Result)
 	}
 	for i, rule := range s.m.Rules {
-		if rule.Exposed() {
+		if rule.Exposed() && !s.failed[i] {
 			s.policies = append(s.policies, headers.Policy{Name: rule.Name, Result: s.results[i]})
 			s.exposed = append(s.exposed, s.results[i])
 		}

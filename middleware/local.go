@@ -39,8 +39,9 @@ func (f *localFallback) share(l sluice.Limit) sluice.Limit {
 
 // decide decides the matched rules whose policy is local, each on its own
 // share, into out (indexed like matched), and reports whether they all
-// passed. The decision is all or nothing, like the store's.
-func (f *localFallback) decide(matched []*rules.Rule, hits []sluice.Hit, out []sluice.Result, mask []bool) (bool, error) {
+// passed. Only the rules in failed take part. The decision is all or
+// nothing, like the store's.
+func (f *localFallback) decide(matched []*rules.Rule, hits []sluice.Hit, out []sluice.Result, failed, mask []bool) (bool, error) {
 	if now := time.Now().UnixNano(); now-f.lastSweep.Load() > int64(time.Minute) {
 		f.lastSweep.Store(now)
 		f.store.Sweep()
@@ -48,7 +49,7 @@ func (f *localFallback) decide(matched []*rules.Rule, hits []sluice.Hit, out []s
 	var local []sluice.Hit
 	var idx []int
 	for i, r := range matched {
-		if r.OnFail != rules.FailLocal {
+		if r.OnFail != rules.FailLocal || !failed[i] {
 			continue
 		}
 		h := hits[i]

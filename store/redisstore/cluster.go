@@ -22,6 +22,12 @@ import (
 // Take returns, and their hits decided again, behind the refunds in one
 // more round trip, as a request that cannot be admitted, so the caller sees
 // what a single node would have answered.
+//
+// When some groups fail (CLUSTERDOWN, TRYAGAIN after its retries, a dead
+// master, its breaker open) and the others are decided, Take gives back
+// what the decided groups took and fails as a whole; TakePartial instead
+// keeps the decided groups' decisions and names the failed hits in a
+// *sluice.PartialError (see partial.go).
 
 // cluster is the store's state for a Redis Cluster client: a circuit
 // breaker per master, and the coalescers of the slots.
@@ -107,6 +113,12 @@ func (cl *cluster) failed(ctx context.Context, err error) {
 // take decides one request's hits: one script call when they share a slot,
 // otherwise one per slot in one pipeline, with refunds when a slot refuses.
 func (cl *cluster) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
+	return cl.takeWith(ctx, hits, out, false)
+}
+
+// takeWith is take; partial lets a request whose slots failed only in
+// part keep the decisions of the others (see Store.TakePartial).
+func (cl *cluster) takeWith(ctx context.Context, hits []sluice.Hit, out []sluice.Result, partial bool) error {
 	s := cl.s
 	r := s.newRequest(hits, out)
 	slot := slotOf(r.keys[0])
@@ -123,7 +135,7 @@ func (cl *cluster) take(ctx context.Context, hits []sluice.Hit, out []sluice.Res
 		}
 		return s.decide(ctx, []*request{&r})
 	}
-	return cl.takeSlots(ctx, r.keys, hits, out)
+	return cl.takeSlots(ctx, r.keys, hits, out, partial)
 }
 
 // slotGroup is the part of a request whose hits share a slot.
@@ -157,8 +169,9 @@ func (s *Store) groupBySlot(keys []string, hits []sluice.Hit) []*slotGroup {
 	return groups
 }
 
-// takeSlots decides a request whose hits lie in several slots.
-func (cl *cluster) takeSlots(ctx context.Context, keys []string, hits []sluice.Hit, out []sluice.Result) error {
+// takeSlots decides a request whose hits lie in several slots. With
+// partial, failed slots fail only their hits (see partialFailure).
+func (cl *cluster) takeSlots(ctx context.Context, keys []string, hits []sluice.Hit, out []sluice.Result, partial bool) error {
 	s := cl.s
 	groups := s.groupBySlot(keys, hits)
 	cmds := make([][]any, len(groups))
@@ -179,6 +192,11 @@ func (cl *cluster) takeSlots(ctx context.Context, keys []string, hits []sluice.H
 		}
 		for j, at := range g.idx {
 			out[at] = g.out[j]
+		}
+	}
+	if failure != nil && partial {
+		if err := cl.partialFailure(ctx, groups, errs, failure, hits, out); err != nil {
+			return err
 		}
 	}
 	if failure != nil {

@@ -29,6 +29,7 @@ func TestCluster(t *testing.T) {
 	t.Run("NoDoubleExecution", func(t *testing.T) { testClusterNoDoubleExecution(t, c) })
 	t.Run("CrossSlotAllOrNothing", func(t *testing.T) { testClusterCrossSlot(t, c) })
 	t.Run("CrossSlotRace", func(t *testing.T) { testClusterCrossSlotRace(t, c) })
+	t.Run("Partial", func(t *testing.T) { testClusterPartial(t, c) })
 }
 
 // testClusterClients: a UniversalClient that is a cluster client works; a

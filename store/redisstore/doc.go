@@ -125,7 +125,13 @@
 // as a refused request, in one more round trip, before Take returns: the
 // results are a single node's. A refund is never retried: a failed one is
 // counted and logged, and loses at most its request's cost (the buckets
-// under-admit until they refill; nothing over-admits). Hits of one
+// under-admit until they refill; nothing over-admits). When some slots fail
+// (CLUSTERDOWN, TRYAGAIN after its retries, a master that does not answer,
+// its breaker open) and the others are decided, Take gives back what the
+// decided slots took and fails as a whole; [Store.TakePartial], which the
+// middleware calls, keeps their decisions and names the failed hits in a
+// [*sluice.PartialError], so only the rules of the failed slots go to their
+// on_fail (see [sluice.PartialTaker]). Hits of one
 // [sluice.Hit.Group] share a hash tag, so a request's colocated hits stay
 // one script call. Coalescing batches per slot. The circuit breaker is per
 // master, named by its address. Failed calls (dial errors, timeouts,
