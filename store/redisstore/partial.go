@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/sluicehq/sluice"
@@ -22,20 +21,8 @@ func (s *Store) TakePartial(ctx context.Context, hits []sluice.Hit, out []sluice
 	if s.cluster == nil {
 		return s.Take(ctx, hits, out)
 	}
-	if err := sluice.CheckHits(hits, out); err != nil {
-		return fmt.Errorf("redisstore: %w", err)
-	}
-	if s.closed.Load() {
-		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrClosed}
-	}
-	if len(hits) == 0 {
-		return nil
-	}
-	if ctx.Err() != nil {
-		return ctxError(ctx, false)
-	}
-	if s.wrong.Load() {
-		return misconfigured()
+	if done, err := s.precheck(ctx, hits, out); done {
+		return err
 	}
 	return s.cluster.takeWith(ctx, hits, out, true)
 }

@@ -166,22 +166,8 @@ func New(client Client, cfg Config) (*Store, error) {
 // values; a timeout or a connection reset is ambiguous, since the script may
 // have run.
 func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
-	if err := sluice.CheckHits(hits, out); err != nil {
-		return fmt.Errorf("redisstore: %w", err)
-	}
-	if s.closed.Load() {
-		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrClosed}
-	}
-	if len(hits) == 0 {
-		return nil
-	}
-	if ctx.Err() != nil {
-		// Sent, it would fail without reaching Redis, yet read as an
-		// ambiguous timeout that the breaker counts.
-		return ctxError(ctx, false)
-	}
-	if s.wrong.Load() {
-		return misconfigured()
+	if done, err := s.precheck(ctx, hits, out); done {
+		return err
 	}
 	if s.cluster != nil {
 		return s.cluster.take(ctx, hits, out)
@@ -191,6 +177,27 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	}
 	r := s.newRequest(hits, out)
 	return s.decide(ctx, []*request{&r})
+}
+
+// precheck answers a Take that needs no script call: invalid hits, a
+// closed store, no hits, a context already done, a misconfigured client.
+// done is false when the hits are to be sent.
+func (s *Store) precheck(ctx context.Context, hits []sluice.Hit, out []sluice.Result) (done bool, err error) {
+	switch err := sluice.CheckHits(hits, out); {
+	case err != nil:
+		return true, fmt.Errorf("redisstore: %w", err)
+	case s.closed.Load():
+		return true, &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrClosed}
+	case len(hits) == 0:
+		return true, nil
+	case ctx.Err() != nil:
+		// Sent, it would fail without reaching Redis, yet read as an
+		// ambiguous timeout that the breaker counts.
+		return true, ctxError(ctx, false)
+	case s.wrong.Load():
+		return true, misconfigured()
+	}
+	return false, nil
 }
 
 // call runs a script command (see takeCommand and refundCommand) through
