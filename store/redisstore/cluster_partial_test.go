@@ -14,7 +14,7 @@ import (
 )
 
 // testClusterPartial: a request of two hits on two masters, one of them
-// busy (DEBUG SLEEP past the read timeout): TakePartial decides the healthy
+// busy (CLIENT PAUSE past the read timeout): TakePartial decides the healthy
 // hit, keeps its take and names the other as failed; Take fails the whole
 // request and gives the healthy take back; a Refund of the kept take's
 // receipt gives it back exactly.
@@ -40,18 +40,13 @@ func testClusterPartial(t *testing.T, c *redistest.Cluster) {
 		t.Fatalf("TakePartial on a healthy cluster: %+v %v", out, err)
 	}
 
-	// whileBusy runs take while busy's master sleeps, then waits until the
-	// sleep is over and its queued commands have run.
+	// whileBusy runs take while busy's master answers no client, then waits
+	// until the pause is over and its queued commands have run.
 	whileBusy := func(take func() error) error {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_, _ = redistest.Do(busy.Addr, "DEBUG", "SLEEP", "0.4")
-		}()
-		time.Sleep(50 * time.Millisecond) // the sleep has begun
+		start := time.Now()
+		pauseClients(t, busy.Addr, 400*time.Millisecond)
 		err := take()
-		<-done
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(time.Until(start.Add(400*time.Millisecond)) + 100*time.Millisecond) // the pause is over, its queued commands ran
 		return err
 	}
 

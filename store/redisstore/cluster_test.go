@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,7 +135,7 @@ func testClusterNoDoubleExecution(t *testing.T, c *redistest.Cluster) {
 			defer close(done)
 			_, _ = redistest.Do(master.Addr, "DEBUG", "SLEEP", "0.4")
 		}()
-		time.Sleep(50 * time.Millisecond) // the sleep has begun
+		waitBusy(t, master.Addr)
 		run()
 		<-done
 		time.Sleep(600 * time.Millisecond) // every re-send, if any, has landed
@@ -161,6 +162,37 @@ func testClusterNoDoubleExecution(t *testing.T, c *redistest.Cluster) {
 	if ordinary < 2 {
 		t.Fatalf("an ordinary command ran %d times: the busy master provoked no re-send, so the test proves nothing", ordinary)
 	}
+}
+
+// pauseClients makes the server at addr answer no client for d (CLIENT
+// PAUSE): commands sent meanwhile wait, then run. It returns once the pause
+// is in effect.
+func pauseClients(t testing.TB, addr string, d time.Duration) {
+	t.Helper()
+	if _, err := redistest.Do(addr, "CLIENT", "PAUSE", strconv.FormatInt(d.Milliseconds(), 10)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitBusy returns once the server at addr has stopped answering (a DEBUG
+// SLEEP has begun): a PING gets no reply within 20 ms.
+func waitBusy(t testing.TB, addr string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = conn.Write([]byte("PING\r\n"))
+		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		_, err = conn.Read(make([]byte, 16))
+		conn.Close()
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return
+		}
+	}
+	t.Fatalf("%s never became busy", addr)
 }
 
 // cmdCalls returns how many times the server at addr ran cmd.
