@@ -14,7 +14,7 @@ import (
 )
 
 // testClusterPartial: a request of two hits on two masters, one of them
-// busy (CLIENT PAUSE past the read timeout): TakePartial decides the healthy
+// busy (DEBUG SLEEP past the read timeout): TakePartial decides the healthy
 // hit, keeps its take and names the other as failed; Take fails the whole
 // request and gives the healthy take back; a Refund of the kept take's
 // receipt gives it back exactly.
@@ -40,13 +40,18 @@ func testClusterPartial(t *testing.T, c *redistest.Cluster) {
 		t.Fatalf("TakePartial on a healthy cluster: %+v %v", out, err)
 	}
 
-	// whileBusy runs take while busy's master answers no client, then waits
-	// until the pause is over and its queued commands have run.
+	// whileBusy runs take while busy's master sleeps, then waits until the
+	// sleep is over and its queued commands have run.
 	whileBusy := func(take func() error) error {
-		start := time.Now()
-		pauseClients(t, busy.Addr, 400*time.Millisecond)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = redistest.Do(busy.Addr, "DEBUG", "SLEEP", "0.4")
+		}()
+		waitBusy(t, busy.Addr)
 		err := take()
-		time.Sleep(time.Until(start.Add(400*time.Millisecond)) + 100*time.Millisecond) // the pause is over, its queued commands ran
+		<-done
+		time.Sleep(100 * time.Millisecond) // its queued commands ran
 		return err
 	}
 

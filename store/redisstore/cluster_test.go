@@ -164,16 +164,6 @@ func testClusterNoDoubleExecution(t *testing.T, c *redistest.Cluster) {
 	}
 }
 
-// pauseClients makes the server at addr answer no client for d (CLIENT
-// PAUSE): commands sent meanwhile wait, then run. It returns once the pause
-// is in effect.
-func pauseClients(t testing.TB, addr string, d time.Duration) {
-	t.Helper()
-	if _, err := redistest.Do(addr, "CLIENT", "PAUSE", strconv.FormatInt(d.Milliseconds(), 10)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // waitBusy returns once the server at addr has stopped answering (a DEBUG
 // SLEEP has begun): a PING gets no reply within 20 ms.
 func waitBusy(t testing.TB, addr string) {
