@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,6 +149,9 @@ func TestCommandsPerCheck(t *testing.T) {
 //     loose on purpose;
 //   - fairness: each instance admits at least 1/4 of its fair share
 //     (total / N); the shares themselves are logged.
+//
+// SLUICE_DRIFT_RUN (a duration, such as 60s) runs it longer, for the
+// figure BENCHMARKS.md tables.
 func TestDriftFourInstances(t *testing.T) {
 	if testing.Short() {
 		t.Skip("8 s of real time; runs without -short")
@@ -157,9 +161,16 @@ func TestDriftFourInstances(t *testing.T) {
 		instances = 4
 		rate      = 100
 		burst     = 100
-		run       = 8 * time.Second
 		perInst   = 2 // goroutines per instance, each every 4 ms on average: 20× the limit in all
 	)
+	run := 8 * time.Second
+	if v := os.Getenv("SLUICE_DRIFT_RUN"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("SLUICE_DRIFT_RUN: %v", err)
+		}
+		run = d
+	}
 	limit := sluice.PerSecond(rate).WithBurst(burst)
 	k := lease.MaxLease(limit, sluice.TokenBucket, instances, 0.05)
 	var admitted [instances]atomic.Int64
