@@ -62,7 +62,7 @@ func BenchmarkHandlerHotKeyLeases(b *testing.B) {
 	}{
 		{"memstore/A", mem},
 		{"lease/redis", func(b *testing.B) sluice.Store {
-			s, err := lease.New(redisStore(b), lease.Config{MaxLease: 4096, SweepInterval: -1})
+			s, err := lease.New(redisStore(b), lease.Config{MaxLease: 4096, SweepInterval: -1, Instances: 1})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -43,7 +43,7 @@ func TestLeasedResponsesKeepTheirShape(t *testing.T) {
 	plain, _ := newMemstore(t)
 	shared, clock := newMemstore(t)
 	counted := &takeCounter{Refunder: shared}
-	leased, err := lease.New(counted, lease.Config{Clock: clock, SweepInterval: -1})
+	leased, err := lease.New(counted, lease.Config{Clock: clock, SweepInterval: -1, Instances: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
