@@ -15,9 +15,8 @@ import (
 
 // testClusterPartial: a request of two hits on two masters, one of them
 // busy (DEBUG SLEEP past the read timeout): TakePartial decides the healthy
-// hit, keeps its take and names the other as failed; Take fails the whole
-// request and gives the healthy take back; a Refund of the kept take's
-// receipt gives it back exactly.
+// hit, keeps its take and names the other as failed; a Refund of the kept
+// take's receipt gives it back exactly.
 func testClusterPartial(t *testing.T, c *redistest.Cluster) {
 	ctx := context.Background()
 	opt := clusterOptions(c.Addrs())
@@ -46,9 +45,9 @@ func testClusterPartial(t *testing.T, c *redistest.Cluster) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = redistest.Do(busy.Addr, "DEBUG", "SLEEP", "0.4")
+			_, _ = redistest.Do(busy.Addr, "DEBUG", "SLEEP", "0.7")
 		}()
-		waitBusy(t, busy.Addr)
+		waitBusy(t, busy.Addr, 150*time.Millisecond) // then over 0.5 s of the sleep is left, against a 100 ms read timeout
 		err := take()
 		<-done
 		time.Sleep(100 * time.Millisecond) // its queued commands ran
@@ -70,14 +69,6 @@ func testClusterPartial(t *testing.T, c *redistest.Cluster) {
 		t.Fatalf("the healthy bucket has %d after two takes of 1, want 98: its take stands", got)
 	}
 	kept := out[0].Receipt
-
-	err = whileBusy(func() error { return s.Take(ctx, hits, out) })
-	if err == nil || errors.As(err, &pe) {
-		t.Fatalf("Take with hit 1's master busy: %v, want a failure of the whole request", err)
-	}
-	if got := peek(t, s, hits[0]).Remaining; got != 98 {
-		t.Fatalf("the healthy bucket has %d after Take failed, want 98: its take given back", got)
-	}
 
 	if err := s.Refund(ctx, []sluice.Refund{{Hit: hits[0], Receipt: kept}}); err != nil {
 		t.Fatal(err)

@@ -135,7 +135,7 @@ func testClusterNoDoubleExecution(t *testing.T, c *redistest.Cluster) {
 			defer close(done)
 			_, _ = redistest.Do(master.Addr, "DEBUG", "SLEEP", "0.4")
 		}()
-		waitBusy(t, master.Addr)
+		waitBusy(t, master.Addr, 20*time.Millisecond)
 		run()
 		<-done
 		time.Sleep(600 * time.Millisecond) // every re-send, if any, has landed
@@ -165,8 +165,10 @@ func testClusterNoDoubleExecution(t *testing.T, c *redistest.Cluster) {
 }
 
 // waitBusy returns once the server at addr has stopped answering (a DEBUG
-// SLEEP has begun): a PING gets no reply within 20 ms.
-func waitBusy(t testing.TB, addr string) {
+// SLEEP has begun): a PING gets no reply within quiet. The longer quiet,
+// the surer a loaded machine's slow answer is not mistaken for a sleep,
+// and the less of the sleep is left.
+func waitBusy(t testing.TB, addr string, quiet time.Duration) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 		conn, err := net.Dial("tcp", addr)
@@ -174,7 +176,7 @@ func waitBusy(t testing.TB, addr string) {
 			t.Fatal(err)
 		}
 		_, _ = conn.Write([]byte("PING\r\n"))
-		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		_ = conn.SetReadDeadline(time.Now().Add(quiet))
 		_, err = conn.Read(make([]byte, 16))
 		conn.Close()
 		var ne net.Error
