@@ -60,6 +60,9 @@ type LeaseCollector struct {
 	keys                              prometheus.Gauge
 	hot                               *prometheus.GaugeVec
 	transitions                       *prometheus.CounterVec
+	// parts are the metrics above, in the order Describe and Collect
+	// visit them.
+	parts []prometheus.Collector
 
 	// labels maps the rule names met so far to their label: the name
 	// itself (as valid UTF-8), or OtherRule past the cap. It is replaced
@@ -109,6 +112,7 @@ func NewLease(cfg LeaseConfig) (*LeaseCollector, error) {
 		transitions: counter("hot_key_transitions_total", "Keys turning hot or cooling, by how the rule handles them.", "rule", "handling", "to"),
 		maxRules:    cfg.MaxRules,
 	}
+	c.parts = []prometheus.Collector{c.refills, c.refilled, c.returned, c.lost, c.refundFailures, c.keys, c.hot, c.transitions}
 	c.labels.Store(&map[string]string{})
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(c); err != nil {
@@ -163,26 +167,16 @@ func (c *LeaseCollector) rule(name string) string {
 
 // Describe implements [prometheus.Collector].
 func (c *LeaseCollector) Describe(ch chan<- *prometheus.Desc) {
-	c.refills.Describe(ch)
-	c.refilled.Describe(ch)
-	c.returned.Describe(ch)
-	c.lost.Describe(ch)
-	c.refundFailures.Describe(ch)
-	c.keys.Describe(ch)
-	c.hot.Describe(ch)
-	c.transitions.Describe(ch)
+	for _, m := range c.parts {
+		m.Describe(ch)
+	}
 }
 
 // Collect implements [prometheus.Collector].
 func (c *LeaseCollector) Collect(ch chan<- prometheus.Metric) {
-	c.refills.Collect(ch)
-	c.refilled.Collect(ch)
-	c.returned.Collect(ch)
-	c.lost.Collect(ch)
-	c.refundFailures.Collect(ch)
-	c.keys.Collect(ch)
-	c.hot.Collect(ch)
-	c.transitions.Collect(ch)
+	for _, m := range c.parts {
+		m.Collect(ch)
+	}
 }
 
 // LeaseRefilled counts a refill that took taken tokens.

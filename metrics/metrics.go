@@ -85,6 +85,9 @@ type Collector struct {
 	evicting    *prometheus.GaugeVec
 	evictions   prometheus.Counter
 	resets      *prometheus.CounterVec
+	// parts are the metrics above, in the order Describe and Collect
+	// visit them.
+	parts []prometheus.Collector
 
 	// The hot path reads rules without locking: an immutable table,
 	// replaced whole (under mu) when a rule name is first seen.
@@ -182,6 +185,9 @@ func New(cfg Config) (*Collector, error) {
 		Help: "Buckets an operator reset, by rule.",
 	}, []string{"rule"})
 
+	c.parts = []prometheus.Collector{c.decisions, c.latency, c.storeErrors, c.breaker, c.transitions,
+		c.reloads, c.healed, c.evicting, c.evictions, c.resets}
+
 	c.latencyOK = c.latency.WithLabelValues("ok")
 	c.latencyErr = c.latency.WithLabelValues("error")
 	for k := range numKinds {
@@ -276,31 +282,17 @@ func validName(s string) bool {
 // Describe sends the descriptors of the collector's metrics to ch. It
 // implements [prometheus.Collector].
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	c.decisions.Describe(ch)
-	c.latency.Describe(ch)
-	c.storeErrors.Describe(ch)
-	c.breaker.Describe(ch)
-	c.transitions.Describe(ch)
-	c.reloads.Describe(ch)
-	c.healed.Describe(ch)
-	c.evicting.Describe(ch)
-	c.evictions.Describe(ch)
-	c.resets.Describe(ch)
+	for _, m := range c.parts {
+		m.Describe(ch)
+	}
 }
 
 // Collect sends the collector's current metrics to ch. It implements
 // [prometheus.Collector].
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	c.decisions.Collect(ch)
-	c.latency.Collect(ch)
-	c.storeErrors.Collect(ch)
-	c.breaker.Collect(ch)
-	c.transitions.Collect(ch)
-	c.reloads.Collect(ch)
-	c.healed.Collect(ch)
-	c.evicting.Collect(ch)
-	c.evictions.Collect(ch)
-	c.resets.Collect(ch)
+	for _, m := range c.parts {
+		m.Collect(ch)
+	}
 }
 
 // Observe counts d in sluice_decisions_total under d.Rule and d.Outcome.
