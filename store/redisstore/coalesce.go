@@ -74,12 +74,25 @@ type coalescer struct {
 	// beforeQueue, when set, runs between a failed claim and queueing.
 	// Only tests set it, through export_test.go, to free the lanes there.
 	beforeQueue func()
-	// rtt estimates a successful call's round trip, in nanoseconds: see
-	// observe.
-	rtt   atomic.Int64
-	mu    sync.Mutex
-	queue []*waiter
-	busy  int // calls in flight or being assembled, at most c.lanes
+	// rtt estimates a successful call's round trip. shared: it is the
+	// endpoint's, which times each command on its ready connections and
+	// their set-up (see newCoalescer); otherwise the coalescer times its
+	// calls (see observe).
+	rtt    *rttEstimate
+	shared bool
+	mu     sync.Mutex
+	queue  []*waiter
+	busy   int // calls in flight or being assembled, at most c.lanes
+}
+
+// newCoalescer returns a coalescer of s's calls to ep, batching up to max
+// calls, with lanes calls in flight.
+func newCoalescer(s *Store, ep *endpoint, max, lanes int) *coalescer {
+	c := &coalescer{s: s, max: max, lanes: lanes, rtt: &rttEstimate{}}
+	if ep != nil && ep.ready != nil {
+		c.rtt, c.shared = &ep.rtt, true
+	}
+	return c
 }
 
 func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
@@ -172,6 +185,7 @@ func (c *coalescer) handOff() {
 // drain sends batches until the queue is empty.
 func (c *coalescer) drain() {
 	for {
+		c.awaitConn()
 		c.mu.Lock()
 		var batch []*waiter
 		n := 0
@@ -200,6 +214,37 @@ func (c *coalescer) drain() {
 			c.run(batch)
 		}
 	}
+}
+
+// awaitConn waits, when the store keeps ready connections and none is
+// idle, until one is or the last queued call's deadline passes: a batch
+// is assembled when it can be sent, so that the members left out are
+// those that no longer have time, rather than all of them timing out
+// waiting for its connection (see endpoint.process).
+func (c *coalescer) awaitConn() {
+	ready := c.s.ep.ready
+	if !c.shared || ready == nil || ready.idle() {
+		return
+	}
+	c.mu.Lock()
+	var last time.Time
+	for _, w := range c.queue {
+		d, ok := w.ctx.Deadline()
+		if !ok { // as before: the batch's own call waits
+			last = time.Time{}
+			break
+		}
+		if d.After(last) {
+			last = d
+		}
+	}
+	c.mu.Unlock()
+	if last.IsZero() { // nothing queued, or a call without a deadline
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), last)
+	defer cancel()
+	ready.await(ctx)
 }
 
 // unfit reports why a request with ctx should not join a batch assembled
@@ -312,24 +357,16 @@ func (c *coalescer) clock() time.Time {
 }
 
 // estimate returns the estimate of a round trip (0 until one was timed).
-func (c *coalescer) estimate() time.Duration { return time.Duration(c.rtt.Load()) }
+func (c *coalescer) estimate() time.Duration { return c.rtt.get() }
 
-// observe folds a successful call's round trip d into the estimate: an
-// exponentially weighted moving average giving d a weight of 1/8, as TCP's
-// smoothed round-trip time does (RFC 6298). From zero it climbs over some
-// calls, erring towards sending; one slow call moves it by an eighth, and
-// later calls bring it back: a lone call with a free lane is sent whatever
-// its budget, so the estimate keeps being renewed. Failed calls are not
-// folded in: a Redis that times out must reach the breaker, not turn
-// callers away here. With several lanes, a round trip may include waiting
-// behind the other lanes' scripts in Redis, so the estimate errs long by
-// a few scripts' runs, tens of microseconds each.
+// observe folds a successful call's round trip d into the estimate, unless
+// the estimate is the endpoint's (see shared), which times its commands
+// itself. With several lanes, a round trip may include waiting behind the
+// other lanes' scripts in Redis, so the estimate errs long by a few
+// scripts' runs, tens of microseconds each.
 func (c *coalescer) observe(d time.Duration) {
-	for {
-		old := c.rtt.Load()
-		if c.rtt.CompareAndSwap(old, old+(int64(max(d, 0))-old)/8) {
-			return
-		}
+	if !c.shared {
+		c.rtt.observe(d)
 	}
 }
 
