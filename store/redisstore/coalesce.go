@@ -12,8 +12,9 @@ import (
 )
 
 // Coalescing. While Config.CoalesceLanes script calls are in flight, further Take calls
-// queue; when one returns, the next call carries up to Config.Coalesce of
-// them, each decided atomically on its own by the script (as if each had
+// queue (a queue whose oldest call has waited half a round trip goes on a
+// spare lane, see overdue); when one returns, the next call carries up to
+// Config.Coalesce of them, each decided atomically on its own by the script (as if each had
 // its own call, in queue order within the batch; the calls in flight on
 // the lanes run in either order, as concurrent calls do). Nothing
 // waits on a timer: a store with a free lane sends a lone call at once, on
@@ -53,7 +54,8 @@ const (
 )
 
 type waiter struct {
-	ctx context.Context
+	ctx    context.Context
+	queued time.Time // when it queued, by the coalescer's clock
 	// req holds the request's script keys and arguments, built on the
 	// caller's goroutine: a batch may be assembled after the caller gave up
 	// and reused its hits for another request. Its hits and out are read
@@ -103,7 +105,7 @@ func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 	// built outside the lock. A lane may have come free meanwhile, and its
 	// goroutine, finding the queue empty, released it: take it then, for
 	// nobody else would send this waiter.
-	w := &waiter{ctx: ctx, req: c.s.newRequest(hits, out), done: make(chan struct{}, 1)}
+	w := &waiter{ctx: ctx, req: c.s.newRequest(hits, out), done: make(chan struct{}, 1), queued: c.clock()}
 	if c.beforeQueue != nil {
 		c.beforeQueue()
 	}
@@ -114,7 +116,14 @@ func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 		return c.takeNow(ctx, hits, out)
 	}
 	c.queue = append(c.queue, w)
+	extra := c.overdue(w.queued)
+	if extra {
+		c.busy++
+	}
 	c.mu.Unlock()
+	if extra {
+		go c.drain()
+	}
 	select {
 	case <-w.done:
 		return w.err
@@ -130,6 +139,19 @@ func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 	}
 	<-w.done // being delivered right now
 	return w.err
+}
+
+// overdue reports, with c.mu held, whether the queue's oldest call has
+// waited at now more than half a round trip and a spare lane is free: the
+// lanes' calls, sent close together, return close together, so a call that
+// queues just after them would wait nearly a whole round trip for its
+// batch, and then another for the batch's reply. A spare lane sends the
+// queue at once, so that no call waits much more than half a round trip
+// before it is sent; when its batch returns, it drains as the other lanes
+// do, and their calls spread out over the round trip.
+func (c *coalescer) overdue(now time.Time) bool {
+	rtt := c.estimate()
+	return rtt > 0 && c.busy < c.lanes+c.lanes/2 && len(c.queue) > 0 && now.Sub(c.queue[0].queued) > rtt/2
 }
 
 // claim takes a free lane, if there is one and nothing queues for it.
