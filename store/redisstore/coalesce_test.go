@@ -183,12 +183,7 @@ func TestCoalescedBatchAfterScriptFlush(t *testing.T) {
 	admin := newClient(t, srv.Addr)
 	s := newCoalescingStore(t, newClient(t, srv.Addr), nil)
 	redisstore.WaitStartupCheck(s)
-	// Every connection set up, so none loads the script after the flush.
-	for start := time.Now(); redisstore.IdleConns(s) < redisstore.Conns(s); time.Sleep(time.Millisecond) {
-		if time.Since(start) > ceiling {
-			t.Fatalf("%d of %d connections ready after %v", redisstore.IdleConns(s), redisstore.Conns(s), ceiling)
-		}
-	}
+	waitConnsReady(t, s)
 	if err := admin.ScriptFlush(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
