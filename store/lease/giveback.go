@@ -196,7 +196,8 @@ func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 			e.mu.Lock()
 			e.left.Store(0)
 			e.expires.Store(0)
-			e.epoch = e.gen.Add(1) + 1
+			e.gen.Store(s.gens.Add(1))
+			e.epoch = e.gen.Load() + 1
 			e.deny = denial{}
 			e.takes = [maxTakes]take{}
 			e.mu.Unlock()

@@ -227,3 +227,41 @@ func TestRefundOfLongAgoIsLost(t *testing.T) {
 		t.Fatalf("%d tokens counted lost, want 1", rec.lost)
 	}
 }
+
+// A receipt of a lease of a key the store has since forgotten gives back
+// nothing in the key's later leases, and counts its tokens as lost.
+func TestRefundOfForgottenLease(t *testing.T) {
+	back, clock := backing(t)
+	rec := newRecorder()
+	s := newStore(t, back, lease.Config{Clock: clock, Observer: rec, Logger: quiet, SweepInterval: -1, MaxLease: 8})
+	h := hotHit("forgotten")
+	var old sluice.Result
+	for range 20 { // until a hit is served from the lease
+		calls := back.takes.Load()
+		if old = take(t, s, h)[0]; back.takes.Load() == calls {
+			break
+		}
+	}
+	for range 2 { // the lease goes back, then the key is forgotten
+		clock.Advance(3 * time.Second)
+		if err := s.Expire(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.Leased(); n != 0 {
+		t.Fatalf("%d keys hold lease state after two expiries, want 0", n)
+	}
+	for range 30 { // the key's leases anew
+		take(t, s, h)
+	}
+	before, lost := peek(t, s, h), rec.lost
+	if err := s.Refund(context.Background(), []sluice.Refund{{Hit: h, Receipt: old.Receipt}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := peek(t, s, h) - before; got != 0 {
+		t.Fatalf("a receipt of a forgotten lease gave back %d, want 0", got)
+	}
+	if got := rec.lost - lost; got != 1 {
+		t.Fatalf("%d tokens counted lost, want 1", got)
+	}
+}

@@ -31,6 +31,7 @@ type Store struct {
 	stop      chan struct{}
 	done      sync.WaitGroup
 	refunds   atomic.Int64 // refunds that failed: counted, logged, never retried
+	gens      atomic.Int64 // the last lease generation: generations are never reused, even by a key forgotten and seen again
 }
 
 var (

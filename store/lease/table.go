@@ -15,7 +15,7 @@ type entry struct {
 	left    atomic.Int64 // tokens held and not yet served
 	served  atomic.Int64 // tokens served from leases so far: local receipts name their places in this count
 	expires atomic.Int64 // µs: the lease serves while now < expires
-	gen     atomic.Int64 // lease generation: local receipts name it
+	gen     atomic.Int64 // lease generation (from Store.gens): local receipts name it
 	base    atomic.Int64 // fixed window: the backing's Remaining at the last refill
 	fullAt  atomic.Int64 // µs: when the backing's bucket is full, as of the last refill
 	winEnd  atomic.Int64 // fixed window: µs at which the lease's window ends

@@ -403,7 +403,8 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 		e.takes = [maxTakes]take{} // a new window: the old takes are spent
 	}
 	e.push(t)
-	gen := e.gen.Add(1)
+	gen := s.gens.Add(1)
+	e.gen.Store(gen)
 	if newWindow || e.epoch == 0 {
 		e.epoch = gen // receipts of past windows' leases are spent
 	}
