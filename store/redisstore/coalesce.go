@@ -84,7 +84,7 @@ type coalescer struct {
 	shared bool
 	mu     sync.Mutex
 	queue  []*waiter
-	busy   int // calls in flight or being assembled, at most c.lanes
+	busy   int // calls in flight or being assembled: c.lanes, and spare ones (see overdue)
 }
 
 // newCoalescer returns a coalescer of s's calls to ep, batching up to max
@@ -102,40 +102,55 @@ func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 		return c.takeNow(ctx, hits, out)
 	}
 	// Every lane is busy: queue, with the request's keys and arguments
-	// built outside the lock. A lane may have come free meanwhile, and its
-	// goroutine, finding the queue empty, released it: take it then, for
-	// nobody else would send this waiter.
-	w := &waiter{ctx: ctx, req: c.s.newRequest(hits, out), done: make(chan struct{}, 1), queued: c.clock()}
+	// built outside the lock.
+	w := newWaiter(ctx, c.s.newRequest(hits, out))
+	if c.enqueue(w) {
+		return c.takeNow(ctx, hits, out)
+	}
+	return w.wait()
+}
+
+func newWaiter(ctx context.Context, req request) *waiter {
+	return &waiter{ctx: ctx, req: req, done: make(chan struct{}, 1)}
+}
+
+// enqueue queues w, unless a lane came free since a failed claim: then it
+// takes the lane and reports true, and the caller sends w's request on it
+// (its goroutine, finding the queue empty, released the lane; nobody else
+// would send w). When the queue is overdue, it sends it on a spare lane.
+func (c *coalescer) enqueue(w *waiter) (claimed bool) {
+	w.queued = c.clock()
 	if c.beforeQueue != nil {
 		c.beforeQueue()
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.busy < c.lanes {
 		c.busy++
-		c.mu.Unlock()
-		return c.takeNow(ctx, hits, out)
+		return true
 	}
 	c.queue = append(c.queue, w)
-	extra := c.overdue(w.queued)
-	if extra {
+	if c.overdue(w.queued) {
 		c.busy++
-	}
-	c.mu.Unlock()
-	if extra {
 		go c.drain()
 	}
+	return false
+}
+
+// wait waits for a queued w's result, or for its context to end.
+func (w *waiter) wait() error {
 	select {
 	case <-w.done:
 		return w.err
-	case <-ctx.Done():
+	case <-w.ctx.Done():
 	}
 	switch {
 	case w.state.CompareAndSwap(queued, abandoned):
 		// Never sent: nothing can have been consumed.
-		return ctxError(ctx, false)
+		return ctxError(w.ctx, false)
 	case w.state.CompareAndSwap(sent, abandoned):
 		// In flight: the script may run. Its result is dropped.
-		return ctxError(ctx, true)
+		return ctxError(w.ctx, true)
 	}
 	<-w.done // being delivered right now
 	return w.err

@@ -48,10 +48,8 @@ type Config struct {
 	// package implements it). Default: none.
 	Events sluice.StoreEvents
 	// Coalesce is how many concurrent Take calls may share one script
-	// call. Default: 64, except on a Redis Cluster client, where the
-	// default is off (cross-slot requests are not coalesced with their
-	// refunds). 1 or negative turns coalescing off: every call is its own
-	// script call.
+	// call. Default: 64. 1 or negative turns coalescing off: every call is
+	// its own script call.
 	//
 	// While CoalesceLanes script calls are in flight, further calls queue,
 	// and the next call carries them, each decided atomically on its own,
@@ -68,6 +66,13 @@ type Config struct {
 	// context was cancelled), which the breaker does not count. A call
 	// whose context is done is never sent; otherwise a call that finds a
 	// free lane is sent whatever time it has left.
+	//
+	// On Redis Cluster a script call is one hash slot's, so each slot has
+	// its own lanes and queue. A request whose hits lie in several slots
+	// sends each slot's part through that slot's lanes, the slots side by
+	// side: the parts that find a free lane go at once in one pipeline,
+	// the others join their slots' next calls; if one part refuses, what
+	// the others took is given back exactly, as without coalescing.
 	Coalesce int
 	// CoalesceLanes is how many script calls a coalescing store keeps in
 	// flight. When every lane is busy and the oldest queued call has waited

@@ -101,8 +101,11 @@
 // Exactly these re-sends can happen, whatever the client: a script command
 // Redis answered NOSCRIPT is sent once more with the script's source (Redis
 // did not run it); a command go-redis could not write to any connection
-// (a dial error, a pool timeout, a connection found broken before writing)
-// may be tried on another; on Redis Cluster, a command answered MOVED or ASK
+// (a dial error, a pool timeout, a new connection's handshake timing out, a
+// connection found broken before writing) may be tried on another, on
+// Cluster up to MaxRedirects more times, so a call whose context has no
+// deadline can wait, attempt after attempt, for a master that is busy and
+// then succeed (give every call the request's deadline); on Redis Cluster, a command answered MOVED or ASK
 // is sent to the node named (Redis did not run it), and one answered
 // READONLY (sent to a former master) goes to the slot's master after the
 // slot map is reloaded. A command that may have reached Redis and run is
@@ -142,7 +145,12 @@
 // [*sluice.PartialError], so only the rules of the failed slots go to their
 // on_fail (see [sluice.PartialTaker]). Hits of one
 // [sluice.Hit.Group] share a hash tag, so a request's colocated hits stay
-// one script call. Coalescing batches per slot. The circuit breaker is per
+// one script call. Coalescing, on by default here too, batches per slot:
+// each slot has its own lanes and queue, and a request whose hits lie in
+// several slots sends each slot's group through that slot's lanes, the
+// slots side by side (the groups that find a free lane in one pipeline,
+// the others in their slots' next calls), with the same refunds when one
+// refuses. The circuit breaker is per
 // master, named by its address. Failed calls (dial errors, timeouts,
 // CLUSTERDOWN, an open breaker) make go-redis reload the slot map, at most
 // one reload at a time, 200 ms apart, so the slots of a dead master follow

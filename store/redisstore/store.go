@@ -56,9 +56,6 @@ func New(client Client, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("%w: nil client", ErrUnsupportedClient)
 	}
 	publicSecret := len(cfg.Secret) == 0
-	if _, ok := client.(*redis.ClusterClient); ok && cfg.Coalesce == 0 {
-		cfg.Coalesce = -1 // off by default on Cluster: see Config.Coalesce
-	}
 	cfg = cfg.withDefaults()
 	if strings.ContainsAny(cfg.Prefix, "{}") {
 		return nil, fmt.Errorf("redisstore: prefix %q contains a brace, which would change the keys' hash tag", cfg.Prefix)
