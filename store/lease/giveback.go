@@ -79,10 +79,15 @@ func (s *Store) refund(ctx context.Context, refunds []sluice.Refund) error {
 // and no lease of the key went back since the one the hit was served from
 // (refills in between do not matter; a fixed window's new window does);
 // otherwise its tokens went back, or were lost, with the lease: the
-// refund does nothing and is counted as lost (Observer.LeaseLost). A
-// refund clears the key's remembered denial. Other refunds go
-// to the backing store; over a backing store that is not a Refunder they
-// are an error wrapping [sluice.ErrInvalidHit].
+// refund does nothing and is counted as lost (Observer.LeaseLost). Such a
+// receipt gives each of its tokens back once: refunded again, or with a
+// Receipt.Taken larger than the hit took, it gives back nothing more. The
+// store tells apart the last 1,024 tokens served from a key's leases; the
+// tokens of a hit served before them are counted as lost. A refund that
+// gives tokens back clears the key's remembered denial. Other refunds go
+// to the backing store, which bounds them as it does its own; over a
+// backing store that is not a Refunder they are an error wrapping
+// [sluice.ErrInvalidHit].
 func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	if err := sluice.CheckRefunds(refunds); err != nil {
 		return fmt.Errorf("lease: %w", err)
@@ -96,7 +101,7 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	var pass []sluice.Refund
 	for i := range refunds {
 		r := &refunds[i]
-		if r.Receipt.Seq != localSeq {
+		if !isLocal(r.Receipt) {
 			pass = append(pass, *r)
 			continue
 		}
@@ -107,8 +112,14 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 		}
 		e.mu.Lock()
 		if e.refundable(r.Receipt.Mark, now) {
-			e.left.Add(r.Amount())
-			e.deny = denial{}
+			back, lost := e.redeem(r.Receipt, r.Amount())
+			if back > 0 {
+				e.left.Add(back)
+				e.deny = denial{}
+			}
+			if lost > 0 {
+				s.obs.LeaseLost(e.policy.Rule, lost)
+			}
 		} else {
 			// The lease went back or expired with the tokens: they are
 			// lost to this refund.
@@ -185,7 +196,8 @@ func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 			e.mu.Lock()
 			e.left.Store(0)
 			e.expires.Store(0)
-			e.epoch = e.gen.Add(1) + 1
+			e.gen.Store(s.gens.Add(1))
+			e.epoch = e.gen.Load() + 1
 			e.deny = denial{}
 			e.takes = [maxTakes]take{}
 			e.mu.Unlock()

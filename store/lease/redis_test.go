@@ -54,41 +54,61 @@ func (clockHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h clockHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if n := cmd.Name(); n == "evalsha" || n == "eval" {
-			args := cmd.Args()
-			if nkeys, ok := args[2].(int); ok && len(args) > 3+nkeys {
-				args[3+nkeys] = h.clock.Now().UnixMicro()
-			}
-		}
+		h.set(cmd)
 		return next(ctx, cmd)
 	}
 }
 
-func (clockHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+// ProcessPipelineHook sets the clock of a pipeline's scripts (on a
+// cluster the Redis store pipelines a request's per-slot scripts).
+func (h clockHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.set(cmd)
+		}
+		return next(ctx, cmds)
+	}
 }
 
-// The conformance suite over a real Redis: several clients are several
-// lease stores, each on its own Redis store and connection pool.
-func TestConformanceOverRedis(t *testing.T) {
-	srv := redistest.Start(t)
-	storetest.Run(t, func(t *testing.T) storetest.Harness {
+func (h clockHook) set(cmd redis.Cmder) {
+	if n := cmd.Name(); n == "evalsha" || n == "eval" {
+		args := cmd.Args()
+		if nkeys, ok := args[2].(int); ok && len(args) > 3+nkeys {
+			args[3+nkeys] = h.clock.Now().UnixMicro()
+		}
+	}
+}
+
+// leaseHarnesses returns a factory of conformance harnesses whose stores
+// are lease stores, each over its own backing store from backing (its own
+// client and connection pool), deciding by the harness's clock.
+func leaseHarnesses(backing func(t *testing.T, clock *storetest.Clock) sluice.Store) storetest.Factory {
+	return func(t *testing.T) storetest.Harness {
 		clock := storetest.NewClock(time.Now())
 		cfg := lease.Config{Clock: clock, Default: leaseAll, MaxLease: conformanceK, SweepInterval: -1}
 		return storetest.Harness{
-			Store:   newStore(t, redisStore(t, srv.Addr, clock), cfg),
+			Store:   newStore(t, backing(t, clock), cfg),
 			SetTime: clock.Set,
 			Atomic:  true,
 			Lease:   conformanceK,
 			Clients: func(t *testing.T, n int) []sluice.Store {
 				stores := make([]sluice.Store, n)
 				for i := range stores {
-					stores[i] = newStore(t, redisStore(t, srv.Addr, clock), cfg)
+					stores[i] = newStore(t, backing(t, clock), cfg)
 				}
 				return stores
 			},
 		}
-	})
+	}
+}
+
+// The conformance suite over a real Redis: several clients are several
+// lease stores, each on its own Redis store and connection pool.
+func TestConformanceOverRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	storetest.Run(t, leaseHarnesses(func(t *testing.T, clock *storetest.Clock) sluice.Store {
+		return redisStore(t, srv.Addr, clock)
+	}))
 }
 
 // evalCalls returns how many scripts the server has run.

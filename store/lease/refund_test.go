@@ -108,3 +108,160 @@ func TestFailedRefundsCounted(t *testing.T) {
 			rec.refundFailures, s.FailedRefunds(), rec.lost)
 	}
 }
+
+// A receipt of a hit served from a lease gives its tokens back once: a
+// second refund of it, or a refund beyond what it took (whatever its Taken
+// says), gives back nothing more.
+func TestRefundGivesBackOnce(t *testing.T) {
+	type refund struct{ units, taken int64 } // taken: Receipt.Taken as handed back, 0 for the real one
+	for _, tc := range []struct {
+		name    string
+		cost    int64
+		refunds []refund
+		oneCall bool // all refunds in one Refund call
+		want    int64
+	}{
+		{"once", 2, []refund{{}}, false, 2},
+		{"twice", 2, []refund{{}, {}}, false, 2},
+		{"twice in one call", 2, []refund{{}, {}}, true, 2},
+		{"three times", 1, []refund{{}, {}, {}}, false, 1},
+		{"part, then all", 3, []refund{{units: 1}, {}}, false, 3},
+		{"two parts within the take", 3, []refund{{units: 1}, {units: 1}}, false, 2},
+		{"two parts beyond the take", 3, []refund{{units: 2}, {units: 2}}, false, 3},
+		{"two parts beyond the take in one call", 3, []refund{{units: 2}, {units: 2}}, true, 3},
+		{"taken inflated", 1, []refund{{taken: 50}}, false, 1},
+		{"taken inflated, units beyond the take", 2, []refund{{units: 40, taken: 50}}, false, 2},
+		{"taken inflated, twice", 2, []refund{{taken: 50}, {taken: 50}}, false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			back, clock := backing(t)
+			rec := newRecorder()
+			s := newStore(t, back, lease.Config{Clock: clock, Observer: rec, Logger: quiet, SweepInterval: -1, MaxLease: 8})
+			h := hotHit("once")
+			for range 10 { // a lease of the key, K grown
+				take(t, s, h)
+			}
+			h.Cost = tc.cost
+			var r sluice.Result
+			for range 10 { // a hit served from the lease, not from the backing store
+				calls := back.takes.Load()
+				if r = take(t, s, h)[0]; back.takes.Load() == calls {
+					break
+				}
+			}
+			if !r.Allowed || r.Receipt.Taken != tc.cost {
+				t.Fatalf("the hit: %+v, want allowed with a receipt of %d", r, tc.cost)
+			}
+			before := peek(t, s, h)
+			var refunds []sluice.Refund
+			for _, rf := range tc.refunds {
+				rc := r.Receipt
+				if rf.taken != 0 {
+					rc.Taken = rf.taken
+				}
+				refunds = append(refunds, sluice.Refund{Hit: h, Receipt: rc, Units: rf.units})
+			}
+			calls := [][]sluice.Refund{refunds}
+			if !tc.oneCall {
+				calls = calls[:0]
+				for i := range refunds {
+					calls = append(calls, refunds[i:i+1])
+				}
+			}
+			for _, c := range calls {
+				if err := s.Refund(context.Background(), c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := peek(t, s, h) - before; got != tc.want {
+				t.Fatalf("the refunds gave back %d of a take of %d, want %d", got, tc.cost, tc.want)
+			}
+			if rec.lost != 0 {
+				t.Fatalf("%d tokens counted lost, want 0", rec.lost)
+			}
+		})
+	}
+}
+
+// A refund of a hit served more tokens ago than a lease store can tell
+// apart gives back nothing, and counts the tokens as lost; refunds of the
+// latest hits give back every token once, including those whose places
+// in the store's record were used by tokens given back before.
+func TestRefundOfLongAgoIsLost(t *testing.T) {
+	back, clock := backing(t)
+	rec := newRecorder()
+	s := newStore(t, back, lease.Config{Clock: clock, Observer: rec, Logger: quiet, SweepInterval: -1, MaxLease: 64})
+	h := sluice.Hit{Key: "long-ago", Limit: sluice.PerHour(1_000_000), Lease: leased}
+	var first sluice.Result
+	for range 20 { // until a hit is served from the lease
+		calls := back.takes.Load()
+		if first = take(t, s, h)[0]; back.takes.Load() == calls {
+			break
+		}
+	}
+	refundAll := func(rs ...sluice.Result) {
+		t.Helper()
+		refunds := make([]sluice.Refund, len(rs))
+		for i, r := range rs {
+			refunds[i] = sluice.Refund{Hit: h, Receipt: r.Receipt}
+		}
+		if err := s.Refund(context.Background(), refunds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refundAll(first)
+	second := take(t, s, h)[0]
+	var latest []sluice.Result
+	for i := range 2000 {
+		if r := take(t, s, h)[0]; i >= 1000 {
+			latest = append(latest, r)
+		}
+	}
+	before := peek(t, s, h)
+	refundAll(second)
+	refundAll(latest...)
+	if got := peek(t, s, h) - before; got != 1000 {
+		t.Fatalf("refunds of a hit 2,000 tokens ago and of the latest 1,000 gave back %d, want 1,000", got)
+	}
+	if rec.lost != 1 {
+		t.Fatalf("%d tokens counted lost, want 1", rec.lost)
+	}
+}
+
+// A receipt of a lease of a key the store has since forgotten gives back
+// nothing in the key's later leases, and counts its tokens as lost.
+func TestRefundOfForgottenLease(t *testing.T) {
+	back, clock := backing(t)
+	rec := newRecorder()
+	s := newStore(t, back, lease.Config{Clock: clock, Observer: rec, Logger: quiet, SweepInterval: -1, MaxLease: 8})
+	h := hotHit("forgotten")
+	var old sluice.Result
+	for range 20 { // until a hit is served from the lease
+		calls := back.takes.Load()
+		if old = take(t, s, h)[0]; back.takes.Load() == calls {
+			break
+		}
+	}
+	for range 2 { // the lease goes back, then the key is forgotten
+		clock.Advance(3 * time.Second)
+		if err := s.Expire(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.Leased(); n != 0 {
+		t.Fatalf("%d keys hold lease state after two expiries, want 0", n)
+	}
+	for range 30 { // the key's leases anew
+		take(t, s, h)
+	}
+	before, lost := peek(t, s, h), rec.lost
+	if err := s.Refund(context.Background(), []sluice.Refund{{Hit: h, Receipt: old.Receipt}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := peek(t, s, h) - before; got != 0 {
+		t.Fatalf("a receipt of a forgotten lease gave back %d, want 0", got)
+	}
+	if got := rec.lost - lost; got != 1 {
+		t.Fatalf("%d tokens counted lost, want 1", got)
+	}
+}

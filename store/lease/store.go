@@ -31,6 +31,7 @@ type Store struct {
 	stop      chan struct{}
 	done      sync.WaitGroup
 	refunds   atomic.Int64 // refunds that failed: counted, logged, never retried
+	gens      atomic.Int64 // the last lease generation: generations are never reused, even by a key forgotten and seen again
 }
 
 var (
@@ -40,9 +41,28 @@ var (
 	_ sluice.LocalStore     = (*Store)(nil)
 )
 
-// localSeq marks the receipts of hits served from a lease (Receipt.Seq);
-// Mark is then the lease's generation.
-const localSeq = math.MinInt64
+// A receipt of a hit served from a lease has a negative Seq (the backing
+// stores' sequence numbers are never negative); Mark is the lease's
+// generation. Seq names the hit's tokens: the low placeBits bits are the
+// place of its first token in the key's count of tokens served
+// (entry.served, modulo 2^placeBits), the bits above them its cost
+// (capped at costMask). So a refund gives back only tokens this receipt
+// took, each once (see [entry.redeem]), whatever Receipt.Taken says.
+const (
+	placeBits = 40
+	placeMask = 1<<placeBits - 1
+	costMask  = 1<<(63-placeBits) - 1
+)
+
+// localReceipt returns the receipt of a hit served from the lease of
+// generation gen: taken tokens, the last of them at place end-1.
+func localReceipt(taken, gen, end int64) sluice.Receipt {
+	place := (end - taken) & placeMask
+	return sluice.Receipt{Taken: taken, Mark: gen, Seq: math.MinInt64 | min(taken, costMask)<<placeBits | place}
+}
+
+// isLocal reports whether rc is the receipt of a hit served from a lease.
+func isLocal(rc sluice.Receipt) bool { return rc.Seq < 0 }
 
 // New returns a lease store over backing. It leases only when backing
 // implements [sluice.Refunder]: a refill takes up to K tokens with a
@@ -164,7 +184,7 @@ func (s *Store) takeLocal(h *sluice.Hit, out *sluice.Result) bool {
 		if e.left.CompareAndSwap(l, l-c) {
 			e.report(now, l-c, out)
 			out.Allowed = true
-			out.Receipt = sluice.Receipt{Taken: c, Mark: gen, Seq: localSeq}
+			out.Receipt = localReceipt(c, gen, e.served.Add(c))
 			return true
 		}
 	}

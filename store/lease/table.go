@@ -13,8 +13,9 @@ import (
 // reads are atomics; the refill state is guarded by mu.
 type entry struct {
 	left    atomic.Int64 // tokens held and not yet served
+	served  atomic.Int64 // tokens served from leases so far: local receipts name their places in this count
 	expires atomic.Int64 // µs: the lease serves while now < expires
-	gen     atomic.Int64 // lease generation: local receipts name it
+	gen     atomic.Int64 // lease generation (from Store.gens): local receipts name it
 	base    atomic.Int64 // fixed window: the backing's Remaining at the last refill
 	fullAt  atomic.Int64 // µs: when the backing's bucket is full, as of the last refill
 	winEnd  atomic.Int64 // fixed window: µs at which the lease's window ends
@@ -32,7 +33,54 @@ type entry struct {
 	dry        bool           // the last refill found less than it asked for
 	ttl        int64          // µs
 	deny       denial
-	epoch      int64 // the oldest generation whose local receipts may still be refunded
+	epoch      int64      // the oldest generation whose local receipts may still be refunded
+	given      *givenRing // which of the latest served tokens were given back; nil until a local refund
+	swept      int64      // served as of the last local refund: given's slots of later places are stale
+}
+
+// givenSpan is how many of a key's latest served tokens a local refund can
+// give back: the tokens of a refund that was served longer ago than that
+// are counted as lost. A power of two.
+const givenSpan = 1024
+
+// givenRing has a bit per token among the last givenSpan served, by place
+// modulo givenSpan: set once the token has been given back.
+type givenRing [givenSpan / 64]uint64
+
+// redeem gives back up to units of the tokens local receipt rc names, each
+// token once: back is how many go back into the lease (the caller adds
+// them), lost how many were served too long ago to tell (counted as lost,
+// never given back). A receipt whose tokens were given back already, or
+// that names tokens not served yet, gives back nothing; so does the part
+// of a refund beyond the receipt's own cost, whatever its Taken says.
+// Called with e.mu held.
+func (e *entry) redeem(rc sluice.Receipt, units int64) (back, lost int64) {
+	served := e.served.Load()
+	cost := int64(uint64(rc.Seq)>>placeBits) & costMask
+	place := served - (served-rc.Seq)&placeMask // the latest place at or before served with these low bits
+	if cost == 0 || served-place < cost {
+		return 0, 0
+	}
+	units = min(units, cost)
+	if e.given == nil {
+		e.given = new(givenRing) // no token was given back before: every bit clear
+	} else {
+		// Clear the slots of the places served since the last refund:
+		// they held the bits of places givenSpan earlier.
+		for p := max(e.swept, served-givenSpan); p < served; p++ {
+			e.given[p/64%(givenSpan/64)] &^= 1 << (p % 64)
+		}
+	}
+	e.swept = served
+	old := min(cost, max(0, served-givenSpan-place)) // served too long ago to tell
+	for p := place + old; p < place+cost && back < units; p++ {
+		w, bit := &e.given[p/64%(givenSpan/64)], uint64(1)<<(p%64)
+		if *w&bit == 0 {
+			*w |= bit
+			back++
+		}
+	}
+	return back, min(units-back, old)
 }
 
 // live reports whether e's lease may serve now: before it expires. Held

@@ -370,7 +370,7 @@ func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []
 			p.e.report(now, left, &out[i])
 			out[i].Allowed = true
 			if admitted {
-				out[i].Receipt = sluice.Receipt{Taken: p.reserved, Mark: p.gen, Seq: localSeq}
+				out[i].Receipt = localReceipt(p.reserved, p.gen, p.e.served.Add(p.reserved))
 			}
 		case kDeny:
 			e := p.e
@@ -403,7 +403,8 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 		e.takes = [maxTakes]take{} // a new window: the old takes are spent
 	}
 	e.push(t)
-	gen := e.gen.Add(1)
+	gen := s.gens.Add(1)
+	e.gen.Store(gen)
 	if newWindow || e.epoch == 0 {
 		e.epoch = gen // receipts of past windows' leases are spent
 	}
@@ -441,12 +442,13 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 	var out sluice.Result
 	e.report(now, left, &out)
 	out.Allowed = true
-	out.Receipt = sluice.Receipt{Taken: h.Units(), Mark: gen, Seq: localSeq}
 	if extra == 0 && held == 0 {
 		// The hit took exactly its cost from the backing store: its
 		// receipt is the backing store's, refundable there whatever
 		// becomes of the lease.
 		out.Receipt = r.Receipt
+	} else {
+		out.Receipt = localReceipt(h.Units(), gen, e.served.Add(h.Units()))
 	}
 	return out
 }

@@ -64,7 +64,7 @@ func (cl *cluster) coalescer(slot int) *coalescer {
 	if c := p.Load(); c != nil {
 		return c
 	}
-	c := &coalescer{s: cl.s, max: cl.s.coalesce.max, lanes: cl.s.coalesce.lanes}
+	c := newCoalescer(cl.s, nil, cl.s.coalesce.max, cl.s.coalesce.lanes)
 	if p.CompareAndSwap(nil, c) {
 		return c
 	}

@@ -75,7 +75,11 @@ type Config struct {
 	// the others took is given back exactly, as without coalescing.
 	Coalesce int
 	// CoalesceLanes is how many script calls a coalescing store keeps in
-	// flight. Default: 4.
+	// flight. When every lane is busy and the oldest queued call has waited
+	// more than half a round trip, the queue goes at once on a spare lane,
+	// up to half as many again (6 in all by default): calls sent together
+	// return together, and a call queued just after them would otherwise
+	// wait a whole round trip before its own. Default: 4.
 	CoalesceLanes int
 	// Conns is how many ready connections the store keeps: connections it
 	// takes from the client's pool ([redis.Client.Conn]) and sets up in the
@@ -84,8 +88,8 @@ type Config struct {
 	// by Little's law a store needs its rate of script calls times their
 	// worst round trip: without coalescing, 1,000 checks/s at 20 ms need 20
 	// connections, 2,000/s at 50 ms need 100. With coalescing, at most
-	// CoalesceLanes calls are in flight whatever the rate, so twice that
-	// leaves room for replacements. Default: 2 × CoalesceLanes when
+	// 1.5 × CoalesceLanes calls are in flight whatever the rate, so twice
+	// CoalesceLanes leaves room for replacements. Default: 2 × CoalesceLanes when
 	// coalescing, else 32; a default never exceeds the client's PoolSize
 	// less 2, which the client keeps for the store's background checks.
 	// Negative turns ready connections off: commands go through the

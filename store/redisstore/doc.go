@@ -76,10 +76,19 @@
 // context of the command that uses it, and closes a connection whose
 // command timed out. So the store keeps [Config.Conns] ready connections of
 // its own, taken from the client's pool and set up in the background
-// (handshake done, PINGed): at start, after a connection fails, and
-// whenever one is missing. A request waits, within its budget, for a ready
-// connection, and never dials or shakes hands; while Redis cannot be
-// reached, a request that finds no ready connection fails at once. A
+// (handshake done, then a PING with the store's scripts loaded, so that a
+// fresh or restarted server does not answer the first calls NOSCRIPT): at
+// start, after a connection fails, and whenever one is missing. A request
+// waits, within its budget, for a ready connection, and never dials or
+// shakes hands; while Redis cannot be reached, a request that finds no
+// ready connection fails at once. A request that waited, and has no more
+// time left than a round trip takes (a moving average of the commands on
+// the ready connections, seeded by their set-up), fails then without being
+// sent: unambiguously, with [sluice.ErrTimeout], and without counting
+// towards the breaker, as it would if it were sent and timed out. So a
+// fresh store's first requests, made before its first connection is ready
+// (two round trips), fail at once if they cannot be answered in time,
+// without opening the breaker. A
 // connection the server closed (a restart) makes the store replace its idle
 // ones too. The circuit breaker's probe also runs in the background (see
 // [BreakerConfig]). This needs a [*redis.Client] whose handshake cannot

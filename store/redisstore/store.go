@@ -86,7 +86,7 @@ func New(client Client, cfg Config) (*Store, error) {
 	// Process must see every command.
 	if src, ok := client.(*redis.Client); ok && conns > 0 {
 		if readySafe(opt) {
-			ep.ready = newReadySet(src, opt, conns, cfg.SetupTimeout, cfg.Logger, name)
+			ep.ready = newReadySet(src, opt, conns, cfg.SetupTimeout, cfg.Logger, name, &ep.rtt)
 		} else {
 			cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn,
 				"redisstore: the client's connections are set up on first use, inside a request's budget; build it with redisstore.NewClient, or set Protocol: 2 or MaintNotificationsConfig Mode disabled in redis.Options, so that the store keeps connections ready",
@@ -103,7 +103,7 @@ func New(client Client, cfg Config) (*Store, error) {
 		policy:   newPolicyWatch(cfg),
 	}
 	if cfg.Coalesce > 1 {
-		s.coalesce = &coalescer{s: s, max: cfg.Coalesce, lanes: cfg.CoalesceLanes}
+		s.coalesce = newCoalescer(s, ep, cfg.Coalesce, cfg.CoalesceLanes)
 	}
 	if cc, ok := client.(*redis.ClusterClient); ok {
 		s.cluster = newCluster(s, cc, cfg)

@@ -61,6 +61,7 @@ func Run(t *testing.T, newHarness Factory) {
 	t.Run("RefundExact", func(t *testing.T) { testRefundExact(t, newHarness) })
 	t.Run("RefundAfterRefill", func(t *testing.T) { testRefundAfterRefill(t, newHarness) })
 	t.Run("RefundInvalid", func(t *testing.T) { testRefundInvalid(t, newHarness) })
+	t.Run("RefundRepeated", func(t *testing.T) { testRefundRepeated(t, newHarness) })
 	t.Run("Reset", func(t *testing.T) { testReset(t, newHarness) })
 	t.Run("Inspect", func(t *testing.T) { testInspect(t, newHarness) })
 	t.Run("Limiter", func(t *testing.T) { testLimiter(t, newHarness) })

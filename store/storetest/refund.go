@@ -167,6 +167,39 @@ func testRefundInvalid(t *testing.T, newHarness Factory) {
 	}
 }
 
+// testRefundRepeated: a receipt refunded again and again never leaves its
+// bucket fuller than full. After three takes and ten refunds of the last
+// one's receipt, the takes that follow admit at most the capacity.
+func testRefundRepeated(t *testing.T, newHarness Factory) {
+	for _, a := range algorithms {
+		t.Run(a.alg.String(), func(t *testing.T) {
+			h := newHarness(t)
+			rf := refunder(t, h)
+			h.SetTime(windowStart(time.Second))
+			hit := sluice.Hit{Key: uniqueKey(t, "repeated"), Limit: a.limit, Algorithm: a.alg}
+			var last sluice.Result
+			for range 3 {
+				if last = take1(t, h.Store, hit); !last.Allowed {
+					t.Fatalf("a take under the limit refused: %+v", last)
+				}
+			}
+			for range 10 {
+				refund(t, rf, sluice.Refund{Hit: hit, Receipt: last.Receipt})
+			}
+			capacity := a.limit.Capacity()
+			admitted := int64(0)
+			for range 3 * capacity {
+				if take1(t, h.Store, hit).Allowed {
+					admitted++
+				}
+			}
+			if admitted > capacity {
+				t.Fatalf("after ten refunds of one take of 1: %d admitted, want at most the capacity, %d", admitted, capacity)
+			}
+		})
+	}
+}
+
 // testReset: a reset bucket is full again, in every algorithm; other
 // buckets keep their state.
 func testReset(t *testing.T, newHarness Factory) {

@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/middleware"
 	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/store/lease"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/redisstore"
 )
@@ -41,7 +42,13 @@ const (
 // E2EServers are the servers compared end to end: the same handler without
 // a limiter, behind the sluice middleware on each store, behind the floor
 // middleware, and the A/A control.
-var E2EServers = []string{"none", "memstore", "redis", "redis-coalesced", e2eFloor, e2eControl}
+var E2EServers = []string{"none", "memstore", e2eLease, "redis", "redis-coalesced", e2eFloor, e2eControl}
+
+// e2eLease is the sluice middleware on a lease store over the Redis store
+// (store/lease), its rule reading the API key as the others' does but
+// putting every request in one bucket: the hot key leases are for, served
+// in process once a lease holds tokens.
+const e2eLease = "lease"
 
 // e2eFloor is the same handler behind the least a Redis limiter can do: a
 // middleware of a few lines around the plain-Lua baseline peer, one EVALSHA
@@ -126,10 +133,23 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 		return mux, func() { _ = env.Close() }, nil
 	}
 	spec := bench.HighLimit(nil)
-	set, err := rules.New(rules.Rule{
+	rule := rules.Rule{
 		Name: "per-api-key", Key: keyfunc.APIKey("X-API-Key"),
 		Limit: sluice.Limit{Rate: spec.Rate, Period: spec.Period, Burst: spec.Burst},
-	})
+	}
+	if store == e2eLease {
+		// The API key is read as by the other servers' rule, and every
+		// request goes to one bucket: only the store differs.
+		apiKey := rule.Key
+		rule.Key = keyfunc.New(apiKey.Kind(), func(r *http.Request) (string, error) {
+			if _, err := apiKey.Identity(r); err != nil {
+				return "", err
+			}
+			return "hot", nil
+		})
+		rule.Lease = sluice.LeasePolicy{Enabled: true}
+	}
+	set, err := rules.New(rule)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -139,6 +159,22 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 	case "memstore":
 		m := memstore.New(memstore.Config{})
 		st, cleanup = m, func() { m.Close() }
+	case e2eLease:
+		r, err := redisstore.New(env.NewClient(), redisstore.Config{Secret: bench.Secret, Coalesce: -1})
+		if err != nil {
+			return nil, nil, err
+		}
+		l, err := lease.New(r, lease.Config{Instances: 1, MaxLease: 4096, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return nil, nil, err
+		}
+		st, cleanup = l, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = l.Close(ctx)
+			r.Close()
+			_ = env.Close()
+		}
 	case "redis", "redis-coalesced":
 		client := env.NewClient() // as the floor's: the same options and round-trip hook
 		// One script call per request unless coalesced.

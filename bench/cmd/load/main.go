@@ -19,7 +19,8 @@
 //   - race: several instances per peer, each on its own client, racing on
 //     one key with a limit of 100: admitted versus limit;
 //   - e2e: a real HTTP server (a child process) without a limiter, behind
-//     the sluice middleware on memstore and on Redis, and behind the floor
+//     the sluice middleware on memstore, on Redis and on local leases over
+//     Redis (one hot key), and behind the floor
 //     (one plain-Lua EVALSHA per request), under an open-loop load at
 //     -e2e-rate and a closed-loop load at saturation.
 //

@@ -624,9 +624,15 @@ func renderE2E(b *strings.Builder, res *Results, chartDir string, charts map[str
 	t := table{b}
 	s := res.Settings
 	b.WriteString("### HTTP end to end\n\n")
+	leaseServer := ""
+	if slices.ContainsFunc(res.E2E, func(r E2ERun) bool { return r.Server == e2eLease }) {
+		leaseServer = "; `lease` is the middleware on local leases (store/lease, K up to 4096) over that Redis " +
+			"store, its rule reading the API key as the others' does but putting every request in one bucket: a hot key, " +
+			"served in process"
+	}
 	fmt.Fprintf(b, "A net/http server in a child process on 127.0.0.1, a trivial handler alone (`none`) or behind the sluice "+
 		"middleware with one rule per API key (%d keys) on memstore, on the Redis above (`redis`, one script call per "+
-		"request) or on the same with coalescing (`redis-coalesced`, Config.Coalesce 64); `plain-lua` is the floor of any "+
+		"request) or on the same with coalescing (`redis-coalesced`, Config.Coalesce 64)%s; `plain-lua` is the floor of any "+
 		"Redis limiter: a middleware of a few lines doing one EVALSHA of the plain-Lua baseline per request on the same "+
 		"client settings, so what sluice's `redis` adds beyond it is sluice's own; `none (again)` is a second "+
 		"server without a limiter, an A/A control: what it adds to `none` is this run's noise in every added figure. The load generator writes "+
@@ -642,7 +648,7 @@ func renderE2E(b *strings.Builder, res *Results, chartDir string, charts map[str
 		"timeouts), so compare its added latency with sluice's only where sluice's undecided count is 0. "+
 		"\"Server CPU per request\" is the server process's user and system time over the measured slices. "+
 		"Client, server and Redis share the same 2 cores.\n\n",
-		s.Keys, joinInts(s.E2ERates), s.E2EWorkers, s.E2EConc, s.E2EDuration, s.Rounds, s.Warmup)
+		s.Keys, leaseServer, joinInts(s.E2ERates), s.E2EWorkers, s.E2EConc, s.E2EDuration, s.Rounds, s.Warmup)
 	chartLink(b, chartDir, "e2e.svg", "HTTP p99 and throughput", charts)
 	t.head("server", "load", "req/s", "p50", "p99", "p99.9", "max", "p50 added", "p99 added",
 		"in the middleware p50 / p99 / p99.9", "server CPU per request", "errors / non-200", "undecided")
