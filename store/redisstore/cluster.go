@@ -23,6 +23,13 @@ import (
 // more round trip, as a request that cannot be admitted, so the caller sees
 // what a single node would have answered.
 //
+// A coalescing store has a coalescer per slot (a batch is one script call,
+// so one slot's): a single-slot request goes through its slot's; a
+// cross-slot request sends each group through its slot's, the groups that
+// find a free lane together in one cluster pipeline, the others queued in
+// their slots' batches, all side by side (see takeCoalesced). Refunds are
+// not coalesced.
+//
 // When some groups fail (CLUSTERDOWN, TRYAGAIN after its retries, a dead
 // master, its breaker open) and the others are decided, Take gives back
 // what the decided groups took and fails as a whole; TakePartial instead
@@ -57,7 +64,7 @@ func (cl *cluster) coalescer(slot int) *coalescer {
 	if c := p.Load(); c != nil {
 		return c
 	}
-	c := &coalescer{s: cl.s, max: cl.s.coalesce.max, lanes: cl.s.coalesce.lanes}
+	c := newCoalescer(cl.s, nil, cl.s.coalesce.max, cl.s.coalesce.lanes)
 	if p.CompareAndSwap(nil, c) {
 		return c
 	}
@@ -172,18 +179,15 @@ func (s *Store) groupBySlot(keys []string, hits []sluice.Hit) []*slotGroup {
 // takeSlots decides a request whose hits lie in several slots. With
 // partial, failed slots fail only their hits (see partialFailure).
 func (cl *cluster) takeSlots(ctx context.Context, keys []string, hits []sluice.Hit, out []sluice.Result, partial bool) error {
-	s := cl.s
-	groups := s.groupBySlot(keys, hits)
-	cmds := make([][]any, len(groups))
-	for i, g := range groups {
-		cmds[i] = takeCommand([]*request{&g.req})
+	groups := cl.s.groupBySlot(keys, hits)
+	var errs []error
+	if cl.coalescers != nil {
+		errs = cl.takeCoalesced(ctx, groups)
+	} else {
+		errs = cl.takeGroups(ctx, groups)
 	}
-	replies, errs := cl.runMany(ctx, "redisstore: take", cmds)
 	var failure error
 	for i, g := range groups {
-		if errs[i] == nil {
-			errs[i] = s.finish(replies[i], []*request{&g.req})
-		}
 		if errs[i] != nil {
 			if failure == nil || sluice.IsAmbiguous(errs[i]) && !sluice.IsAmbiguous(failure) {
 				failure = errs[i]
@@ -215,6 +219,86 @@ func (cl *cluster) takeSlots(ctx context.Context, keys []string, hits []sluice.H
 	}
 	cl.giveBack(ctx, groups, hits, out)
 	return nil
+}
+
+// takeGroups decides groups, one script call per group in one cluster
+// pipeline, and returns each group's error.
+func (cl *cluster) takeGroups(ctx context.Context, groups []*slotGroup) []error {
+	cmds := make([][]any, len(groups))
+	for i, g := range groups {
+		cmds[i] = takeCommand([]*request{&g.req})
+	}
+	replies, errs := cl.runMany(ctx, "redisstore: take", cmds)
+	for i, g := range groups {
+		if errs[i] == nil {
+			errs[i] = cl.s.finish(replies[i], []*request{&g.req})
+		}
+	}
+	return errs
+}
+
+// takeCoalesced decides groups, each through its slot's coalescer, and
+// returns each group's error. A group whose slot has a free lane takes it
+// and is sent at once, with the other such groups, in one cluster pipeline
+// (one pipeline per node, the nodes concurrently), as without coalescing;
+// a group whose slot has every lane busy queues there and joins that
+// slot's next batch, decided atomically on its own as any member is. The
+// pipeline and the batches run side by side: the request takes one round
+// of wall time, or the time its slowest slot's queue takes.
+func (cl *cluster) takeCoalesced(ctx context.Context, groups []*slotGroup) []error {
+	errs := make([]error, len(groups))
+	var (
+		now     []*slotGroup // sent at once, on lanes of their slots
+		nowAt   []int
+		lanes   []*coalescer
+		waiters []*waiter // queued, by group; nil for the others
+	)
+	for i, g := range groups {
+		c := cl.coalescer(slotOf(g.req.keys[0]))
+		if !c.claim() {
+			w := newWaiter(ctx, g.req)
+			if !c.enqueue(w) {
+				if waiters == nil {
+					waiters = make([]*waiter, len(groups))
+				}
+				waiters[i] = w
+				continue
+			}
+		}
+		now, nowAt, lanes = append(now, g), append(nowAt, i), append(lanes, c)
+	}
+	if len(now) > 0 {
+		for j, err := range cl.takeOnLanes(ctx, now, lanes) {
+			errs[nowAt[j]] = err
+		}
+	}
+	for i, w := range waiters {
+		if w != nil {
+			errs[i] = w.wait()
+		}
+	}
+	return errs
+}
+
+// takeOnLanes decides groups, each on a lane claimed for it in lanes, in
+// one cluster pipeline, returns each group's error, and frees the lanes,
+// even if the client panics (a lane kept would queue every later call of
+// its slot).
+func (cl *cluster) takeOnLanes(ctx context.Context, groups []*slotGroup, lanes []*coalescer) []error {
+	defer func() {
+		for _, c := range lanes {
+			c.handOff()
+		}
+	}()
+	start := lanes[0].clock()
+	errs := cl.takeGroups(ctx, groups)
+	took := lanes[0].clock().Sub(start)
+	for j, err := range errs {
+		if err == nil {
+			lanes[j].observe(took)
+		}
+	}
+	return errs
 }
 
 // appendRefunds appends to refunds one refund per hit of hits that took

@@ -30,6 +30,7 @@ func TestCluster(t *testing.T) {
 	t.Run("NoDoubleExecution", func(t *testing.T) { testClusterNoDoubleExecution(t, c) })
 	t.Run("CrossSlotAllOrNothing", func(t *testing.T) { testClusterCrossSlot(t, c) })
 	t.Run("CrossSlotRace", func(t *testing.T) { testClusterCrossSlotRace(t, c) })
+	t.Run("CrossSlotCoalesced", func(t *testing.T) { testClusterCrossSlotCoalesced(t, c) })
 	t.Run("Partial", func(t *testing.T) { testClusterPartial(t, c) })
 }
 
@@ -332,5 +333,132 @@ func testClusterCrossSlotRace(t *testing.T, c *redistest.Cluster) {
 	}
 	if float64(many) < 0.97*float64(one) {
 		t.Fatalf("the cluster admitted %d, under 97 %% of the single node's %d", many, one)
+	}
+}
+
+// testClusterCrossSlotCoalesced: goroutines sharing one coalescing store,
+// with one lane per slot so that their calls queue and share batches, send
+// requests of two rules, per user and global, in different slots. No
+// bucket admits more than its allowance, and every bucket has exactly its
+// allowance left less what admitted requests took (the clock stands
+// still): what a refused request took in the other slot was given back
+// exactly, no more, no less. Script calls carrying the global bucket's key
+// more than once show that the requests' global parts were batched.
+func testClusterCrossSlotCoalesced(t *testing.T, c *redistest.Cluster) {
+	const (
+		goroutines = 32
+		requests   = 100 // per goroutine
+		users      = 40
+		userBurst  = 5
+		global     = 100
+	)
+	clock := storetest.NewClock(time.Now())
+	client := newClusterClient(t, c.Addrs())
+	batches := &batchCounter{}
+	client.AddHook(batches)
+	s := newStoreWith(t, client, clock, redisstore.Config{CoalesceLanes: 1})
+	prefix := "coalesced-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
+	userHit := func(u int) sluice.Hit {
+		return sluice.Hit{Key: prefix + "user" + strconv.Itoa(u), Limit: sluice.PerHour(userBurst), Cost: 1}
+	}
+	globalHit := sluice.Hit{Key: prefix + "global", Limit: sluice.PerHour(global), Cost: 1}
+	batches.key = redisstore.KeyOf(s, globalHit)
+	globalSlot := redisstore.SlotOf(batches.key)
+	for u := range users {
+		if redisstore.SlotOf(redisstore.KeyOf(s, userHit(u))) == globalSlot {
+			t.Fatalf("user %d's bucket shares the global bucket's slot: the requests would not be cross-slot", u)
+		}
+	}
+	perUser := make([]int64, users)
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 11))
+			out := make([]sluice.Result, 2)
+			for range requests {
+				u := int(float64(users) * rng.Float64() * rng.Float64()) // skewed
+				hits := []sluice.Hit{userHit(u), globalHit}
+				if err := s.Take(context.Background(), hits, out); err != nil {
+					t.Error(err)
+					return
+				}
+				if sluice.Admitted(hits, out) {
+					admitted.Add(1)
+					atomic.AddInt64(&perUser[u], 1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d requests of 2 rules: %d admitted; %d script calls carried %d global parts", goroutines*requests, admitted.Load(), batches.calls.Load(), batches.parts.Load())
+	if t.Failed() {
+		return
+	}
+	if n := admitted.Load(); n > global || n == 0 {
+		t.Fatalf("admitted %d, want 1 to %d (the global allowance)", n, global)
+	}
+	if got, want := peek(t, s, globalHit).Remaining, global-admitted.Load(); got != want {
+		t.Fatalf("the global bucket has %d left, want %d: its allowance less the admitted requests' takes", got, want)
+	}
+	for u, n := range perUser {
+		if n > userBurst {
+			t.Fatalf("user %d admitted %d, above its allowance %d", u, n, userBurst)
+		}
+		if got, want := peek(t, s, userHit(u)).Remaining, userBurst-n; got != want {
+			t.Fatalf("user %d's bucket has %d left, want %d: its allowance less its admitted requests' takes", u, got, want)
+		}
+	}
+	if f := redisstore.RefundFailures(s); f != 0 {
+		t.Fatalf("%d refunds failed", f)
+	}
+	if batches.calls.Load() == 0 {
+		t.Fatal("no script call carried two requests' global parts: they were not batched")
+	}
+}
+
+// batchCounter is a go-redis hook counting the take script calls that
+// carry key more than once (batches of several requests' hits on it), and
+// how many times they carry it.
+type batchCounter struct {
+	key          string
+	calls, parts atomic.Int64
+}
+
+func (*batchCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (b *batchCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		b.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (b *batchCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			b.count(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (b *batchCounter) count(cmd redis.Cmder) {
+	args := cmd.Args() // evalsha, digest, key count, keys..., arguments...
+	if len(args) < 3 || args[1] != redisstore.TakeSHA() {
+		return
+	}
+	nkeys, _ := args[2].(int)
+	n := 0
+	for _, k := range args[3:min(3+nkeys, len(args))] {
+		if k == b.key {
+			n++
+		}
+	}
+	if n > 1 {
+		b.calls.Add(1)
+		b.parts.Add(int64(n))
 	}
 }

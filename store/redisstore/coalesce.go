@@ -12,8 +12,9 @@ import (
 )
 
 // Coalescing. While Config.CoalesceLanes script calls are in flight, further Take calls
-// queue; when one returns, the next call carries up to Config.Coalesce of
-// them, each decided atomically on its own by the script (as if each had
+// queue (a queue whose oldest call has waited half a round trip goes on a
+// spare lane, see overdue); when one returns, the next call carries up to
+// Config.Coalesce of them, each decided atomically on its own by the script (as if each had
 // its own call, in queue order within the batch; the calls in flight on
 // the lanes run in either order, as concurrent calls do). Nothing
 // waits on a timer: a store with a free lane sends a lone call at once, on
@@ -53,7 +54,8 @@ const (
 )
 
 type waiter struct {
-	ctx context.Context
+	ctx    context.Context
+	queued time.Time // when it queued, by the coalescer's clock
 	// req holds the request's script keys and arguments, built on the
 	// caller's goroutine: a batch may be assembled after the caller gave up
 	// and reused its hits for another request. Its hits and out are read
@@ -74,12 +76,25 @@ type coalescer struct {
 	// beforeQueue, when set, runs between a failed claim and queueing.
 	// Only tests set it, through export_test.go, to free the lanes there.
 	beforeQueue func()
-	// rtt estimates a successful call's round trip, in nanoseconds: see
-	// observe.
-	rtt   atomic.Int64
-	mu    sync.Mutex
-	queue []*waiter
-	busy  int // calls in flight or being assembled, at most c.lanes
+	// rtt estimates a successful call's round trip. shared: it is the
+	// endpoint's, which times each command on its ready connections and
+	// their set-up (see newCoalescer); otherwise the coalescer times its
+	// calls (see observe).
+	rtt    *rttEstimate
+	shared bool
+	mu     sync.Mutex
+	queue  []*waiter
+	busy   int // calls in flight or being assembled: c.lanes, and spare ones (see overdue)
+}
+
+// newCoalescer returns a coalescer of s's calls to ep, batching up to max
+// calls, with lanes calls in flight.
+func newCoalescer(s *Store, ep *endpoint, max, lanes int) *coalescer {
+	c := &coalescer{s: s, max: max, lanes: lanes, rtt: &rttEstimate{}}
+	if ep != nil && ep.ready != nil {
+		c.rtt, c.shared = &ep.rtt, true
+	}
+	return c
 }
 
 func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
@@ -87,36 +102,71 @@ func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 		return c.takeNow(ctx, hits, out)
 	}
 	// Every lane is busy: queue, with the request's keys and arguments
-	// built outside the lock. A lane may have come free meanwhile, and its
-	// goroutine, finding the queue empty, released it: take it then, for
-	// nobody else would send this waiter.
-	w := &waiter{ctx: ctx, req: c.s.newRequest(hits, out), done: make(chan struct{}, 1)}
+	// built outside the lock.
+	w := newWaiter(ctx, c.s.newRequest(hits, out))
+	if c.enqueue(w) {
+		return c.takeNow(ctx, hits, out)
+	}
+	return w.wait()
+}
+
+func newWaiter(ctx context.Context, req request) *waiter {
+	return &waiter{ctx: ctx, req: req, done: make(chan struct{}, 1)}
+}
+
+// enqueue queues w, unless a lane came free since a failed claim: then it
+// takes the lane and reports true, and the caller sends w's request on it
+// (its goroutine, finding the queue empty, released the lane; nobody else
+// would send w). When the queue is overdue, it sends it on a spare lane.
+func (c *coalescer) enqueue(w *waiter) (claimed bool) {
+	w.queued = c.clock()
 	if c.beforeQueue != nil {
 		c.beforeQueue()
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.busy < c.lanes {
 		c.busy++
-		c.mu.Unlock()
-		return c.takeNow(ctx, hits, out)
+		return true
 	}
 	c.queue = append(c.queue, w)
-	c.mu.Unlock()
+	if c.overdue(w.queued) {
+		c.busy++
+		go c.drain()
+	}
+	return false
+}
+
+// wait waits for a queued w's result, or for its context to end.
+func (w *waiter) wait() error {
 	select {
 	case <-w.done:
 		return w.err
-	case <-ctx.Done():
+	case <-w.ctx.Done():
 	}
 	switch {
 	case w.state.CompareAndSwap(queued, abandoned):
 		// Never sent: nothing can have been consumed.
-		return ctxError(ctx, false)
+		return ctxError(w.ctx, false)
 	case w.state.CompareAndSwap(sent, abandoned):
 		// In flight: the script may run. Its result is dropped.
-		return ctxError(ctx, true)
+		return ctxError(w.ctx, true)
 	}
 	<-w.done // being delivered right now
 	return w.err
+}
+
+// overdue reports, with c.mu held, whether the queue's oldest call has
+// waited at now more than half a round trip and a spare lane is free: the
+// lanes' calls, sent close together, return close together, so a call that
+// queues just after them would wait nearly a whole round trip for its
+// batch, and then another for the batch's reply. A spare lane sends the
+// queue at once, so that no call waits much more than half a round trip
+// before it is sent; when its batch returns, it drains as the other lanes
+// do, and their calls spread out over the round trip.
+func (c *coalescer) overdue(now time.Time) bool {
+	rtt := c.estimate()
+	return rtt > 0 && c.busy < c.lanes+c.lanes/2 && len(c.queue) > 0 && now.Sub(c.queue[0].queued) > rtt/2
 }
 
 // claim takes a free lane, if there is one and nothing queues for it.
@@ -172,6 +222,7 @@ func (c *coalescer) handOff() {
 // drain sends batches until the queue is empty.
 func (c *coalescer) drain() {
 	for {
+		c.awaitConn()
 		c.mu.Lock()
 		var batch []*waiter
 		n := 0
@@ -200,6 +251,37 @@ func (c *coalescer) drain() {
 			c.run(batch)
 		}
 	}
+}
+
+// awaitConn waits, when the store keeps ready connections and none is
+// idle, until one is or the last queued call's deadline passes: a batch
+// is assembled when it can be sent, so that the members left out are
+// those that no longer have time, rather than all of them timing out
+// waiting for its connection (see endpoint.process).
+func (c *coalescer) awaitConn() {
+	ready := c.s.ep.ready
+	if !c.shared || ready == nil || ready.idle() {
+		return
+	}
+	c.mu.Lock()
+	var last time.Time
+	for _, w := range c.queue {
+		d, ok := w.ctx.Deadline()
+		if !ok { // as before: the batch's own call waits
+			last = time.Time{}
+			break
+		}
+		if d.After(last) {
+			last = d
+		}
+	}
+	c.mu.Unlock()
+	if last.IsZero() { // nothing queued, or a call without a deadline
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), last)
+	defer cancel()
+	ready.await(ctx)
 }
 
 // unfit reports why a request with ctx should not join a batch assembled
@@ -312,24 +394,16 @@ func (c *coalescer) clock() time.Time {
 }
 
 // estimate returns the estimate of a round trip (0 until one was timed).
-func (c *coalescer) estimate() time.Duration { return time.Duration(c.rtt.Load()) }
+func (c *coalescer) estimate() time.Duration { return c.rtt.get() }
 
-// observe folds a successful call's round trip d into the estimate: an
-// exponentially weighted moving average giving d a weight of 1/8, as TCP's
-// smoothed round-trip time does (RFC 6298). From zero it climbs over some
-// calls, erring towards sending; one slow call moves it by an eighth, and
-// later calls bring it back: a lone call with a free lane is sent whatever
-// its budget, so the estimate keeps being renewed. Failed calls are not
-// folded in: a Redis that times out must reach the breaker, not turn
-// callers away here. With several lanes, a round trip may include waiting
-// behind the other lanes' scripts in Redis, so the estimate errs long by
-// a few scripts' runs, tens of microseconds each.
+// observe folds a successful call's round trip d into the estimate, unless
+// the estimate is the endpoint's (see shared), which times its commands
+// itself. With several lanes, a round trip may include waiting behind the
+// other lanes' scripts in Redis, so the estimate errs long by a few
+// scripts' runs, tens of microseconds each.
 func (c *coalescer) observe(d time.Duration) {
-	for {
-		old := c.rtt.Load()
-		if c.rtt.CompareAndSwap(old, old+(int64(max(d, 0))-old)/8) {
-			return
-		}
+	if !c.shared {
+		c.rtt.observe(d)
 	}
 }
 

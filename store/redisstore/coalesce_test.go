@@ -183,6 +183,7 @@ func TestCoalescedBatchAfterScriptFlush(t *testing.T) {
 	admin := newClient(t, srv.Addr)
 	s := newCoalescingStore(t, newClient(t, srv.Addr), nil)
 	redisstore.WaitStartupCheck(s)
+	waitConnsReady(t, s)
 	if err := admin.ScriptFlush(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -305,6 +306,7 @@ func TestCoalescerKeepsLanesCallsInFlight(t *testing.T) {
 	gc := &gatedClient{Client: rc, clock: storetest.NewClock(time.Now()),
 		entered: make(chan struct{}, 8), release: make(chan struct{}, 8)}
 	s := newStoreWith(t, gc, nil, redisstore.Config{Coalesce: 8, StartupCheckTimeout: -1})
+	redisstore.SetCoalesceClock(s, gc.clock.Now) // no time passes: no queue is overdue
 	t.Cleanup(func() { close(gc.release) })
 	hit := func(key string) []sluice.Hit { return []sluice.Hit{{Key: key, Limit: sluice.PerHour(10), Cost: 1}} }
 	// Which held call a release lets through is up to the scheduler, so
@@ -479,6 +481,7 @@ func newGatedStore(t *testing.T) (*redisstore.Store, *gatedClient) {
 	gc := &gatedClient{Client: newClient(t, srv.Addr), clock: storetest.NewClock(time.Now()),
 		entered: make(chan struct{}, 8), release: make(chan struct{}, 8)}
 	s := newStoreWith(t, gc, nil, redisstore.Config{Coalesce: 8, StartupCheckTimeout: -1})
+	redisstore.SetCoalesceClock(s, gc.clock.Now) // no time passes: no queue is overdue
 	t.Cleanup(func() { close(gc.release) })
 	return s, gc
 }
@@ -694,6 +697,66 @@ func TestTakeWithDoneContext(t *testing.T) {
 		}
 		if rc.Exists(context.Background(), redisstore.KeyOf(s, hit)).Val() != 0 {
 			t.Errorf("Coalesce %d: a call with a done context was sent", coalesce)
+		}
+	}
+}
+
+// With every lane busy, a call arriving when the queue's oldest call has
+// waited more than half a round trip sends the queue at once on a spare
+// lane, up to half as many lanes again; beyond that, calls queue.
+func TestCoalescerSendsAnOverdueQueueOnASpareLane(t *testing.T) {
+	const rtt = 80 * time.Millisecond
+	srv := redistest.Start(t)
+	clock := storetest.NewClock(time.Now())
+	gc := &gatedClient{Client: newClient(t, srv.Addr), clock: clock, rtt: rtt,
+		entered: make(chan struct{}, 16), release: make(chan struct{}, 16)}
+	s := newStoreWith(t, gc, nil, redisstore.Config{Coalesce: 8, StartupCheckTimeout: -1})
+	redisstore.SetCoalesceClock(s, clock.Now)
+	t.Cleanup(func() { close(gc.release) })
+	hit := func(key string) []sluice.Hit { return []sluice.Hit{{Key: key, Limit: sluice.PerHour(10), Cost: 1}} }
+	done := make(chan error, 16)
+	take := func(key string) {
+		go func() { done <- s.Take(context.Background(), hit(key), make([]sluice.Result, 1)) }()
+	}
+	// One call timed: the estimate is an eighth of its round trip, 10 ms.
+	take("timed")
+	recv(t, gc.entered, "the first call")
+	gc.release <- struct{}{}
+	if err := recv(t, done, "the first call"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range redisstore.Lanes {
+		take(fmt.Sprint("lane ", i))
+		recv(t, gc.entered, "a call with a free lane")
+	}
+	spares := redisstore.Lanes / 2
+	for i := range spares + 1 {
+		take(fmt.Sprint("queued ", i))
+		waitQueued(t, s, 1)
+		take(fmt.Sprint("fresh ", i)) // the queue has not waited: no spare lane
+		waitQueued(t, s, 2)
+		clock.Advance(5*time.Millisecond + 1) // over half the estimate
+		take(fmt.Sprint("late ", i))
+		if i == spares { // every spare lane busy
+			waitQueued(t, s, 3)
+			select {
+			case <-gc.entered:
+				t.Fatalf("a call was sent with %d lanes and %d spare ones busy", redisstore.Lanes, spares)
+			case <-time.After(50 * time.Millisecond):
+			}
+			break
+		}
+		recv(t, gc.entered, "the overdue queue's batch on a spare lane")
+		if q := redisstore.Queued(s); q != 0 {
+			t.Fatalf("%d calls queued after the spare lane took the queue", q)
+		}
+	}
+	for range redisstore.Lanes + spares + 1 {
+		gc.release <- struct{}{}
+	}
+	for range redisstore.Lanes + 3*(spares+1) {
+		if err := recv(t, done, "a call"); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -48,10 +48,8 @@ type Config struct {
 	// package implements it). Default: none.
 	Events sluice.StoreEvents
 	// Coalesce is how many concurrent Take calls may share one script
-	// call. Default: 64, except on a Redis Cluster client, where the
-	// default is off (cross-slot requests are not coalesced with their
-	// refunds). 1 or negative turns coalescing off: every call is its own
-	// script call.
+	// call. Default: 64. 1 or negative turns coalescing off: every call is
+	// its own script call.
 	//
 	// While CoalesceLanes script calls are in flight, further calls queue,
 	// and the next call carries them, each decided atomically on its own,
@@ -68,9 +66,20 @@ type Config struct {
 	// context was cancelled), which the breaker does not count. A call
 	// whose context is done is never sent; otherwise a call that finds a
 	// free lane is sent whatever time it has left.
+	//
+	// On Redis Cluster a script call is one hash slot's, so each slot has
+	// its own lanes and queue. A request whose hits lie in several slots
+	// sends each slot's part through that slot's lanes, the slots side by
+	// side: the parts that find a free lane go at once in one pipeline,
+	// the others join their slots' next calls; if one part refuses, what
+	// the others took is given back exactly, as without coalescing.
 	Coalesce int
 	// CoalesceLanes is how many script calls a coalescing store keeps in
-	// flight. Default: 4.
+	// flight. When every lane is busy and the oldest queued call has waited
+	// more than half a round trip, the queue goes at once on a spare lane,
+	// up to half as many again (6 in all by default): calls sent together
+	// return together, and a call queued just after them would otherwise
+	// wait a whole round trip before its own. Default: 4.
 	CoalesceLanes int
 	// Conns is how many ready connections the store keeps: connections it
 	// takes from the client's pool ([redis.Client.Conn]) and sets up in the
@@ -79,8 +88,8 @@ type Config struct {
 	// by Little's law a store needs its rate of script calls times their
 	// worst round trip: without coalescing, 1,000 checks/s at 20 ms need 20
 	// connections, 2,000/s at 50 ms need 100. With coalescing, at most
-	// CoalesceLanes calls are in flight whatever the rate, so twice that
-	// leaves room for replacements. Default: 2 × CoalesceLanes when
+	// 1.5 × CoalesceLanes calls are in flight whatever the rate, so twice
+	// CoalesceLanes leaves room for replacements. Default: 2 × CoalesceLanes when
 	// coalescing, else 32; a default never exceeds the client's PoolSize
 	// less 2, which the client keeps for the store's background checks.
 	// Negative turns ready connections off: commands go through the

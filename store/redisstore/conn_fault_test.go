@@ -126,6 +126,14 @@ func (l *loadStats) failed(err error) {
 	l.kinds[kind]++
 }
 
+// kind returns how many calls failed with an error of kind k, ambiguous
+// or not.
+func (l *loadStats) kind(k error) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.kinds[k.Error()] + l.kinds[k.Error()+" (ambiguous)"]
+}
+
 func (l *loadStats) share() float64 {
 	return float64(l.decided.Load()) / float64(max(l.sent.Load(), 1))
 }
@@ -184,6 +192,13 @@ func (e *connEnv) load(d time.Duration, stop <-chan struct{}, onDecided func(tim
 // away, inside the budget, decides (nearly) every call from the start,
 // without a reconnect storm, and no call runs a handshake. It logs the
 // decided share per latency.
+//
+// A fresh store's first calls cannot all be decided: a connection's set-up
+// takes two round trips (the handshake, then a PING with the scripts
+// loaded), and a call arriving before it is ready has less than a round
+// trip left when it is: such calls fail at once, unambiguously, and never
+// open the breaker. At +20 ms they are the first 10 to 25 ms of calls, so
+// the run lasts long enough that the share measures the steady state too.
 func TestDecidedUnderLatency(t *testing.T) {
 	for _, tc := range []struct {
 		latency  time.Duration
@@ -203,7 +218,11 @@ func TestDecidedUnderLatency(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			timing := os.Getenv("SLUICE_TIMING") != ""
 			e := newConnEnvWith(t, tc.latency, cfg)
-			st := e.load(2*time.Second, nil, nil)
+			run := 2 * time.Second
+			if tc.minShare > 0 {
+				run = 4 * time.Second
+			}
+			st := e.load(run, nil, nil)
 			conns := redisstore.Conns(e.store)
 			t.Logf("%s: %v; %d connections opened for %d ready", name, st, e.px.Opened(), conns)
 			switch {
@@ -215,6 +234,8 @@ func TestDecidedUnderLatency(t *testing.T) {
 				t.Logf("decided share and connections opened not asserted (want at least %.0f %%, at most %d): set SLUICE_TIMING=1 on a quiet machine", tc.minShare*100, 2*conns)
 			case st.share() < tc.minShare:
 				t.Errorf("decided %.2f %% of calls, want at least %.0f %%", st.share()*100, tc.minShare*100)
+			case st.kind(sluice.ErrBreakerOpen) > 0:
+				t.Errorf("the breaker opened: %d calls refused by it", st.kind(sluice.ErrBreakerOpen))
 			}
 			// Near the budget, calls time out and their connections are
 			// replaced: the bound holds where calls fit in the budget, and
@@ -320,5 +341,84 @@ func TestRedisRestartUnderLoad(t *testing.T) {
 	}
 	if n := e.spy.paid.Load(); n > 0 {
 		t.Errorf("calls ran %d dials or handshakes", n)
+	}
+}
+
+// TestCallsBeforeSetUpFailUnsent: calls made as a fresh store starts, on a
+// Redis 40 ms away, wait for its first connection, which takes at least
+// two round trips to set up (80 ms). With a budget of 100 ms they are left
+// with less than a round trip when it is ready: they fail at once,
+// unambiguously, since nothing was sent, and the breaker does not count
+// them. Sent, they would time out.
+func TestCallsBeforeSetUpFailUnsent(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  redisstore.Config
+	}{
+		{"coalescing", redisstore.Config{}},
+		{"coalescing off", redisstore.Config{Coalesce: -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const rtt, budget = 40 * time.Millisecond, 100 * time.Millisecond
+			e := newConnEnvWith(t, rtt, tc.cfg)
+			const calls = 30
+			errs := make([]error, calls)
+			var wg sync.WaitGroup
+			for i := range calls {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), requestKey{}, true), budget)
+					defer cancel()
+					errs[i] = e.store.Take(ctx, []sluice.Hit{{Key: fmt.Sprint("k", i), Limit: sluice.PerSecond(1000), Cost: 1}}, make([]sluice.Result, 1))
+				}()
+			}
+			wg.Wait()
+			failed := 0
+			for _, err := range errs {
+				switch {
+				case err == nil:
+				case sluice.IsAmbiguous(err) || !errors.Is(err, sluice.ErrTimeout):
+					t.Errorf("a call made before the set-up failed with %v, want an unambiguous timeout", err)
+				default:
+					failed++
+				}
+			}
+			// A call made at once needs the set-up's two round trips
+			// and its own: 120 ms, over its budget.
+			if failed == 0 {
+				t.Errorf("every call made before the set-up was decided, want the first ones to fail")
+			}
+			if st := e.store.BreakerState(); st != sluice.BreakerClosed {
+				t.Errorf("breaker %v, want closed", st)
+			}
+			t.Logf("%d of %d calls failed unsent", failed, calls)
+		})
+	}
+}
+
+// TestSetUpLoadsScripts: a store's first call on a server without its
+// scripts finds them loaded by the connection's set-up: no NOSCRIPT.
+func TestSetUpLoadsScripts(t *testing.T) {
+	srv := redistest.Start(t)
+	direct := newClient(t, srv.Addr)
+	if err := direct.ScriptFlush(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	client, err := redisstore.NewClient(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	s := newStoreWith(t, client, nil, redisstore.Config{StartupCheckTimeout: -1}) // no background preload
+	err = s.Take(context.Background(), []sluice.Hit{{Key: "k", Limit: sluice.PerSecond(10), Cost: 1}}, make([]sluice.Result, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.ScriptReloads(); n != 0 {
+		t.Errorf("%d script reloads, want 0", n)
+	}
+	if n := commandCalls(t, direct, "eval"); n != 0 {
+		t.Errorf("%d EVAL calls, want 0", n)
 	}
 }

@@ -76,10 +76,19 @@
 // context of the command that uses it, and closes a connection whose
 // command timed out. So the store keeps [Config.Conns] ready connections of
 // its own, taken from the client's pool and set up in the background
-// (handshake done, PINGed): at start, after a connection fails, and
-// whenever one is missing. A request waits, within its budget, for a ready
-// connection, and never dials or shakes hands; while Redis cannot be
-// reached, a request that finds no ready connection fails at once. A
+// (handshake done, then a PING with the store's scripts loaded, so that a
+// fresh or restarted server does not answer the first calls NOSCRIPT): at
+// start, after a connection fails, and whenever one is missing. A request
+// waits, within its budget, for a ready connection, and never dials or
+// shakes hands; while Redis cannot be reached, a request that finds no
+// ready connection fails at once. A request that waited, and has no more
+// time left than a round trip takes (a moving average of the commands on
+// the ready connections, seeded by their set-up), fails then without being
+// sent: unambiguously, with [sluice.ErrTimeout], and without counting
+// towards the breaker, as it would if it were sent and timed out. So a
+// fresh store's first requests, made before its first connection is ready
+// (two round trips), fail at once if they cannot be answered in time,
+// without opening the breaker. A
 // connection the server closed (a restart) makes the store replace its idle
 // ones too. The circuit breaker's probe also runs in the background (see
 // [BreakerConfig]). This needs a [*redis.Client] whose handshake cannot
@@ -92,8 +101,11 @@
 // Exactly these re-sends can happen, whatever the client: a script command
 // Redis answered NOSCRIPT is sent once more with the script's source (Redis
 // did not run it); a command go-redis could not write to any connection
-// (a dial error, a pool timeout, a connection found broken before writing)
-// may be tried on another; on Redis Cluster, a command answered MOVED or ASK
+// (a dial error, a pool timeout, a new connection's handshake timing out, a
+// connection found broken before writing) may be tried on another, on
+// Cluster up to MaxRedirects more times, so a call whose context has no
+// deadline can wait, attempt after attempt, for a master that is busy and
+// then succeed (give every call the request's deadline); on Redis Cluster, a command answered MOVED or ASK
 // is sent to the node named (Redis did not run it), and one answered
 // READONLY (sent to a former master) goes to the slot's master after the
 // slot map is reloaded. A command that may have reached Redis and run is
@@ -133,7 +145,12 @@
 // [*sluice.PartialError], so only the rules of the failed slots go to their
 // on_fail (see [sluice.PartialTaker]). Hits of one
 // [sluice.Hit.Group] share a hash tag, so a request's colocated hits stay
-// one script call. Coalescing batches per slot. The circuit breaker is per
+// one script call. Coalescing, on by default here too, batches per slot:
+// each slot has its own lanes and queue, and a request whose hits lie in
+// several slots sends each slot's group through that slot's lanes, the
+// slots side by side (the groups that find a free lane in one pipeline,
+// the others in their slots' next calls), with the same refunds when one
+// refuses. The circuit breaker is per
 // master, named by its address. Failed calls (dial errors, timeouts,
 // CLUSTERDOWN, an open breaker) make go-redis reload the slot map, at most
 // one reload at a time, 200 ms apart, so the slots of a dead master follow

@@ -32,6 +32,14 @@ const Lanes = defaultLanes
 // that can find every lane busy.
 func SetBeforeQueue(s *Store, f func()) { s.coalesce.beforeQueue = f }
 
+// IdleConns returns how many of s's ready connections are idle.
+func IdleConns(s *Store) int {
+	if s.ep.ready == nil {
+		return 0
+	}
+	return len(s.ep.ready.conns)
+}
+
 // Conns returns how many ready connections s keeps (0: none).
 func Conns(s *Store) int {
 	if s.ep.ready == nil {

@@ -119,3 +119,15 @@ func (h clockHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		return next(ctx, cmds)
 	}
 }
+
+// waitConnsReady waits until every ready connection s keeps is set up and
+// idle: a connection set up later loads the scripts again, as after a
+// restart, which a test of a flushed script cache must not meet.
+func waitConnsReady(t testing.TB, s *redisstore.Store) {
+	t.Helper()
+	for start := time.Now(); redisstore.IdleConns(s) < redisstore.Conns(s); time.Sleep(time.Millisecond) {
+		if time.Since(start) > ceiling {
+			t.Fatalf("%d of %d connections ready after %v", redisstore.IdleConns(s), redisstore.Conns(s), ceiling)
+		}
+	}
+}

@@ -53,6 +53,7 @@ type readySet struct {
 	setupFor time.Duration
 	log      *slog.Logger
 	endpoint string
+	rtt      *rttEstimate // seeded by the first set-up
 
 	conns    chan *redis.Conn      // ready, idle
 	held     atomic.Int64          // ready, in use, or being set up
@@ -65,8 +66,8 @@ type readySet struct {
 	stopped  atomic.Bool   // run returned: connections given back are closed
 }
 
-func newReadySet(src conner, opt *redis.Options, size int, setupFor time.Duration, log *slog.Logger, endpoint string) *readySet {
-	r := &readySet{src: src, size: size, setupFor: setupFor, log: log, endpoint: endpoint,
+func newReadySet(src conner, opt *redis.Options, size int, setupFor time.Duration, log *slog.Logger, endpoint string, rtt *rttEstimate) *readySet {
+	r := &readySet{src: src, size: size, setupFor: setupFor, log: log, endpoint: endpoint, rtt: rtt,
 		conns: make(chan *redis.Conn, size), wake: make(chan struct{}, 1), failedCh: make(chan struct{})}
 	if opt != nil && opt.Dialer != nil {
 		network, addr, dialer := opt.Network, opt.Addr, opt.Dialer
@@ -87,29 +88,46 @@ func newReadySet(src conner, opt *redis.Options, size int, setupFor time.Duratio
 // the calls holding the connections report how Redis is doing.
 var errNoConn = fmt.Errorf("%w: no ready connection", redis.ErrPoolTimeout)
 
-// get returns a ready connection, waiting for one until ctx is done. While
-// the endpoint cannot be reached (the last set-up failed), a request that
-// finds no ready connection fails at once instead.
-func (r *readySet) get(ctx context.Context) (*redis.Conn, error) {
+// get returns a ready connection, waiting for one until ctx is done, and
+// whether it waited. While the endpoint cannot be reached (the last set-up
+// failed), a request that finds no ready connection fails at once instead.
+func (r *readySet) get(ctx context.Context) (c *redis.Conn, waited bool, err error) {
+	select {
+	case c := <-r.conns:
+		return c, false, nil
+	default:
+	}
 	for {
-		select {
-		case c := <-r.conns:
-			return c, nil
-		default:
-		}
 		if err := r.down.Load(); err != nil {
-			return nil, fmt.Errorf("%w: %w", errNoConn, *err)
+			return nil, false, fmt.Errorf("%w: %w", errNoConn, *err)
 		}
 		r.mu.Lock()
 		failed := r.failedCh
 		r.mu.Unlock()
 		select {
 		case c := <-r.conns:
-			return c, nil
+			return c, true, nil
 		case <-failed:
 		case <-ctx.Done():
-			return nil, &sluice.StoreError{Op: "redisstore: take", Kind: ctxKind(ctx), Err: fmt.Errorf("%w within the budget: %w", errNoConn, ctx.Err())}
+			return nil, true, &sluice.StoreError{Op: "redisstore: take", Kind: ctxKind(ctx), Err: fmt.Errorf("%w within the budget: %w", errNoConn, ctx.Err())}
 		}
+		select {
+		case c := <-r.conns:
+			return c, true, nil
+		default:
+		}
+	}
+}
+
+// idle reports whether a ready connection is idle.
+func (r *readySet) idle() bool { return len(r.conns) > 0 }
+
+// await waits until a ready connection is idle, the endpoint cannot be
+// reached, or ctx is done. It takes no connection.
+func (r *readySet) await(ctx context.Context) {
+	c, _, err := r.get(ctx)
+	if err == nil {
+		r.conns <- c // never blocks: it was held
 	}
 }
 
@@ -241,8 +259,7 @@ func (r *readySet) add(ctx context.Context) bool {
 		}
 	}
 	c := r.src.Conn()
-	// The first command on the connection runs the handshake.
-	if err := c.Ping(ctx).Err(); err != nil {
+	if err := r.prepare(ctx, c); err != nil {
 		_ = c.Close()
 		if !r.failed.Swap(true) {
 			r.log.LogAttrs(context.Background(), slog.LevelDebug, "redisstore: cannot set up a connection; retrying in the background",
@@ -259,6 +276,36 @@ func (r *readySet) add(ctx context.Context) bool {
 		r.closeIdle()
 	}
 	return true
+}
+
+// prepare runs c's handshake (its first command does) and, in one round trip
+// after it, a PING and the loading of the store's scripts, so that the
+// first request on a fresh server or after a restart finds them: loading a
+// script the server has is cheap, and connections are set up rarely. A
+// script Redis refuses to load (an ACL, say) is loaded on first use, as
+// the store does whenever Redis reports one missing. The set-up, two round
+// trips when the connection was dialled without delay, seeds the estimate
+// of a round trip the endpoint keeps until a command is timed: half of it,
+// which errs long by half the dial.
+func (r *readySet) prepare(ctx context.Context, c *redis.Conn) error {
+	start := time.Now()
+	var ping *redis.StatusCmd
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		ping = p.Ping(ctx)
+		p.ScriptLoad(ctx, takeSource)
+		p.ScriptLoad(ctx, refundSource)
+		return nil
+	})
+	if err := ping.Err(); err != nil {
+		return err
+	}
+	if err != nil && !isReply(err) {
+		return err
+	}
+	if r.rtt != nil {
+		r.rtt.seed(time.Since(start) / 2)
+	}
+	return nil
 }
 
 // closeIdle closes the ready connections once the set stops.

@@ -71,6 +71,7 @@ func TestScriptFlushIsReloadedTransparently(t *testing.T) {
 		t.Fatalf("first: %+v %v", out[0], err)
 	}
 	redisstore.WaitStartupCheck(s) // its SCRIPT LOAD must not land after the flush
+	waitConnsReady(t, s)
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}

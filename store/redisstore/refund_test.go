@@ -43,6 +43,7 @@ func TestRefundBatchIsOneScriptCall(t *testing.T) {
 	clock := storetest.NewClock(time.Now())
 	s := newStoreWith(t, c, clock, redisstore.Config{})
 	redisstore.WaitStartupCheck(s) // it loads the scripts
+	waitConnsReady(t, s)
 	ctx := context.Background()
 	for _, flush := range []bool{false, true} {
 		var hits []sluice.Hit

@@ -56,9 +56,6 @@ func New(client Client, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("%w: nil client", ErrUnsupportedClient)
 	}
 	publicSecret := len(cfg.Secret) == 0
-	if _, ok := client.(*redis.ClusterClient); ok && cfg.Coalesce == 0 {
-		cfg.Coalesce = -1 // off by default on Cluster: see Config.Coalesce
-	}
 	cfg = cfg.withDefaults()
 	if strings.ContainsAny(cfg.Prefix, "{}") {
 		return nil, fmt.Errorf("redisstore: prefix %q contains a brace, which would change the keys' hash tag", cfg.Prefix)
@@ -89,7 +86,7 @@ func New(client Client, cfg Config) (*Store, error) {
 	// Process must see every command.
 	if src, ok := client.(*redis.Client); ok && conns > 0 {
 		if readySafe(opt) {
-			ep.ready = newReadySet(src, opt, conns, cfg.SetupTimeout, cfg.Logger, name)
+			ep.ready = newReadySet(src, opt, conns, cfg.SetupTimeout, cfg.Logger, name, &ep.rtt)
 		} else {
 			cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn,
 				"redisstore: the client's connections are set up on first use, inside a request's budget; build it with redisstore.NewClient, or set Protocol: 2 or MaintNotificationsConfig Mode disabled in redis.Options, so that the store keeps connections ready",
@@ -106,7 +103,7 @@ func New(client Client, cfg Config) (*Store, error) {
 		policy:   newPolicyWatch(cfg),
 	}
 	if cfg.Coalesce > 1 {
-		s.coalesce = &coalescer{s: s, max: cfg.Coalesce, lanes: cfg.CoalesceLanes}
+		s.coalesce = newCoalescer(s, ep, cfg.Coalesce, cfg.CoalesceLanes)
 	}
 	if cc, ok := client.(*redis.ClusterClient); ok {
 		s.cluster = newCluster(s, cc, cfg)
