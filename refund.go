@@ -42,6 +42,13 @@ type Refund struct {
 // if the take had never happened (briefly under-admitting), never with
 // more.
 //
+// Give a receipt back once. A store need not remember the receipts it has
+// honoured: the memory and Redis stores of this module do not, and a
+// second refund of the same receipt may give its tokens back again, as
+// long as the bucket still holds that many taken (never beyond full). The
+// local lease store (store/lease) does remember, and gives a receipt's
+// tokens back at most once.
+//
 // Refund decides refunds independently: each is applied or not on its
 // own. A refund of a peek, a forced hit, or a hit whose receipt took
 // nothing is an error wrapping [ErrInvalidHit], as is Units outside 0 to

@@ -39,8 +39,8 @@ type entry struct {
 }
 
 // givenSpan is how many of a key's latest served tokens a local refund can
-// give back: the tokens of a refund that was served longer ago than that
-// are counted as lost. A power of two.
+// give back: the tokens of a hit served longer ago than that are counted
+// as lost when refunded. A power of two.
 const givenSpan = 1024
 
 // givenRing has a bit per token among the last givenSpan served, by place
