@@ -125,9 +125,8 @@ func (r *readySet) idle() bool { return len(r.conns) > 0 }
 // await waits until a ready connection is idle, the endpoint cannot be
 // reached, or ctx is done. It takes no connection.
 func (r *readySet) await(ctx context.Context) {
-	c, _, err := r.get(ctx)
-	if err == nil {
-		r.conns <- c // never blocks: it was held
+	if c, _, err := r.get(ctx); err == nil {
+		r.put(c, nil)
 	}
 }
 

@@ -98,6 +98,10 @@ func TestRestartedRedisDecidesWithoutError(t *testing.T) {
 	if err := s.Take(ctx, []sluice.Hit{hit}, out); err != nil {
 		t.Fatal(err)
 	}
+	// Every connection set up first: one still being set up when the
+	// server goes would fail, and calls would fail at once until it is
+	// retried, each counted by the breaker (Redis was down).
+	waitConnsReady(t, s)
 	srv.Restart() // scripts and data gone
 	// The pooled connection died with the old server; its failure is
 	// reported, unambiguous or not, and never as a decision.
