@@ -111,3 +111,48 @@ func Info(addr, section string) (map[string]string, error) {
 	}
 	return m, nil
 }
+
+// WaitReplicated waits until every replica of the server at addr has
+// acknowledged all it had written when called (replication is
+// asynchronous: a master killed right after a write may take it with it),
+// or fails after timeout. It needs at least one online replica.
+func WaitReplicated(addr string, timeout time.Duration) error {
+	info, err := Info(addr, "replication")
+	if err != nil {
+		return err
+	}
+	want, err := strconv.ParseInt(info["master_repl_offset"], 10, 64)
+	if err != nil {
+		return fmt.Errorf("redistest: master_repl_offset of %s: %v", addr, err)
+	}
+	for deadline := time.Now().Add(timeout); ; time.Sleep(5 * time.Millisecond) {
+		behind, replicas := 0, 0
+		for k, v := range info {
+			if !strings.HasPrefix(k, "slave") || k == "slave_read_repl_offset" || k == "slave_repl_offset" {
+				continue
+			}
+			if _, err := strconv.Atoi(strings.TrimPrefix(k, "slave")); err != nil {
+				continue
+			}
+			replicas++
+			off := int64(-1)
+			for _, f := range strings.Split(v, ",") {
+				if n, ok := strings.CutPrefix(f, "offset="); ok {
+					off, _ = strconv.ParseInt(n, 10, 64)
+				}
+			}
+			if !strings.Contains(v, "state=online") || off < want {
+				behind++
+			}
+		}
+		if replicas > 0 && behind == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redistest: %d of %d replicas of %s behind offset %d after %v", behind, replicas, addr, want, timeout)
+		}
+		if info, err = Info(addr, "replication"); err != nil {
+			return err
+		}
+	}
+}

@@ -33,6 +33,9 @@ func TestClusterServesEverySlotAndFailsOver(t *testing.T) {
 	if _, err := DoString(m.Addr, "SET", "{user:42}", "x"); err != nil {
 		t.Fatalf("SET on the slot's master: %v", err)
 	}
+	if err := WaitReplicated(m.Addr, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	other := c.Nodes[0]
 	if other == m {
 		other = c.Nodes[1]

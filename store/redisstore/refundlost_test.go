@@ -54,6 +54,11 @@ func TestClusterRefundLostWithItsNode(t *testing.T) {
 	}
 	slot := redisstore.SlotOf(redisstore.KeyOf(s, hits[0]))
 	victim := c.MasterOf(slot)
+	// The replica has the first take before the request: what the kill
+	// can lose is the request's own.
+	if err := redistest.WaitReplicated(victim.Addr, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	client.AddHook(&killBeforeRefund{kill: victim.Kill})
 
 	if err := s.Take(ctx, hits, out); err != nil {
