@@ -137,7 +137,10 @@
 // as a refused request, in one more round trip, before Take returns: the
 // results are a single node's. A refund is never retried: a failed one is
 // counted and logged, and loses at most its request's cost (the buckets
-// under-admit until they refill; nothing over-admits). When some slots fail
+// under-admit until they refill; nothing over-admits). Refunds go out under
+// the request's context, so that Take never outlasts its budget: when a
+// failing slot used up the deadline, the others' refunds fail that way.
+// When some slots fail
 // (CLUSTERDOWN, TRYAGAIN after its retries, a master that does not answer,
 // its breaker open) and the others are decided, Take gives back what the
 // decided slots took and fails as a whole; [Store.TakePartial], which the
