@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -70,22 +71,28 @@ func BenchmarkTake(b *testing.B) {
 			if bc.coalesce {
 				s = newCoalescingStore(b, newClient(b, srv.Addr), nil)
 			}
-			ks := benchKeys(bc.keys)
-			var seq atomic.Int64
-			b.ReportAllocs()
-			b.SetParallelism(32) // 64 goroutines on 2 cores, as in the target
-			b.RunParallel(func(pb *testing.PB) {
-				hits := []sluice.Hit{{Limit: benchLimit, Cost: 1}}
-				out := make([]sluice.Result, 1)
-				i := int(seq.Add(7919))
-				for pb.Next() {
-					hits[0].Key = ks[i%len(ks)]
-					i++
-					if err := s.Take(ctx, hits, out); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
+			takeInParallel(b, s, benchKeys(bc.keys), sluice.Hit{Limit: benchLimit, Cost: 1})
 		})
 	}
+}
+
+// takeInParallel runs b's checks from 64 goroutines (on 2 cores), each a
+// request of hits whose first hit's key goes round keys, every goroutine
+// from its own place.
+func takeInParallel(b *testing.B, s *redisstore.Store, keys []string, hits ...sluice.Hit) {
+	var seq atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		hits := slices.Clone(hits)
+		out := make([]sluice.Result, len(hits))
+		i := int(seq.Add(7919))
+		for pb.Next() {
+			hits[0].Key = keys[i%len(keys)]
+			i++
+			if err := s.Take(context.Background(), hits, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

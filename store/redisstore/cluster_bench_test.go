@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -144,7 +143,6 @@ func spreadHits(b *testing.B, s *redisstore.Store, c *redistest.Cluster, n int) 
 func BenchmarkClusterThroughput(b *testing.B) {
 	srv := redistest.Start(b)
 	c := redistest.StartCluster(b, redistest.ClusterOptions{Replicas: -1})
-	ctx := context.Background()
 	ks := benchKeys(10_000)
 	variants := []struct {
 		name     string
@@ -165,36 +163,9 @@ func BenchmarkClusterThroughput(b *testing.B) {
 				} else {
 					s = newStoreWith(b, newClient(b, srv.Addr), nil, redisstore.Config{Coalesce: bc.coalesce})
 				}
-				cpu := func() float64 {
-					var sum float64
-					for _, a := range addrs {
-						info, err := redistest.Info(a, "cpu")
-						if err != nil {
-							b.Fatal(err)
-						}
-						for _, f := range []string{"used_cpu_user", "used_cpu_sys"} {
-							v, _ := strconv.ParseFloat(info[f], 64)
-							sum += v
-						}
-					}
-					return sum
-				}
-				var seq atomic.Int64
+				cpu := serversCPU(b, addrs...)
 				before, start := cpu(), time.Now()
-				b.ReportAllocs()
-				b.SetParallelism(32)
-				b.RunParallel(func(pb *testing.PB) {
-					hits := []sluice.Hit{{Limit: benchLimit, Cost: 1}}
-					out := make([]sluice.Result, 1)
-					i := int(seq.Add(7919))
-					for pb.Next() {
-						hits[0].Key = ks[i%len(ks)]
-						i++
-						if err := s.Take(ctx, hits, out); err != nil {
-							b.Fatal(err)
-						}
-					}
-				})
+				takeInParallel(b, s, ks, sluice.Hit{Limit: benchLimit, Cost: 1})
 				elapsed := time.Since(start)
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "checks/s")
 				b.ReportMetric((cpu()-before)*1e6/float64(b.N), "server-cpu-µs/check")
@@ -213,7 +184,6 @@ func BenchmarkClusterThroughput(b *testing.B) {
 //	REQUIRE_REDIS=1 go test -run '^$' -bench ClusterCrossSlot -benchtime 2s ./store/redisstore/
 func BenchmarkClusterCrossSlot(b *testing.B) {
 	c := redistest.StartCluster(b, redistest.ClusterOptions{Replicas: -1})
-	ctx := context.Background()
 	users := benchKeys(10_000)
 	variants := []struct {
 		name     string
@@ -229,23 +199,9 @@ func BenchmarkClusterCrossSlot(b *testing.B) {
 				if redisstore.SlotOf(redisstore.KeyOf(s, global)) == redisstore.SlotOf(redisstore.KeyOf(s, sluice.Hit{Key: users[0], Limit: benchLimit})) {
 					b.Fatal("the global rule shares a user's slot")
 				}
-				cpu := clusterCPU(b, c)
-				var seq atomic.Int64
+				cpu := serversCPU(b, c.Addrs()...)
 				before, start := cpu(), time.Now()
-				b.ReportAllocs()
-				b.SetParallelism(32)
-				b.RunParallel(func(pb *testing.PB) {
-					hits := []sluice.Hit{{Limit: benchLimit, Cost: 1}, global}
-					out := make([]sluice.Result, 2)
-					i := int(seq.Add(7919))
-					for pb.Next() {
-						hits[0].Key = users[i%len(users)]
-						i++
-						if err := s.Take(ctx, hits, out); err != nil {
-							b.Fatal(err)
-						}
-					}
-				})
+				takeInParallel(b, s, users, sluice.Hit{Limit: benchLimit, Cost: 1}, global)
 				elapsed := time.Since(start)
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "checks/s")
 				b.ReportMetric((cpu()-before)*1e6/float64(b.N), "server-cpu-µs/check")
@@ -254,12 +210,12 @@ func BenchmarkClusterCrossSlot(b *testing.B) {
 	}
 }
 
-// clusterCPU returns a function reading the CPU time the cluster's nodes
-// have used (user + system, in seconds, from INFO cpu), summed.
-func clusterCPU(b *testing.B, c *redistest.Cluster) func() float64 {
+// serversCPU returns a function reading the CPU time (user + system, in
+// seconds) the servers at addrs have used, summed.
+func serversCPU(b *testing.B, addrs ...string) func() float64 {
 	return func() float64 {
 		var sum float64
-		for _, a := range c.Addrs() {
+		for _, a := range addrs {
 			info, err := redistest.Info(a, "cpu")
 			if err != nil {
 				b.Fatal(err)
