@@ -125,3 +125,17 @@ func (r *recorder) HotKey(_ string, hot bool, handling string) {
 // sweeper, the Redis clients and stores must stop once closed. Without
 // redis-server it says, in one line, that the tests needing it were skipped.
 func TestMain(m *testing.M) { leakcheck.Main(redistest.ReportSkips(m)) }
+
+// takeFromLease takes h from s until a take is served from a lease, with
+// no call to back, and returns its result; it fails t after 20 takes.
+func takeFromLease(t *testing.T, s sluice.Store, back *counting, h sluice.Hit) sluice.Result {
+	t.Helper()
+	for range 20 {
+		calls := back.takes.Load()
+		if r := take(t, s, h)[0]; back.takes.Load() == calls {
+			return r
+		}
+	}
+	t.Fatalf("%s: 20 takes, none served from a lease", h.Key)
+	return sluice.Result{}
+}

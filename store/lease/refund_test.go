@@ -192,13 +192,7 @@ func TestRefundOfLongAgoIsLost(t *testing.T) {
 	rec := newRecorder()
 	s := newStore(t, back, lease.Config{Clock: clock, Observer: rec, Logger: quiet, SweepInterval: -1, MaxLease: 64})
 	h := sluice.Hit{Key: "long-ago", Limit: sluice.PerHour(1_000_000), Lease: leased}
-	var first sluice.Result
-	for range 20 { // until a hit is served from the lease
-		calls := back.takes.Load()
-		if first = take(t, s, h)[0]; back.takes.Load() == calls {
-			break
-		}
-	}
+	first := takeFromLease(t, s, back, h)
 	refundAll := func(rs ...sluice.Result) {
 		t.Helper()
 		refunds := make([]sluice.Refund, len(rs))
@@ -235,13 +229,7 @@ func TestRefundOfForgottenLease(t *testing.T) {
 	rec := newRecorder()
 	s := newStore(t, back, lease.Config{Clock: clock, Observer: rec, Logger: quiet, SweepInterval: -1, MaxLease: 8})
 	h := hotHit("forgotten")
-	var old sluice.Result
-	for range 20 { // until a hit is served from the lease
-		calls := back.takes.Load()
-		if old = take(t, s, h)[0]; back.takes.Load() == calls {
-			break
-		}
-	}
+	old := takeFromLease(t, s, back, h)
 	for range 2 { // the lease goes back, then the key is forgotten
 		clock.Advance(3 * time.Second)
 		if err := s.Expire(context.Background()); err != nil {
