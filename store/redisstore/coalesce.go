@@ -259,8 +259,7 @@ func (c *coalescer) drain() {
 // those that no longer have time, rather than all of them timing out
 // waiting for its connection (see endpoint.process).
 func (c *coalescer) awaitConn() {
-	ready := c.s.ep.ready
-	if !c.shared || ready == nil || ready.idle() {
+	if !c.shared || c.s.ep.ready.idle() { // shared: the endpoint keeps ready connections
 		return
 	}
 	c.mu.Lock()
@@ -281,7 +280,7 @@ func (c *coalescer) awaitConn() {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), last)
 	defer cancel()
-	ready.await(ctx)
+	c.s.ep.ready.await(ctx)
 }
 
 // unfit reports why a request with ctx should not join a batch assembled
