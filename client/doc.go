@@ -10,9 +10,12 @@
 // and sends the request again when that is safe (a body it can replay;
 // for a 503, an idempotent method), with jitter, never beyond a maximum
 // total wait nor the request's context. It reads the rate-limit fields of
-// every response to slow down before it is refused: the IETF draft's
-// RateLimit and RateLimit-Policy, draft-06's RateLimit-Limit, -Remaining
-// and -Reset, and X-RateLimit-*. A server that lies (a Retry-After of a
+// every response (the IETF draft's RateLimit and RateLimit-Policy,
+// draft-06's RateLimit-Limit, -Remaining and -Reset, and X-RateLimit-*)
+// and paces requests to a host only once its quota is exhausted: while
+// quota remains, requests go at once; when a response says none remains,
+// they go one per unit's share of the policy's window (or the reset the
+// server gives), instead of being refused. A server that lies (a Retry-After of a
 // year, a field that does not parse) costs a bounded wait and a clear
 // error ([*RefusedError]), never a hang.
 //

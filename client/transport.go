@@ -52,13 +52,24 @@ const maxHosts = 1024
 //
 // # Pacing
 //
+// While a host's responses say quota remains, requests to it are sent at
+// once, however little remains and however far off its reset: the
+// transport spends the quota before it slows down, and never spreads
+// what remains over the reset. Concurrent requests send no more at once
+// than the latest response said remained; the others wait for the next
+// response.
+//
 // When a response says no quota remains (RateLimit r=0, or a Remaining
-// field of 0), requests to that host wait until the quota comes back: one
-// unit's share of the policy's window (w/q from RateLimit-Policy) when the
-// policy is known, else the reset the field gives. Concurrent requests
-// waiting for it are released one per share, not all at once. Pacing
-// never waits beyond the request's bound: a request that would is sent
-// at once, and the server decides.
+// field of 0), the next request to that host waits one unit's share of
+// the policy's window (w/q from RateLimit-Policy) or the reset the field
+// gives, whichever is shorter (the reset alone when the policy is
+// unknown), and requests go one per that wait, concurrent ones included,
+// until a response says quota remains again. A 429 or 503 with
+// Retry-After holds back every request to the host for that long. So 60
+// requests in a row against 50 a minute go 50 at once, then one every
+// 1.2 s: 12 s in all, none refused. Pacing never waits beyond the
+// request's bound: a request that would is sent at once, and the server
+// decides.
 type Transport struct {
 	base       http.RoundTripper
 	maxWait    time.Duration
@@ -178,15 +189,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := t.pacer(req.URL.Host)
 	var waited time.Duration
 	for attempt := 1; ; attempt++ {
-		probing := false
+		var seq uint64
 		if t.pace {
-			d, isProbe, err := p.reserve(ctx, t.now)
+			d, n, err := p.reserve(ctx, t.now)
 			if err != nil {
 				return nil, err
 			}
-			probing = isProbe
+			seq = n
 			if d > 0 && t.fits(ctx, waited, d) {
 				if err := t.sleep(ctx, d); err != nil {
+					p.answered(nil, seq, time.Time{})
 					return nil, err
 				}
 				waited += d
@@ -196,22 +208,27 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if attempt > 1 {
 			var err error
 			if send, err = replay(req); err != nil {
+				if t.pace {
+					p.answered(nil, seq, time.Time{})
+				}
 				return nil, err
 			}
 		}
 		resp, err := t.base.RoundTrip(send)
 		if err != nil {
-			if probing {
-				p.answered(nil, time.Time{})
+			if t.pace {
+				p.answered(nil, seq, time.Time{})
 			}
 			return nil, err
 		}
 		now := t.now()
 		q, hasQuota := ParseQuota(resp.Header, now)
-		if hasQuota {
-			p.answered(&q, now)
-		} else {
-			p.answered(nil, now)
+		if t.pace {
+			if hasQuota {
+				p.answered(&q, seq, now)
+			} else {
+				p.answered(nil, seq, now)
+			}
 		}
 		if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
 			return resp, nil
@@ -320,92 +337,137 @@ func (t *Transport) pacer(host string) *pacer {
 	return p
 }
 
-// probeWait bounds how long a request waits for the first answer of a
-// host it has not heard from before sending anyway.
-const probeWait = 2 * time.Second
+// answerWait bounds how long a request waits for an answer from the
+// host (the first answer of a host it has not heard from, or the next
+// once the requests in flight have used up the quota remaining) before it
+// is sent anyway.
+const answerWait = 2 * time.Second
 
-// pacer spaces the requests to one host by what its answers said.
+// pacer spaces the requests to one host by what its answers said. It
+// holds requests back only once the quota is exhausted: an answer with
+// quota remaining lets that many requests go at once, however little
+// remains and however long its reset, since spreading what remains over
+// the reset would slow a client that has not reached its limit (and a
+// server whose reset counts until the whole quota is back would have it
+// wait from its second request).
 type pacer struct {
-	mu    sync.Mutex
-	next  time.Time     // no request before this
-	gap   time.Duration // the space between requests; 0: none
-	heard bool          // the host has answered
-	// probe, while the first request to a host is in flight, is closed
-	// when its answer is in: concurrent requests wait for it rather than
-	// all being sent blind.
-	probe chan struct{}
+	mu   sync.Mutex
+	next time.Time     // no request before this
+	gap  time.Duration // while the quota is exhausted, the space between requests; 0: none
+	// heard: the host has answered. counted: its latest answer gave the
+	// quota remaining, and credit is that quota less the requests sent
+	// since (0 or less: used up, though the host has not said so yet).
+	heard, counted bool
+	credit         int64
+	// sent numbers the requests in the order they are sent; applied is
+	// the number of the latest one whose answer is applied. An answer to
+	// an earlier request is stale (the host counted it before the one
+	// already applied) and changes nothing.
+	sent, applied uint64
+	inFlight      int
+	// answer, when requests wait for one, is closed at the next answer.
+	answer chan struct{}
 }
 
-// reserve returns how long a request made now waits, and books its slot.
-// The first request to a host is its probe: requests made while it is in
-// flight wait for its answer (at most probeWait, or until ctx ends).
-func (p *pacer) reserve(ctx context.Context, now func() time.Time) (d time.Duration, probe bool, err error) {
+// reserve returns how long a request made now waits, books its slot and
+// numbers it (seq, for [pacer.answered]). While the quota is exhausted,
+// requests are given slots gap apart. A request that would be sent blind
+// while others are in flight (to a host not heard from yet, or with the
+// quota remaining used up by the requests in flight) waits for the next
+// answer first, at most answerWait, or until ctx ends.
+func (p *pacer) reserve(ctx context.Context, now func() time.Time) (d time.Duration, seq uint64, err error) {
 	p.mu.Lock()
-	if !p.heard {
-		if p.probe == nil {
-			p.probe = make(chan struct{})
-			p.mu.Unlock()
-			return 0, true, nil
+	defer p.mu.Unlock()
+	var timeout <-chan time.Time
+	for {
+		t := now()
+		if t.Before(p.next) {
+			slot := p.next
+			p.next = p.next.Add(p.gap)
+			return slot.Sub(t), p.send(), nil
 		}
-		ch := p.probe
+		blind := !p.heard || p.counted && p.credit <= 0 && p.gap == 0
+		if !blind || p.inFlight == 0 {
+			if p.gap > 0 {
+				p.next = t.Add(p.gap)
+			}
+			return 0, p.send(), nil
+		}
+		if timeout == nil {
+			tm := time.NewTimer(answerWait)
+			defer tm.Stop()
+			timeout = tm.C
+		}
+		if p.answer == nil {
+			p.answer = make(chan struct{})
+		}
+		ch := p.answer
 		p.mu.Unlock()
-		tm := time.NewTimer(probeWait)
-		defer tm.Stop()
 		select {
 		case <-ch:
-		case <-tm.C:
+			p.mu.Lock()
+		case <-timeout:
+			p.mu.Lock()
+			return 0, p.send(), nil
 		case <-ctx.Done():
-			return 0, false, context.Cause(ctx)
+			p.mu.Lock()
+			return 0, 0, context.Cause(ctx)
 		}
-		p.mu.Lock()
 	}
-	defer p.mu.Unlock()
-	t := now()
-	if t.Before(p.next) {
-		slot := p.next
-		p.next = p.next.Add(p.gap)
-		return slot.Sub(t), false, nil
-	}
-	if p.gap > 0 {
-		p.next = t.Add(p.gap)
-	}
-	return 0, false, nil
 }
 
-// answered records an answer from the host at now and what it said about
-// the quota (nil: nothing), and ends a probe. A nil q with a zero now is
-// a request that got no answer.
+// send counts a request sent, and returns its number.
+func (p *pacer) send() uint64 {
+	p.sent++
+	p.inFlight++
+	p.credit--
+	return p.sent
+}
+
+// answered records the answer to request seq, received at now, and what
+// it said about the quota (nil: nothing). A zero now is a request that
+// got no answer, or was not sent after all; every request reserve numbers
+// ends here once.
 //
-// With no quota remaining, requests are spaced by one unit's share of the
-// policy's window (w/q), or by the reset when the policy is unknown; with
-// r remaining, by the reset spread over r+1 requests, so the client does
-// not spend its remaining quota before the reset.
-func (p *pacer) answered(q *Quota, now time.Time) {
+// While quota remains, requests are not held back (but no more are sent
+// at once than remain), and an answer that says nothing of the quota
+// stops the spacing. Once none remains, the next request waits one unit's
+// share of the policy's window (w/q from RateLimit-Policy) or the reset
+// the field gives, whichever is shorter (the reset alone when the policy
+// is unknown), and requests are spaced by that wait until an answer says
+// quota remains again.
+func (p *pacer) answered(q *Quota, seq uint64, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.probe != nil {
-		close(p.probe)
-		p.probe = nil
+	if p.inFlight > 0 {
+		p.inFlight--
 	}
-	if now.IsZero() {
+	if p.answer != nil {
+		close(p.answer)
+		p.answer = nil
+	}
+	if now.IsZero() || seq < p.applied {
 		return
 	}
-	p.heard = true
+	p.applied, p.heard = seq, true
 	if q == nil {
-		p.gap = 0
+		p.counted, p.gap = false, 0
 		return
 	}
-	gap := q.Reset / time.Duration(q.Remaining+1)
-	if q.Remaining == 0 && q.Limit > 0 && q.Window > 0 {
+	p.counted, p.credit = true, q.Remaining-int64(p.sent-seq)
+	if q.Remaining > 0 {
+		p.gap, p.next = 0, time.Time{} // quota remains: nothing to wait for
+		return
+	}
+	gap := q.Reset
+	if q.Limit > 0 && q.Window > 0 {
 		if share := q.Window / time.Duration(q.Limit); share > 0 && (gap == 0 || share < gap) {
 			gap = share
 		}
 	}
 	p.gap = gap
-	if q.Remaining == 0 && gap > 0 {
-		if until := now.Add(gap); p.next.Before(until) {
-			p.next = until
-		}
+	if until := now.Add(gap); gap > 0 && p.next.Before(until) {
+		p.next = until
 	}
 }
 
