@@ -108,6 +108,16 @@ type Result struct {
 	// back. Stores that implement [Refunder] fill it; it is zero for a hit
 	// that consumed nothing and for a forced hit.
 	Receipt Receipt
+	// Remembered reports that the store answered the call without deciding
+	// it, from its memory of an earlier refusal (stores behind a network
+	// remember the buckets they refused; see the Redis and lease stores'
+	// Config.RememberRefusals). A hit that did not pass is the remembered
+	// refusal: RetryAfter and ResetAfter count down from when it was
+	// decided (for the window algorithms, Remaining is what was left
+	// then). Every other hit of such a call is undecided: Allowed is true,
+	// Remaining is 0, and nothing was consumed. A call with a shadow hit,
+	// a peek or a forced hit is always decided by the store.
+	Remembered bool
 }
 
 // CheckHits reports why a store cannot decide hits into out, or nil: too

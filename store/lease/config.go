@@ -51,6 +51,20 @@ type Config struct {
 	// Logger gets a line when a key turns hot and when it cools, and when
 	// a refund cannot be delivered. Default: [slog.Default].
 	Logger *slog.Logger
+	// RememberRefusals is how long, at most, the store remembers a bucket
+	// it refused when the backing store is behind a network: until the
+	// refusal's RetryAfter, and no longer than this, later calls that need
+	// that bucket at the refused cost are refused in process, by TakeLocal
+	// too, with no backing call (their results are marked
+	// [sluice.Result.Remembered]). A dry lease so stops refilling until its
+	// bucket could pass again. It follows the rules of the Redis store's
+	// Config.RememberRefusals; lease give-backs of other processes reach
+	// this one within it. Default: 1 s. Negative turns it off. Over an
+	// in-process backing store nothing is remembered.
+	RememberRefusals time.Duration
+	// RefusalMemory is how many refused buckets the store remembers at
+	// most. Default: 16,384. Negative is an error.
+	RefusalMemory int
 }
 
 const (
@@ -85,6 +99,8 @@ func (c Config) withDefaults() (Config, error) {
 		return fail("MaxRules", "%d is negative", c.MaxRules)
 	case c.TopK < 0 || c.TopK > maxTopK:
 		return fail("TopK", "%d: must be from 0 (default) to %d", c.TopK, maxTopK)
+	case c.RefusalMemory < 0:
+		return fail("RefusalMemory", "%d is negative", c.RefusalMemory)
 	}
 	if c.Default != nil {
 		if err := c.Default.Validate(); err != nil {

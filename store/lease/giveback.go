@@ -97,6 +97,9 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	if s.closed.Load() {
 		return errClosed()
 	}
+	for i := range refunds { // tokens come back: what was refused may pass
+		s.refusals.Forget(refunds[i].Hit.Key)
+	}
 	now := s.now()
 	var pass []sluice.Refund
 	for i := range refunds {
@@ -190,6 +193,7 @@ func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 	}
 	for i := range hits {
 		s.hot.forget(s.policy(&hits[i]), hits[i].Key)
+		s.refusals.Forget(hits[i].Key)
 	}
 	for i := range hits {
 		if e := s.table.get(hits[i].Key); e != nil {

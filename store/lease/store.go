@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/refusal"
 )
 
 // Store serves leased buckets in process and passes everything else to
@@ -30,8 +31,9 @@ type Store struct {
 	calls     sync.RWMutex // held for reading by calls that may change leases; Close takes it to wait for them
 	stop      chan struct{}
 	done      sync.WaitGroup
-	refunds   atomic.Int64 // refunds that failed: counted, logged, never retried
-	gens      atomic.Int64 // the last lease generation: generations are never reused, even by a key forgotten and seen again
+	refunds   atomic.Int64    // refunds that failed: counted, logged, never retried
+	gens      atomic.Int64    // the last lease generation: generations are never reused, even by a key forgotten and seen again
+	refusals  *refusal.Memory // nil when off or over an in-process store
 }
 
 var (
@@ -91,6 +93,9 @@ func New(backing sluice.Store, cfg Config) (*Store, error) {
 	if defaultInstances && s.refunder != nil {
 		cfg.Logger.Warn("sluice: lease store assumes one instance: set lease.Config.Instances to the number of processes sharing the store, which bounds the drift (Instances × K)")
 	}
+	if ip, ok := backing.(sluice.InProcessStore); !ok || !ip.InProcess() {
+		s.refusals = refusal.New(cfg.RememberRefusals, cfg.RefusalMemory, func() int64 { return s.now() * int64(time.Microsecond) })
+	}
 	s.table.init(cfg.MaxKeys)
 	s.hot.init(cfg.MaxRules, cfg.TopK, cfg.Logger, s.obs)
 	if cfg.SweepInterval > 0 {
@@ -136,7 +141,15 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if s.closed.Load() {
 		return errClosed()
 	}
-	return s.takeSlow(ctx, hits, out)
+	if s.refusals.Answer(hits, out) {
+		return nil
+	}
+	sent := s.refusals.Now()
+	err := s.takeSlow(ctx, hits, out)
+	if err == nil {
+		s.refusals.Remember(hits, out, sent)
+	}
+	return err
 }
 
 // TakeLocal decides hits with no I/O when every one of them is a plain hit
@@ -147,6 +160,9 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 func (s *Store) TakeLocal(hits []sluice.Hit, out []sluice.Result) bool {
 	if len(out) < len(hits) || len(hits) == 0 {
 		return false
+	}
+	if !s.closed.Load() && s.refusals.Answer(hits, out) {
+		return true
 	}
 	for i := range hits {
 		if !s.takeLocal(&hits[i], &out[i]) {

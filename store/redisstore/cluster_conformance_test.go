@@ -75,6 +75,7 @@ func (g grouped) Reset(ctx context.Context, hits []sluice.Hit) error {
 // be identical at every step.
 func TestDifferentialMemstoreVsCluster(t *testing.T) {
 	c := redistest.StartCluster(t, redistest.ClusterOptions{})
+	remembered := 0
 	for _, colocated := range []bool{false, true} {
 		for seed := uint64(1); seed <= 3; seed++ {
 			t.Run(fmt.Sprintf("colocated=%v/seed=%d", colocated, seed), func(t *testing.T) {
@@ -86,8 +87,9 @@ func TestDifferentialMemstoreVsCluster(t *testing.T) {
 					red = grouped{red.(*redisstore.Store)}
 				}
 				rng := rand.New(rand.NewPCG(seed, 0x5111ce))
-				replay(t, rng, clock, mem, red, 400, fmt.Sprintf("cdiff%d-%d:", seed, time.Now().UnixNano()))
+				remembered += replay(t, rng, clock, mem, red, 400, fmt.Sprintf("cdiff%d-%d:", seed, time.Now().UnixNano()))
 			})
 		}
 	}
+	checkRemembered(t, remembered)
 }

@@ -108,6 +108,28 @@ type Config struct {
 	// Endpoint names the Redis endpoint in events and logs. Default: the
 	// client's address (redis.Options.Addr), or "redis".
 	Endpoint string
+	// RememberRefusals is how long, at most, the store remembers a bucket
+	// it refused: until the refusal's RetryAfter has passed, and no longer
+	// than this, later Takes that need that bucket at the refused cost (a
+	// token bucket's, at that cost or more) are refused in process, with no
+	// script call (their results are marked [sluice.Result.Remembered]). So
+	// a flood of refused requests costs Redis at most one script call per
+	// refused bucket per RememberRefusals and per process, whatever its
+	// rate.
+	//
+	// It is exact while others only consume: a refused bucket cannot admit
+	// that cost before its RetryAfter, counted from when the call was sent.
+	// Tokens that come back early elsewhere (another process's refund or
+	// reset, a lease given back, a raised limit) reach this process's
+	// checks within RememberRefusals; refunds and resets made through this
+	// store reach them at once. A Take with a shadow hit, a peek or a
+	// forced hit always goes to Redis. Default: 1 s. Negative turns it off.
+	RememberRefusals time.Duration
+	// RefusalMemory is how many refused buckets the store remembers at
+	// most, in a table of about 8 bytes a slot plus 120 bytes a refused
+	// bucket; a flood of distinct keys replaces entries, never grows it.
+	// Default: 16,384. Negative is an error.
+	RefusalMemory int
 }
 
 const (

@@ -44,6 +44,7 @@ func TestDifferentialMemstoreVsRedis(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("SLUICE_DIFF_SEEDS")); err == nil { // a longer run: SLUICE_DIFF_SEEDS=200
 		seeds, ops = uint64(n), 2000
 	}
+	remembered := 0
 	for seed := uint64(1); seed <= seeds; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			clock := storetest.NewClock(time.Now().Truncate(time.Hour))
@@ -51,14 +52,18 @@ func TestDifferentialMemstoreVsRedis(t *testing.T) {
 			defer mem.Close()
 			red := newStore(t, newClient(t, srv.Addr), clock)
 			rng := rand.New(rand.NewPCG(seed, 0x5111ce))
-			replay(t, rng, clock, mem, red, ops, fmt.Sprintf("diff%d-%d:", seed, time.Now().UnixNano()))
+			remembered += replay(t, rng, clock, mem, red, ops, fmt.Sprintf("diff%d-%d:", seed, time.Now().UnixNano()))
 		})
 	}
+	checkRemembered(t, remembered)
 }
 
-func replay(t *testing.T, rng *rand.Rand, clock *storetest.Clock, a, b sluice.Store, ops int, keyPrefix string) {
+// replay runs ops random requests on a and b and returns how many b
+// answered from its memory of refusals.
+func replay(t *testing.T, rng *rand.Rand, clock *storetest.Clock, a, b sluice.Store, ops int, keyPrefix string) (remembered int) {
 	ctx := context.Background()
 	var taken []sluice.Refund // what earlier hits took, to give back
+	var refused []sluice.Hit  // the last request, when it was refused
 	for op := range ops {
 		clock.Advance(randomStep(rng))
 		ra, okA := a.(sluice.Refunder)
@@ -75,6 +80,9 @@ func replay(t *testing.T, rng *rand.Rand, clock *storetest.Clock, a, b sluice.St
 			continue
 		}
 		hits := randomHits(rng, keyPrefix)
+		if refused != nil && rng.IntN(3) == 0 {
+			hits = refused // a client trying again, as a flood does
+		}
 		outA := make([]sluice.Result, len(hits))
 		outB := make([]sluice.Result, len(hits))
 		errA := a.Take(ctx, hits, outA)
@@ -86,6 +94,33 @@ func replay(t *testing.T, rng *rand.Rand, clock *storetest.Clock, a, b sluice.St
 			for i := range outA {
 				outA[i].Receipt = sluice.Receipt{}
 			}
+		}
+		// A request refused from memory (sluice.Result.Remembered) must be
+		// one the memory store refuses, with the same answer for the
+		// remembered refusals; its other hits were not decided.
+		if len(outB) > 0 && outB[0].Remembered {
+			remembered++
+		}
+		for i := range outB {
+			if !outB[i].Remembered {
+				continue
+			}
+			if sluice.Admitted(hits, outA) {
+				t.Fatalf("op %d: refused from memory, admitted by memstore: %+v", op, outA)
+			}
+			outB[i].Remembered = false
+			switch {
+			case outB[i].Allowed:
+				outB[i] = outA[i]
+			case hits[i].Algorithm != sluice.TokenBucket && outB[i].Remaining <= outA[i].Remaining:
+				// A window's remembered Remaining is what it held when
+				// refused: while the refusal stands, time only adds.
+				outB[i].Remaining = outA[i].Remaining
+			}
+		}
+		refused = nil
+		if !sluice.Admitted(hits, outA) {
+			refused = hits
 		}
 		if !reflect.DeepEqual(outA, outB) {
 			for i := range hits {
@@ -101,6 +136,14 @@ func replay(t *testing.T, rng *rand.Rand, clock *storetest.Clock, a, b sluice.St
 				taken = append(taken, sluice.Refund{Hit: hits[i], Receipt: outB[i].Receipt})
 			}
 		}
+	}
+	return remembered
+}
+
+// checkRemembered fails t when no replay exercised the memory of refusals.
+func checkRemembered(t *testing.T, remembered int) {
+	if !t.Failed() && remembered == 0 {
+		t.Error("no request was answered from memory: the replays do not exercise it")
 	}
 }
 

@@ -66,3 +66,9 @@ func Endpoint(s *Store) string { return s.endpointName() }
 
 // RefundSHA returns the refund script's digest.
 func RefundSHA() any { return refundScript.sha }
+
+// SetRefusalClock makes s's memory of refusals read clock, the clock its
+// scripts decide by in the test. Call it before any Take.
+func SetRefusalClock(s *Store, clock func() time.Time) {
+	s.refusals = s.refusals.WithClock(func() int64 { return clock().UnixNano() })
+}

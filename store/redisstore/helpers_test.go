@@ -49,6 +49,9 @@ func newStoreWith(t testing.TB, client redisstore.Client, clock *storetest.Clock
 	if err != nil {
 		t.Fatal(err)
 	}
+	if clock != nil {
+		redisstore.SetRefusalClock(s, clock.Now)
+	}
 	t.Cleanup(func() { s.Close() })
 	return s
 }

@@ -24,7 +24,13 @@ func (s *Store) TakePartial(ctx context.Context, hits []sluice.Hit, out []sluice
 	if done, err := s.precheck(ctx, hits, out); done {
 		return err
 	}
-	return s.cluster.takeWith(ctx, hits, out, true)
+	if s.refusals.Answer(hits, out) {
+		return nil
+	}
+	sent := s.refusals.Now()
+	err := s.cluster.takeWith(ctx, hits, out, true)
+	s.remember(hits, out, sent, err)
+	return err
 }
 
 // partialFailure settles a request some of whose slot groups failed (errs,

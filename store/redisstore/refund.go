@@ -27,6 +27,9 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	if len(refunds) == 0 {
 		return nil
 	}
+	for i := range refunds { // tokens come back: what was refused may pass
+		s.refusals.Forget(refunds[i].Hit.Key)
+	}
 	var err error
 	var reply any
 	switch {

@@ -25,6 +25,13 @@ func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 	if len(hits) == 0 {
 		return nil
 	}
+	// The buckets are full again: forget their refusals, also those of
+	// calls sent before the reset and answered while it ran.
+	defer func() {
+		for i := range hits {
+			s.refusals.Forget(hits[i].Key)
+		}
+	}()
 	if s.cluster != nil {
 		return s.cluster.reset(ctx, hits)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/refusal"
 )
 
 // Store is the Redis store. Create it with [New]; it is safe for concurrent
@@ -28,7 +29,8 @@ type Store struct {
 	// cluster client.
 	wrong    atomic.Bool
 	ep       *endpoint
-	coalesce *coalescer // nil when off
+	coalesce *coalescer      // nil when off
+	refusals *refusal.Memory // nil when off
 	events   sluice.StoreEvents
 	healed   healLog // the keys whose heal was logged
 	policy   *policyWatch
@@ -59,6 +61,9 @@ func New(client Client, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
 	if strings.ContainsAny(cfg.Prefix, "{}") {
 		return nil, fmt.Errorf("redisstore: prefix %q contains a brace, which would change the keys' hash tag", cfg.Prefix)
+	}
+	if err := refusal.Validate("redisstore", cfg.RefusalMemory); err != nil {
+		return nil, err
 	}
 	if err := checkClient(client, cfg.AllowUnsafeClient); err != nil {
 		return nil, err
@@ -101,6 +106,7 @@ func New(client Client, cfg Config) (*Store, error) {
 		events:   cfg.Events,
 		endpoint: name,
 		policy:   newPolicyWatch(cfg),
+		refusals: refusal.New(cfg.RememberRefusals, cfg.RefusalMemory, nil),
 	}
 	if cfg.Coalesce > 1 {
 		s.coalesce = newCoalescer(s, ep, cfg.Coalesce, cfg.CoalesceLanes)
@@ -161,11 +167,34 @@ func New(client Client, cfg Config) (*Store, error) {
 // Cluster, one per hash slot (see the package documentation). ctx bounds the
 // call: give it the request's deadline. Failures are [*sluice.StoreError]
 // values; a timeout or a connection reset is ambiguous, since the script may
-// have run.
+// have run. A request one of whose buckets the store remembers refusing is
+// refused with no script call (see Config.RememberRefusals).
 func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
 	if done, err := s.precheck(ctx, hits, out); done {
 		return err
 	}
+	if s.refusals.Answer(hits, out) {
+		return nil
+	}
+	sent := s.refusals.Now()
+	err := s.take(ctx, hits, out)
+	s.remember(hits, out, sent, err)
+	return err
+}
+
+// remember records the refusals of a call sent at sent that ended with
+// err: all of its hits' when it succeeded, the decided hits' when it
+// failed in part.
+func (s *Store) remember(hits []sluice.Hit, out []sluice.Result, sent int64, err error) {
+	var pe *sluice.PartialError
+	if s.refusals != nil && (err == nil || errors.As(err, &pe)) {
+		s.refusals.Remember(hits, out, sent) // the failed hits' zero results are skipped
+	}
+}
+
+// take sends hits: on Cluster per slot, else through the coalescer or as
+// one script call.
+func (s *Store) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
 	if s.cluster != nil {
 		return s.cluster.take(ctx, hits, out)
 	}
