@@ -81,7 +81,9 @@ type StateHealedEvents interface {
 type EvictionPolicyEvents interface {
 	// EvictionPolicyChecked reports endpoint's policy (such as
 	// "noeviction" or "allkeys-lru") and whether, with the server's memory
-	// limit, it can evict the store's keys.
+	// limit, it can evict the store's keys. policy is empty, and evicting
+	// false, when the server refused to tell (managed services often
+	// forbid CONFIG).
 	EvictionPolicyChecked(endpoint, policy string, evicting bool)
 }
 

@@ -49,8 +49,10 @@
 //	    replaced with an empty bucket.
 //	sluice_store_evicting{endpoint}                      gauge
 //	    1 when the endpoint's eviction policy (a maxmemory limit with a
-//	    policy other than noeviction) can evict rate-limit keys, else 0;
-//	    read at start and every redisstore.Config.PolicyCheckInterval.
+//	    policy other than noeviction) can evict rate-limit keys, 0 when it
+//	    cannot, -1 when the endpoint refuses to tell (CONFIG forbidden, as
+//	    managed services often do); read at start and every
+//	    redisstore.Config.PolicyCheckInterval.
 //	sluice_memstore_evictions_total                      counter
 //	    Buckets the in-process store evicted at its bound (memstore's
 //	    Config.MaxBuckets), each forgiven what it had used. Give the

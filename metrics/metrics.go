@@ -176,7 +176,7 @@ func New(cfg Config) (*Collector, error) {
 	}, []string{"endpoint"})
 	c.evicting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: ns, Name: "store_evicting", ConstLabels: cfg.ConstLabels,
-		Help: "1 when a store endpoint's eviction policy (maxmemory with a policy other than noeviction) can evict rate-limit keys, else 0.",
+		Help: "1 when a store endpoint's eviction policy (maxmemory with a policy other than noeviction) can evict rate-limit keys, 0 when it cannot, -1 when the endpoint refuses to tell.",
 	}, []string{"endpoint"})
 
 	c.evictions = newEvictions(ns, cfg.ConstLabels)
@@ -415,12 +415,15 @@ func (c *Collector) StateHealed(endpoint string) {
 }
 
 // EvictionPolicyChecked sets sluice_store_evicting for endpoint: 1 when its
-// policy can evict the store's keys. It implements
-// [sluice.EvictionPolicyEvents].
-func (c *Collector) EvictionPolicyChecked(endpoint, _ string, evicting bool) {
+// policy can evict the store's keys, -1 when the policy is unknown (empty:
+// the server refused to tell). It implements [sluice.EvictionPolicyEvents].
+func (c *Collector) EvictionPolicyChecked(endpoint, policy string, evicting bool) {
 	v := 0.0
-	if evicting {
+	switch {
+	case evicting:
 		v = 1
+	case policy == "":
+		v = -1
 	}
 	c.evicting.WithLabelValues(strings.ToValidUTF8(endpoint, "\uFFFD")).Set(v)
 }
@@ -465,6 +468,7 @@ var kindErrors = [...]struct {
 	{sluice.ErrClosed, kindClosed},
 	{sluice.ErrInvalidHit, kindInvalid},
 	{sluice.ErrInvalidLimit, kindInvalid},
+	{sluice.ErrInvalidConfig, kindInvalid},
 	// A store that does not wrap its context's errors.
 	{context.DeadlineExceeded, kindTimeout},
 	{context.Canceled, kindCanceled},
@@ -475,7 +479,8 @@ var kindErrors = [...]struct {
 // "cluster_down", "breaker_open", "script_missing", "corrupt_state",
 // "closed" (for the sentinels of the same names, such as
 // [sluice.ErrTimeout]), "invalid" ([sluice.ErrInvalidHit],
-// [sluice.ErrInvalidLimit]), "timeout" and "canceled" for a bare
+// [sluice.ErrInvalidLimit], and [sluice.ErrInvalidConfig], such as a
+// command the Redis user may not run), "timeout" and "canceled" for a bare
 // [context.DeadlineExceeded] or [context.Canceled], and "other" for
 // anything else, nil included. It matches with errors.Is and never reads
 // the error's message. For a [*sluice.StoreError], its Kind decides.

@@ -140,6 +140,7 @@ func TestErrorKinds(t *testing.T) {
 		{sluice.ErrClosed, "closed"},
 		{sluice.ErrInvalidHit, "invalid"},
 		{sluice.ErrInvalidLimit, "invalid"},
+		{sluice.ErrInvalidConfig, "invalid"},
 	}
 	type tc struct {
 		name      string

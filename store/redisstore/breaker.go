@@ -15,7 +15,8 @@ import (
 //
 // The breaker opens after Failures consecutive failed calls (timeouts,
 // refused or reset connections, CLUSTERDOWN; not a caller cancelling its
-// request, not a corrupt key). While open it sends no command at all: calls
+// request, not a corrupt key, not a command the Redis user may not run).
+// While open it sends no command at all: calls
 // fail at once with [sluice.ErrBreakerOpen], carrying the remaining open
 // time as their RetryAfter. After OpenFor the store probes the endpoint in
 // the background (half-open): it PINGs it on a ready connection, within
@@ -220,8 +221,8 @@ func (b *breaker) State() sluice.BreakerState { return sluice.BreakerState(b.sta
 // countsAsFailure reports whether err says Redis is unwell: not a caller
 // that gave up on its own, not a key that holds something else.
 func countsAsFailure(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrUnsupportedClient) {
-		return false // ErrUnsupportedClient: a configuration error (CROSSSLOT)
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrUnsupportedClient) || errors.Is(err, ErrNoPermission) {
+		return false // configuration errors: CROSSSLOT, an ACL
 	}
 	return errors.Is(err, sluice.ErrUnavailable) || errors.Is(err, sluice.ErrTimeout) || errors.Is(err, sluice.ErrClusterDown)
 }

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -9,8 +10,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Client is what the store needs of a go-redis client. A *redis.Client
-// from [redis.NewClient] or [redis.NewFailoverClient] fits. The store sends
+// Client is what the store needs of a go-redis client. The clients of
+// [NewClient], [NewClusterClient] and [NewFailoverClient] fit, and so do
+// those of [redis.NewClient], [redis.NewFailoverClient] and
+// [redis.NewClusterClient] with the options the package documentation
+// names. The store sends
 // its script commands with Process, built whole, so they pass through the
 // client's hooks like any other command. To observe or alter them, add a
 // hook ([redis.Client.AddHook]): a wrapper type that overrides EvalSha
@@ -45,7 +49,7 @@ func checkClient(c Client, allowUnsafe bool) error {
 		fix = append(fix, "ContextTimeoutEnabled: true (otherwise the request's deadline is ignored and a slow Redis stalls every request)")
 	}
 	if len(fix) > 0 {
-		return fmt.Errorf("%w: set %s in redis.Options (redisstore.NewClient sets both), or set Config.AllowUnsafeClient", ErrUnsupportedClient, strings.Join(fix, " and "))
+		return fmt.Errorf("%w: set %s in redis.Options, or set Config.AllowUnsafeClient; redisstore.NewClient and redisstore.NewFailoverClient set both, and Protocol: 2, without which the store keeps no ready connections", ErrUnsupportedClient, strings.Join(fix, " and "))
 	}
 	return nil
 }
@@ -66,10 +70,18 @@ func (s *Store) checkServer(ctx context.Context) {
 	if err == nil {
 		err = s.client.ScriptLoad(ctx, refundSource).Err()
 	}
+	if errors.Is(err, context.Canceled) {
+		return // the store was closed
+	}
 	if err != nil {
+		if se := noPermission("redisstore: script load", err); se != nil {
+			err = se
+		}
 		s.log.LogAttrs(ctx, slog.LevelWarn, "redisstore: could not preload the script; it is loaded on first use",
 			slog.String("error", err.Error()))
-		return
+		if !isReply(err) {
+			return // the server did not answer: it would not answer CONFIG GET either
+		}
 	}
 	s.policy.check(ctx, s)
 }

@@ -60,13 +60,23 @@
 // set. Either would break a limiter, so [New] refuses a client with
 // MaxRetries other than -1 or with ContextTimeoutEnabled off, naming each
 // field, unless [Config.AllowUnsafeClient] is set. [NewClient] returns a
-// client with every setting the store needs, from an address or a
-// redis:// URL:
+// client with every setting the store needs for the topology its
+// addresses name: a single node from an address or a URL, a Redis Cluster
+// from several addresses or a URL with addr parameters, a Sentinel-managed
+// primary from a URL with a master_name parameter:
 //
 //	rdb, err := redisstore.NewClient("redis://127.0.0.1:6379/0")
+//	rdb, err := redisstore.NewClient("10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000")
 //
-// [ClientOptions] returns the same options, to adjust before
-// [redis.NewClient].
+// [NewClusterClient] takes a Redis Cluster known by one address,
+// [NewFailoverClient] a Sentinel master's name and the Sentinels'
+// addresses. [ClientOptions], [ClusterOptions] and [FailoverOptions]
+// return their options, to adjust before go-redis's constructors.
+//
+// A client built by hand needs, on a single node, MaxRetries -1,
+// ContextTimeoutEnabled and Protocol 2 (see Connections); from
+// [redis.NewFailoverClient], MaxRetries -1 and ContextTimeoutEnabled; from
+// [redis.NewClusterClient], ContextTimeoutEnabled.
 //
 // # Connections
 //
@@ -162,6 +172,23 @@
 // answering while a slot has no master. Writes the dead master had not
 // replicated are lost: each of its buckets forgets at most the replication
 // lag's worth of its admitted rate.
+//
+// # Managed Redis
+//
+// The store needs no administrative command. Its ACL user needs its keys
+// (~sl:* with the default prefix) and the commands it sends, those its
+// scripts call included:
+//
+//	ACL SETUSER sluice on >PASSWORD resetkeys ~sl:* -@all +evalsha +eval +script|load +ping +time +get +set +mget +exists +del +zadd +zrem +zrangebyscore +zremrangebyscore +pexpire
+//
+// and on Redis Cluster +cluster|slots and +asking; +config|get lets it
+// check the eviction policy, +info find a Redis Cluster node behind a
+// single-node client. A call Redis refuses for want of a permission fails
+// with an error wrapping [ErrNoPermission] and [sluice.ErrInvalidConfig]
+// that names the permission, which no circuit breaker counts. Without
+// CONFIG (renamed away, or refused to the user) the eviction-policy check
+// says once, at info level, that it cannot read the policy, and reports it
+// to [sluice.EvictionPolicyEvents] as unknown (an empty policy).
 //
 // # Redis versions
 //

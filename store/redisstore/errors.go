@@ -17,9 +17,59 @@ import (
 // it (a Redis Cluster behind a client that is not a cluster client).
 var ErrUnsupportedClient = errors.New("redisstore: unsupported client")
 
+// ErrNoPermission reports a command Redis refused to the client's user:
+// the ACL user it logs in as may not run a command the store sends (its
+// scripts' commands included) or may not access the store's keys, or its
+// credentials were refused. Such a call fails with a [*sluice.StoreError]
+// whose Kind is [sluice.ErrInvalidConfig] and whose message names the
+// permission to grant (see the package documentation for the whole ACL);
+// no circuit breaker counts it, since Redis is well.
+var ErrNoPermission = errors.New("redisstore: no permission")
+
+// scriptCommands are the commands the store's scripts call, as ACL rules.
+const scriptCommands = "+time +get +set +mget +exists +del +zadd +zrem +zrangebyscore +zremrangebyscore +pexpire"
+
+// noPermission returns the error of a call Redis refused for want of a
+// permission, naming what to grant, or nil when err is not such a refusal.
+// A refusal from inside a script is ambiguous: the script may have written
+// before the command refused.
+func noPermission(op string, err error) *sluice.StoreError {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return nil
+	}
+	msg := rerr.Error()
+	lower := strings.ToLower(msg)
+	inScript := strings.Contains(lower, "@user_script") || strings.Contains(lower, "in script")
+	var grant string
+	switch {
+	case strings.HasPrefix(msg, "WRONGPASS"), strings.HasPrefix(msg, "NOAUTH"):
+		grant = "Redis refused the client's credentials: check its username and password"
+	case strings.Contains(lower, "permissions to run the '"):
+		_, name, _ := strings.Cut(lower, "permissions to run the '")
+		name, _, _ = strings.Cut(name, "'")
+		grant = "grant the Redis user +" + name
+	case strings.Contains(lower, "can't run this command"):
+		grant = "grant the Redis user the commands the store's scripts call: " + scriptCommands
+	case strings.Contains(lower, "permissions to access"), strings.Contains(lower, "can't access"):
+		grant = "give the Redis user the store's keys: ~sl:* for the default Config.Prefix"
+	case strings.HasPrefix(msg, "NOPERM"), strings.Contains(lower, "acl failure"):
+		grant = "grant the Redis user the permissions the package documentation lists"
+	default:
+		return nil
+	}
+	return &sluice.StoreError{Op: op, Kind: sluice.ErrInvalidConfig, Ambiguous: inScript,
+		Err: fmt.Errorf("%w: %s: %w", ErrNoPermission, grant, err)}
+}
+
 // classify turns a go-redis error into a [*sluice.StoreError] that says what
 // kind of failure it was and whether the script may have run.
 func classify(op string, err error) error {
+	if se := noPermission(op, err); se != nil {
+		// Before the pool's errors: a connection whose set-up Redis
+		// refused (a PING the user may not send) makes none ready.
+		return se
+	}
 	se := &sluice.StoreError{Op: op, Err: err}
 	var rerr redis.Error
 	var nerr net.Error

@@ -14,17 +14,22 @@ import (
 // Config.PolicyCheckInterval: an endpoint that can evict the store's keys
 // is logged when first seen so (and again after it stopped), and every
 // reading goes to Events when they implement sluice.EvictionPolicyEvents.
+// An endpoint that refuses to tell (managed services often rename or
+// forbid CONFIG) is logged once, and reported with an empty policy.
 type policyWatch struct {
 	interval time.Duration // negative: at start only
 	events   sluice.EvictionPolicyEvents
 
 	mu       sync.Mutex
 	evicting map[string]bool // by endpoint, as last read
+	unknown  map[string]bool // by endpoint: its last reading was refused
 }
 
-// policyReading is one endpoint's eviction settings.
+// policyReading is one endpoint's eviction settings, or the error reply
+// of a server that refused to give them.
 type policyReading struct {
 	endpoint, policy, maxmemory string
+	refused                     error
 }
 
 // evicting reports whether the server can evict keys: it has a memory
@@ -34,7 +39,7 @@ func (r policyReading) evicting() bool {
 }
 
 func newPolicyWatch(cfg Config) *policyWatch {
-	w := &policyWatch{interval: cfg.PolicyCheckInterval, evicting: map[string]bool{}}
+	w := &policyWatch{interval: cfg.PolicyCheckInterval, evicting: map[string]bool{}, unknown: map[string]bool{}}
 	w.events, _ = cfg.Events.(sluice.EvictionPolicyEvents)
 	return w
 }
@@ -64,10 +69,30 @@ func (w *policyWatch) run(ctx context.Context, s *Store) {
 func (w *policyWatch) check(ctx context.Context, s *Store) {
 	readings, err := s.readPolicies(ctx)
 	if err != nil {
-		// Managed services often disable CONFIG: nothing to warn about.
+		// Not an answer from the server (a timeout): the next check
+		// tries again.
 		s.log.LogAttrs(ctx, slog.LevelDebug, "redisstore: cannot read the eviction policy", slog.String("error", err.Error()))
 	}
 	for _, r := range readings {
+		w.mu.Lock()
+		wasUnknown := w.unknown[r.endpoint]
+		w.unknown[r.endpoint] = r.refused != nil
+		w.mu.Unlock()
+		if r.refused != nil {
+			if !wasUnknown {
+				err := r.refused
+				if se := noPermission("redisstore: eviction policy", err); se != nil {
+					err = se // names the permission that would let the store read it
+				}
+				s.log.LogAttrs(ctx, slog.LevelInfo,
+					"redisstore: the server refuses CONFIG GET, so the store cannot check that it never evicts rate-limit keys; make sure its maxmemory-policy is noeviction (an evicted bucket forgets what it consumed)",
+					slog.String("endpoint", r.endpoint), slog.String("error", err.Error()))
+			}
+			if w.events != nil {
+				w.events.EvictionPolicyChecked(r.endpoint, "", false)
+			}
+			continue
+		}
 		ev := r.evicting()
 		w.mu.Lock()
 		was, seen := w.evicting[r.endpoint]
@@ -89,26 +114,40 @@ func (w *policyWatch) check(ctx context.Context, s *Store) {
 }
 
 // readPolicies reads maxmemory and maxmemory-policy from the endpoint, or
-// from every master of a cluster.
+// from every master of a cluster. A server that answers with an error
+// (CONFIG renamed away, or refused to the user) gives a refused reading;
+// other errors are returned.
 func (s *Store) readPolicies(ctx context.Context) ([]policyReading, error) {
 	if s.cluster != nil {
 		var mu sync.Mutex
 		var out []policyReading
 		err := s.cluster.c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-			cfg, err := c.ConfigGet(ctx, "maxmemory*").Result()
+			r, err := readPolicy(ctx, c, c.Options().Addr)
 			if err != nil {
 				return err
 			}
 			mu.Lock()
-			out = append(out, policyReading{c.Options().Addr, cfg["maxmemory-policy"], cfg["maxmemory"]})
+			out = append(out, r)
 			mu.Unlock()
 			return nil
 		})
 		return out, err
 	}
-	cfg, err := s.client.ConfigGet(ctx, "maxmemory*").Result()
+	r, err := readPolicy(ctx, s.client, s.endpointName())
 	if err != nil {
 		return nil, err
 	}
-	return []policyReading{{s.endpointName(), cfg["maxmemory-policy"], cfg["maxmemory"]}}, nil
+	return []policyReading{r}, nil
+}
+
+// readPolicy reads endpoint's eviction settings through c.
+func readPolicy(ctx context.Context, c Client, endpoint string) (policyReading, error) {
+	cfg, err := c.ConfigGet(ctx, "maxmemory*").Result()
+	switch {
+	case isReply(err):
+		return policyReading{endpoint: endpoint, refused: err}, nil
+	case err != nil:
+		return policyReading{}, err
+	}
+	return policyReading{endpoint: endpoint, policy: cfg["maxmemory-policy"], maxmemory: cfg["maxmemory"]}, nil
 }

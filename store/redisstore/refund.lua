@@ -33,6 +33,9 @@ for i = 1, #KEYS do
   if al == 3 then
     -- The entry the take added, its cost shrunk by units, or removed.
     local raw = redis.pcall('ZRANGEBYSCORE', k, string.format('%d', mark), string.format('%d', mark))
+    -- Another type is left as it is; any other error (a command the user's
+    -- ACL refuses) is raised, as redis.call would.
+    if raw.err and string.sub(raw.err, 1, 9) ~= 'WRONGTYPE' then error(raw.err) end
     if not raw.err then
       for j = 1, #raw do
         local _, co, sq = string.match(raw[j], '^(%d+):(%d+):(%d+)$')
@@ -49,6 +52,7 @@ for i = 1, #KEYS do
     end
   else
     local v = redis.pcall('GET', k)
+    if type(v) == 'table' and string.sub(v.err, 1, 9) ~= 'WRONGTYPE' then error(v.err) end
     if type(v) == 'string' then
       if al == 1 then
         local cur, hi = tonumber(string.sub(v, -6)), 0

@@ -72,7 +72,10 @@ if n == 1 and (single == '64' or single == '65' or single == '66' or single == '
   local v = redis.pcall('GET', k)
   local healed = 0
   if type(v) == 'table' then
-    healed, v = 1, false -- another type
+    -- Another type; any other error (a command the user's ACL refuses) is
+    -- raised, as redis.call would: never read as an empty bucket.
+    if string.sub(v.err, 1, 9) ~= 'WRONGTYPE' then error(v.err) end
+    healed, v = 1, false
   end
   if single == '64' or single == '68' then
     local tat = 0
@@ -322,6 +325,7 @@ for i = 1, n do
       local lg = {ts = {}, co = {}, n = 0, sum = 0, newest = 0, seq = 0, an = 0, asum = 0, aco = {}, asq = {}}
       local raw = redis.pcall('ZRANGEBYSCORE', k, '(' .. string.format('%d', now - per[i]), '+inf')
       if raw.err then
+        if string.sub(raw.err, 1, 9) ~= 'WRONGTYPE' then error(raw.err) end
         healed[k] = 1
       else
         for j = 1, #raw do
@@ -355,6 +359,7 @@ local vals = {}
 if #strk == 1 then
   local v = redis.pcall('GET', strk[1])
   if type(v) == 'table' then
+    if string.sub(v.err, 1, 9) ~= 'WRONGTYPE' then error(v.err) end
     healed[strk[1]], v = 1, false
   end
   vals[1] = v
