@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/store/redisstore"
 )
 
 // redisTarget is where -redis, -cluster and -sentinel-master point.
@@ -28,9 +29,10 @@ func (t redisTarget) kind() string {
 	return "single"
 }
 
-// newRedisClient returns the client t names, with the settings a limiter
-// needs whatever a URL says: calls bounded by budget, scripts never
-// re-sent, one dial attempt.
+// newRedisClient returns the client t names, with the settings the store
+// needs whatever a URL says (redisstore's options: scripts never re-sent,
+// deadlines honoured, one dial attempt, connections kept ready), and
+// timeouts of budget for the calls without a deadline of their own.
 //
 //	-redis 127.0.0.1:6379                                  a single node
 //	-redis 10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000       Redis Cluster (any nodes as seeds)
@@ -42,48 +44,31 @@ func newRedisClient(t redisTarget, budget time.Duration) (redis.UniversalClient,
 	if t.spec == "" {
 		return nil, errors.New("-redis: empty")
 	}
-	isURL := strings.Contains(t.spec, "://")
+	addrs := []string{t.spec}
+	if !strings.Contains(t.spec, "://") {
+		addrs = splitAddrs(t.spec)
+	}
 	switch t.kind() {
 	case "sentinel":
-		opt := &redis.FailoverOptions{MasterName: t.master, SentinelAddrs: splitAddrs(t.spec)}
-		if isURL {
-			var err error
-			if opt, err = redis.ParseFailoverURL(t.spec); err != nil {
-				return nil, fmt.Errorf("-redis: %w", err)
-			}
-			if t.master != "" {
-				opt.MasterName = t.master
-			}
-		}
-		opt.MaxRetries, opt.ContextTimeoutEnabled, opt.DialerRetries = -1, true, 1
-		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = budget, budget, budget, budget
-		opt.MinIdleConns = 8
-		return redis.NewFailoverClient(opt), nil
-	case "cluster":
-		opt := &redis.ClusterOptions{Addrs: splitAddrs(t.spec)}
-		if isURL {
-			var err error
-			if opt, err = redis.ParseClusterURL(t.spec); err != nil {
-				return nil, fmt.Errorf("-redis: %w", err)
-			}
-		}
-		// Scripts are never re-sent whatever MaxRetries says; other
-		// settings as for a single node.
-		opt.ContextTimeoutEnabled, opt.DialerRetries = true, 1
-		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = budget, budget, budget, budget
-		opt.MinIdleConns = 8
-		return redis.NewClusterClient(opt), nil
-	}
-	opt := &redis.Options{Addr: t.spec}
-	if isURL {
-		var err error
-		if opt, err = redis.ParseURL(t.spec); err != nil {
+		opt, err := redisstore.FailoverOptions(t.master, addrs...)
+		if err != nil {
 			return nil, fmt.Errorf("-redis: %w", err)
 		}
+		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = budget, budget, budget, budget
+		return redis.NewFailoverClient(opt), nil
+	case "cluster":
+		opt, err := redisstore.ClusterOptions(addrs...)
+		if err != nil {
+			return nil, fmt.Errorf("-redis: %w", err)
+		}
+		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = budget, budget, budget, budget
+		return redis.NewClusterClient(opt), nil
 	}
-	opt.MaxRetries, opt.ContextTimeoutEnabled, opt.DialerRetries = -1, true, 1 // never re-run a script that may have run; honour the budget
+	opt, err := redisstore.ClientOptions(t.spec)
+	if err != nil {
+		return nil, fmt.Errorf("-redis: %w", err)
+	}
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = budget, budget, budget, budget
-	opt.MinIdleConns = 8 // a timeout closes a connection: keep warm ones
 	return redis.NewClient(opt), nil
 }
 

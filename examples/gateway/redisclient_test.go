@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/internal/redistest"
 )
 
 // The -redis forms build the client a user expects, with the limiter's
@@ -35,7 +39,7 @@ func TestRedisClientForms(t *testing.T) {
 			switch c := c.(type) {
 			case *redis.ClusterClient:
 				opt := c.Options()
-				if tc.kind != "cluster" || !opt.ContextTimeoutEnabled || opt.ReadTimeout != 40*time.Millisecond || len(opt.Addrs) != len(tc.addrs) {
+				if tc.kind != "cluster" || !opt.ContextTimeoutEnabled || opt.Protocol != 2 || opt.ReadTimeout != 40*time.Millisecond || len(opt.Addrs) != len(tc.addrs) {
 					t.Fatalf("cluster client %+v for %s", opt, tc.kind)
 				}
 				for i, a := range tc.addrs {
@@ -45,7 +49,7 @@ func TestRedisClientForms(t *testing.T) {
 				}
 			case *redis.Client:
 				opt := c.Options()
-				if opt.MaxRetries != 0 || !opt.ContextTimeoutEnabled || opt.ReadTimeout != 40*time.Millisecond {
+				if opt.MaxRetries != 0 || !opt.ContextTimeoutEnabled || opt.Protocol != 2 || opt.ReadTimeout != 40*time.Millisecond {
 					t.Fatalf("client options %+v", opt)
 				}
 				if tc.kind == "single" && opt.Addr != tc.addrs[0] {
@@ -58,5 +62,39 @@ func TestRedisClientForms(t *testing.T) {
 				t.Fatalf("%T", c)
 			}
 		})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the store's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// The gateway's Redis store starts without a warning: its client keeps
+// connections ready, and it has a secret.
+func TestRedisStoreStartsQuietly(t *testing.T) {
+	srv := redistest.Start(t)
+	var out lockedBuffer
+	log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	_, closeStore, err := openStore(redisTarget{spec: srv.Addr}, "test secret", 50*time.Millisecond, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeStore()
+	if s := out.String(); s != "" {
+		t.Fatalf("the store warned at start: %s", s)
 	}
 }

@@ -4,6 +4,7 @@ package quickstart
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -53,5 +54,32 @@ func TestLinesCountsWhatUsersType(t *testing.T) {
 	src := "// doc\npackage main\n\nimport (\n\t\"fmt\"\n)\n\nimport \"os\"\n\nfunc main() {\n\t// why\n\tfmt.Println(os.Args)\n}\n"
 	if got := lines(src); got != 4 {
 		t.Fatalf("lines = %d, want 4 (package, func, call, brace)", got)
+	}
+}
+
+// Every quickstart on Redis builds its client with redisstore's
+// constructors, which set what the store needs for each topology: none
+// builds one with go-redis's own, which would need the settings spelled
+// out (and warns at start when one is missing).
+func TestQuickstartsBuildClientsWithRedisstore(t *testing.T) {
+	files, err := filepath.Glob("*/main.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no quickstarts: %v", err)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(src)
+		if !strings.Contains(s, "redisstore.") {
+			continue // not on Redis
+		}
+		if strings.Contains(s, "redis.New") || strings.Contains(s, `"github.com/redis/go-redis/v9"`) {
+			t.Errorf("%s builds its Redis client with go-redis; use redisstore.NewClient (or NewClusterClient, NewFailoverClient)", f)
+		}
+		if !strings.Contains(s, "NewClient(") && !strings.Contains(s, "NewClusterClient(") && !strings.Contains(s, "NewFailoverClient(") {
+			t.Errorf("%s uses a Redis store without a redisstore client constructor", f)
+		}
 	}
 }

@@ -624,5 +624,5 @@ func (g *gate) endpoint() string {
 // found a Redis Cluster node behind a client that is not a cluster client.
 func misconfigured() error {
 	return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable,
-		Err: fmt.Errorf("%w: the server is a Redis Cluster node (cluster_enabled:1) but the client is not a *redis.ClusterClient: pass the ClusterClient itself, so that the store sends one script per hash slot", ErrUnsupportedClient)}
+		Err: fmt.Errorf("%w: the server is a Redis Cluster node (cluster_enabled:1) but the client is not a *redis.ClusterClient: build it with redisstore.NewClusterClient (one address is enough), or pass the ClusterClient itself, so that the store sends one script per hash slot", ErrUnsupportedClient)}
 }

@@ -19,7 +19,7 @@ func checkClusterClient(c *redis.ClusterClient, allowUnsafe bool) error {
 		return fmt.Errorf("%w: a ClusterClient with its own slot map (ClusterSlots, as redis.NewFailoverClusterClient makes) is meant to spread reads over replicas, which a limiter never does; for a Sentinel-managed primary use redis.NewFailoverClient, for Redis Cluster redis.NewClusterClient with the cluster's addresses", ErrUnsupportedClient)
 	}
 	if !allowUnsafe && !opt.ContextTimeoutEnabled {
-		return fmt.Errorf("%w: set ContextTimeoutEnabled: true in redis.ClusterOptions (otherwise the request's deadline is ignored and a slow node stalls every request), or set Config.AllowUnsafeClient", ErrUnsupportedClient)
+		return fmt.Errorf("%w: set ContextTimeoutEnabled: true in redis.ClusterOptions (otherwise the request's deadline is ignored and a slow node stalls every request; redisstore.NewClusterClient sets it), or set Config.AllowUnsafeClient", ErrUnsupportedClient)
 	}
 	return nil
 }

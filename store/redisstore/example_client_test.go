@@ -32,3 +32,39 @@ func ExampleNewClient() {
 	}
 	defer store.Close()
 }
+
+// A Redis Cluster from any of its nodes: several addresses make a cluster
+// client. (Not run: it needs a Redis Cluster.)
+func ExampleNewClient_cluster() {
+	rdb, err := redisstore.NewClient("10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rdb.Close()
+	store := redisstore.MustNew(rdb, redisstore.Config{Secret: []byte(os.Getenv("SLUICE_SECRET"))})
+	defer store.Close()
+}
+
+// A Sentinel-managed primary, by its master name and the Sentinels'
+// addresses. (Not run: it needs Sentinels.)
+func ExampleNewFailoverClient() {
+	rdb, err := redisstore.NewFailoverClient("mymaster", "10.0.0.1:26379", "10.0.0.2:26379", "10.0.0.3:26379")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rdb.Close()
+	store := redisstore.MustNew(rdb, redisstore.Config{Secret: []byte(os.Getenv("SLUICE_SECRET"))})
+	defer store.Close()
+}
+
+// The options of a cluster client, adjusted before go-redis's constructor:
+// the store's settings are applied whatever the URL says.
+func ExampleClusterOptions() {
+	opt, err := redisstore.ClusterOptions("redis://10.0.0.1:7000?addr=10.0.0.2:7000&max_retries=3")
+	if err != nil {
+		log.Fatal(err)
+	}
+	opt.PoolSize = 128
+	fmt.Println(opt.Addrs, opt.MaxRetries, opt.ContextTimeoutEnabled, opt.Protocol)
+	// Output: [10.0.0.1:7000 10.0.0.2:7000] -1 true 2
+}

@@ -3,9 +3,7 @@ package redisstore
 // MustNew is like [New] but panics on an error, for a client and a
 // configuration fixed in code (as rules.MustNew is for rules):
 //
-//	store := redisstore.MustNew(redis.NewClient(&redis.Options{
-//		Addr: "localhost:6379", MaxRetries: -1, ContextTimeoutEnabled: true,
-//	}), redisstore.Config{Secret: secret})
+//	store := redisstore.MustNew(redisstore.MustNewClient("localhost:6379"), redisstore.Config{Secret: secret})
 //
 // New's errors are all about the client and the configuration, never about
 // the server, which New does not contact: a panic here is a programming

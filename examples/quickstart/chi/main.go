@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	chimw "github.com/go-chi/chi/v5/middleware"
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/middleware"
@@ -22,7 +21,7 @@ import (
 )
 
 func main() {
-	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", MaxRetries: -1, ContextTimeoutEnabled: true})
+	client := redisstore.MustNewClient("localhost:6379") // or a redis:// URL, or a cluster's addresses
 	store := redisstore.MustNew(client, redisstore.Config{Secret: []byte(os.Getenv("SLUICE_SECRET"))})
 	perKey := rules.MustNew(rules.Rule{Name: "per-api-key", Key: keyfunc.APIKey("X-API-Key"), Limit: sluice.PerMinute(600)})
 	login := rules.MustNew(rules.Rule{Name: "login", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(5)})

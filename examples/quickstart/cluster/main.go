@@ -1,7 +1,8 @@
 // Command cluster limits per client IP on a Redis Cluster: the store takes
-// a cluster client as it takes a single node's. For a Sentinel-managed
-// primary, pass redis.NewFailoverClient(&redis.FailoverOptions{MasterName:
-// "mymaster", SentinelAddrs: ..., MaxRetries: -1, ContextTimeoutEnabled: true}).
+// a cluster client as it takes a single node's. A cluster known by one
+// address (a managed service's configuration endpoint) takes
+// redisstore.NewClusterClient(addr); a Sentinel-managed primary,
+// redisstore.NewFailoverClient("mymaster", "10.0.0.1:26379", "10.0.0.2:26379").
 package main
 
 import (
@@ -10,7 +11,6 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/middleware"
@@ -19,11 +19,10 @@ import (
 )
 
 func main() {
-	client := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs:                 []string{"10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000"},
-		MaxRetries:            -1,
-		ContextTimeoutEnabled: true,
-	})
+	client, err := redisstore.NewClient("10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000")
+	if err != nil {
+		log.Fatal(err)
+	}
 	store := redisstore.MustNew(client, redisstore.Config{Secret: []byte(os.Getenv("SLUICE_SECRET"))})
 	perIP := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(100)})
 	mux := http.NewServeMux()

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/middleware"
@@ -18,7 +17,7 @@ import (
 )
 
 func main() {
-	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", MaxRetries: -1, ContextTimeoutEnabled: true})
+	client := redisstore.MustNewClient("localhost:6379") // or a redis:// URL, or a cluster's addresses
 	store := redisstore.MustNew(client, redisstore.Config{Secret: []byte(os.Getenv("SLUICE_SECRET"))})
 	perIP := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(100)})
 	mux := http.NewServeMux()

@@ -108,11 +108,13 @@ func start(log *slog.Logger) (*system, error) {
 		return fail(err)
 	}
 
-	client := redis.NewClient(&redis.Options{
-		Addr: s.proxy.Addr, MaxRetries: -1, ContextTimeoutEnabled: true,
-		DialerRetries: 1, DialTimeout: budget, ReadTimeout: budget, WriteTimeout: budget, PoolTimeout: budget,
-		MinIdleConns: 8,
-	})
+	opt, err := redisstore.ClientOptions(s.proxy.Addr)
+	if err != nil {
+		return fail(err)
+	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = budget, budget, budget, budget
+	opt.MinIdleConns = 8
+	client := redis.NewClient(opt)
 	closers = append(closers, func() { client.Close() })
 	shared, err := redisstore.New(client, redisstore.Config{
 		Secret: []byte("dashboard-render-secret-0123456789"), Logger: log, Events: collector,
