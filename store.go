@@ -48,6 +48,17 @@ type InProcessStore interface {
 	InProcess() bool
 }
 
+// InstanceCounter is an optional interface of a [Store] shared by several
+// processes, such as the Redis store: it counts the instances that share
+// its buckets. The middleware divides a rule's limit by the count for its
+// local fallback (rules.FailLocal), and the lease store sizes its leases
+// by it, unless told the number.
+type InstanceCounter interface {
+	// Instances returns how many instances share the store, this one
+	// included; 0 when not known (yet).
+	Instances() int
+}
+
 // LocalStore is an optional interface of a [Store] that can often decide
 // in process although it may do I/O, such as a store of local leases.
 // TakeLocal decides hits as Take would, with no I/O and no context, when it

@@ -125,7 +125,8 @@ func TestBypassLogIsSampled(t *testing.T) {
 	}
 }
 
-// A store failure under a bypass applies the entry's on_fail policy.
+// A store failure under a bypass applies the entry's on_fail policy, by
+// default local: the entry's limit decided in process.
 func TestBypassStoreFailure(t *testing.T) {
 	obs := newRecorder()
 	h := middleware.Limit(failingStore{err: &sluice.StoreError{Op: "test", Kind: sluice.ErrUnavailable}}, opsBypass(t),
@@ -134,7 +135,7 @@ func TestBypassStoreFailure(t *testing.T) {
 	req.Header.Set("X-Ops", "secret-ops")
 	h.ServeHTTP(discard{}, req)
 	ds := obs.drain()
-	if len(ds) != 1 || ds[0].Rule != "ops" || ds[0].Outcome != sluice.OutcomeFailedOpen || !errors.Is(ds[0].Err, sluice.ErrUnavailable) {
+	if len(ds) != 1 || ds[0].Rule != "ops" || ds[0].Outcome != sluice.OutcomeLocal || !errors.Is(ds[0].Err, sluice.ErrUnavailable) {
 		t.Fatalf("decisions %+v", ds)
 	}
 }

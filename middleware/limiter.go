@@ -73,7 +73,7 @@ func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 	if src, ok := store.(sluice.ObserverSource); ok && cfg.observer == nil {
 		cfg.observer = src.Observer() // the store's events receiver: metrics in one place
 	}
-	l := &Limiter{store: store, rules: set, cfg: cfg, local: newLocalFallback(cfg.instances)}
+	l := &Limiter{store: store, rules: set, cfg: cfg, local: newLocalFallback(cfg.instances, store)}
 	// An in-process store does no I/O: a deadline would bound nothing.
 	if ip, ok := store.(sluice.InProcessStore); !ok || !ip.InProcess() {
 		l.calls = newCallContexts(cfg.budget)
@@ -193,6 +193,9 @@ func (l *Limiter) take(ctx context.Context, hits []sluice.Hit, out []sluice.Resu
 	latency := time.Since(start)
 	if release != nil {
 		release()
+	}
+	if err == nil && out[0].Remembered {
+		return 0, nil // refused from the store's memory: no store call to report
 	}
 	if o, ok := l.cfg.observer.(sluice.StoreCallObserver); ok {
 		o.ObserveStoreCall(ctx, sluice.StoreCall{Latency: latency, Hits: len(hits), Err: err})
@@ -380,6 +383,8 @@ func (l *Limiter) observe(ctx context.Context, s *scratch, latency time.Duration
 			d.Outcome = sluice.OutcomeFailedClosed
 		case failed:
 			d.Outcome = sluice.OutcomeFailedOpen
+		case s.results[i].Remembered && s.results[i].Allowed:
+			continue // not decided: the store refused the request from memory
 		case s.results[i].Allowed:
 			d.Outcome, d.Result = sluice.OutcomeAllowed, s.results[i]
 		case rule.Shadow:

@@ -16,23 +16,35 @@ import (
 // of instances sharing it.
 type localFallback struct {
 	store     *memstore.Store
-	instances int64
+	instances func() int64 // at least 1
 	lastSweep atomic.Int64 // Unix nanoseconds
 }
 
-func newLocalFallback(instances int) *localFallback {
+// newLocalFallback returns the fallback of a limiter on store: n instances
+// when n is positive, else as many as the store counts (at least 1).
+func newLocalFallback(n int, store sluice.Store) *localFallback {
 	// No sweeper goroutine (nothing to close): decide sweeps now and then.
-	return &localFallback{store: memstore.New(memstore.Config{SweepInterval: -1}), instances: int64(instances)}
+	f := &localFallback{store: memstore.New(memstore.Config{SweepInterval: -1})}
+	counter, ok := store.(sluice.InstanceCounter)
+	switch {
+	case n > 0:
+		f.instances = func() int64 { return int64(n) }
+	case ok:
+		f.instances = func() int64 { return max(int64(counter.Instances()), 1) }
+	default:
+		f.instances = func() int64 { return 1 }
+	}
+	return f
 }
 
-// share returns l divided among the instances: at least 1 per period.
-func (f *localFallback) share(l sluice.Limit) sluice.Limit {
-	if f.instances <= 1 {
+// share returns l divided among n instances: at least 1 per period.
+func share(l sluice.Limit, n int64) sluice.Limit {
+	if n <= 1 {
 		return l
 	}
-	l.Rate = max(l.Rate/f.instances, 1)
+	l.Rate = max(l.Rate/n, 1)
 	if l.Burst != 0 {
-		l.Burst = max(l.Burst/f.instances, 1)
+		l.Burst = max(l.Burst/n, 1)
 	}
 	return l
 }
@@ -48,12 +60,13 @@ func (f *localFallback) decide(matched []*rules.Rule, hits []sluice.Hit, out []s
 	}
 	var local []sluice.Hit
 	var idx []int
+	n := f.instances()
 	for i, r := range matched {
 		if r.OnFail != rules.FailLocal || !failed[i] {
 			continue
 		}
 		h := hits[i]
-		h.Limit = f.share(h.Limit)
+		h.Limit = share(h.Limit, n)
 		if err := h.Algorithm.ValidateLimit(h.Limit); err != nil {
 			return false, fmt.Errorf("middleware: local share of rule %q: %w", r.Name, err)
 		}

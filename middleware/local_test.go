@@ -15,7 +15,7 @@ func TestLocalFallbackDecidesOnItsShare(t *testing.T) {
 	rec := newRecorder()
 	set := rules.MustNew(
 		rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(10), OnFail: rules.FailLocal},
-		rules.Rule{Name: "global", Key: keyfunc.Global(), Limit: sluice.PerMinute(5)}, // open
+		rules.Rule{Name: "global", Key: keyfunc.Global(), Limit: sluice.PerMinute(5), OnFail: rules.FailOpen},
 	)
 	h := middleware.Limit(failingStore{down}, set, middleware.WithInstances(5), middleware.WithObserver(rec), middleware.WithLogger(quietLogger()))(&okHandler{})
 	// 10 per minute over 5 instances: 2 per minute here.
@@ -45,7 +45,7 @@ func TestLocalFallbackDecidesOnItsShare(t *testing.T) {
 
 func TestMixedPoliciesOnFailure(t *testing.T) {
 	local := rules.Rule{Name: "local", Key: keyfunc.Global(), Limit: sluice.PerMinute(1), OnFail: rules.FailLocal}
-	open := rules.Rule{Name: "open", Key: keyfunc.Global(), Limit: sluice.PerMinute(1)}
+	open := rules.Rule{Name: "open", Key: keyfunc.Global(), Limit: sluice.PerMinute(1), OnFail: rules.FailOpen}
 	closed := rules.Rule{Name: "closed", Key: keyfunc.Global(), Limit: sluice.PerMinute(1), OnFail: rules.FailClosed}
 	cases := []struct {
 		name  string

@@ -150,7 +150,8 @@ func TestStoreFailure(t *testing.T) {
 		status  int
 		outcome sluice.Outcome
 	}{
-		{"open", []rules.Rule{perIP(sluice.PerMinute(1))}, 200, sluice.OutcomeFailedOpen},
+		{"local by default", []rules.Rule{perIP(sluice.PerMinute(1))}, 200, sluice.OutcomeLocal},
+		{"open", []rules.Rule{{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(1), OnFail: rules.FailOpen}}, 200, sluice.OutcomeFailedOpen},
 		{"closed", []rules.Rule{perIP(sluice.PerMinute(1)), {Name: "strict", Key: keyfunc.Global(), Limit: sluice.PerMinute(5), OnFail: rules.FailClosed}}, 503, sluice.OutcomeFailedClosed},
 		{"closed shadow does not block", []rules.Rule{{Name: "strict", Key: keyfunc.Global(), Limit: sluice.PerMinute(5), OnFail: rules.FailClosed, Shadow: true}}, 200, sluice.OutcomeFailedOpen},
 	} {

@@ -41,7 +41,6 @@ func buildConfig(opts []Option) (config, error) {
 		onError:   WriteError,
 		logger:    slog.Default(),
 		now:       time.Now,
-		instances: 1,
 	}
 	for _, o := range opts {
 		if err := o.apply(&c); err != nil {
@@ -151,10 +150,12 @@ func WithClock(c sluice.Clock) Option {
 }
 
 // WithInstances tells the limiter how many instances of the service share
-// the store. A rule whose on_fail is local (rules.FailLocal) then decides,
-// while the store fails, from an in-process bucket holding its limit
-// divided by n (at least 1 per period), so the instances together stay near
-// the limit. Default: 1. It must be at least 1.
+// the store. A rule whose on_fail is local (rules.FailLocal, the default)
+// decides, while the store fails, from an in-process bucket holding its
+// limit divided by the number of instances (at least 1 per period), so the
+// instances together stay near the limit. Default: the count of a store
+// that counts the instances sharing it ([sluice.InstanceCounter], as the
+// Redis store does), else 1. It must be at least 1.
 func WithInstances(n int) Option {
 	return optionFunc(func(c *config) error {
 		if n < 1 {

@@ -97,7 +97,12 @@ func TestHugeIdentityGivesABoundedRedisKey(t *testing.T) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
-	keys := c.Keys(context.Background(), "*").Val()
+	var keys []string
+	for _, k := range c.Keys(context.Background(), "*").Val() {
+		if !strings.HasSuffix(k, "{instances}") { // the buckets, not the store's instance count
+			keys = append(keys, k)
+		}
+	}
 	if len(keys) != 1 || len(keys[0]) > 32 || strings.Contains(keys[0], "kkkk") {
 		t.Fatalf("keys %q: want one short key without the identity", keys)
 	}

@@ -35,7 +35,7 @@ type Bypass struct {
 	// Algorithm enforces Limit. Default: [sluice.TokenBucket].
 	Algorithm sluice.Algorithm
 	// OnFail is what happens to an exempt request when the store fails.
-	// Default: FailOpen.
+	// Default: FailLocal.
 	OnFail OnFail
 }
 
@@ -98,7 +98,7 @@ func newBypassEntry(b Bypass) (bypassEntry, error) {
 		return bypassEntry{}, fail("identify", "no function")
 	case !b.Algorithm.Valid():
 		return bypassEntry{}, fail("algorithm", "unknown algorithm %d", b.Algorithm)
-	case b.OnFail > FailLocal:
+	case b.OnFail > FailClosed:
 		return bypassEntry{}, fail("on_fail", "unknown policy %d", b.OnFail)
 	}
 	if err := b.Algorithm.ValidateLimit(b.Limit); err != nil {

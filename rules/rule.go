@@ -15,21 +15,25 @@ import (
 type OnFail uint8
 
 const (
-	// FailOpen lets the request through, counted and logged. The default.
-	FailOpen OnFail = iota
-	// FailClosed refuses the request with 503 Service Unavailable and a
-	// Retry-After.
-	FailClosed
 	// FailLocal decides the rule in process instead: from an in-memory
-	// bucket holding the rule's limit divided by the number of instances
-	// sharing it (see the middleware's WithInstances), so the instances
-	// together stay near the limit while Redis is away.
-	FailLocal
+	// bucket holding the rule's share of its limit, the limit divided by
+	// the number of instances sharing the store (counted through the store,
+	// or given with the middleware's WithInstances), so the instances
+	// together stay near the limit while the store is failing or slow. The
+	// default: a failing store may over-admit by a bounded factor, never
+	// without bound.
+	FailLocal OnFail = iota
+	// FailOpen lets the request through, counted and logged: while the
+	// store fails, the rule limits nothing.
+	FailOpen
+	// FailClosed refuses the request with 503 Service Unavailable and a
+	// Retry-After: while the store fails, nothing the rule matches passes.
+	FailClosed
 )
 
-var onFailNames = [...]string{"open", "closed", "local"}
+var onFailNames = [...]string{"local", "open", "closed"}
 
-// String returns "open", "closed" or "local".
+// String returns "local", "open" or "closed".
 func (f OnFail) String() string {
 	if int(f) < len(onFailNames) {
 		return onFailNames[f]
@@ -37,14 +41,14 @@ func (f OnFail) String() string {
 	return fmt.Sprintf("OnFail(%d)", uint8(f))
 }
 
-// ParseOnFail returns the policy named s ("open", "closed" or "local").
+// ParseOnFail returns the policy named s ("local", "open" or "closed").
 func ParseOnFail(s string) (OnFail, error) {
 	for i, n := range onFailNames {
 		if n == s {
 			return OnFail(i), nil
 		}
 	}
-	return 0, fmt.Errorf("rules: unknown on_fail %q (known: open, closed, local)", s)
+	return 0, fmt.Errorf("rules: unknown on_fail %q (known: local, open, closed)", s)
 }
 
 // Rule is one rate limit applied to the requests it matches.
@@ -86,7 +90,7 @@ type Rule struct {
 	// identity does. Changing it starts new buckets in the Redis store.
 	// Default: the zero Key, each bucket placed on its own.
 	Colocate keyfunc.Key
-	// OnFail is what happens when the store fails. Default: FailOpen.
+	// OnFail is what happens when the store fails. Default: FailLocal.
 	OnFail OnFail
 	// Shadow makes the rule a dry run: counted and reported to observers,
 	// never blocking, never in headers.
@@ -134,7 +138,7 @@ func (r *Rule) Validate() error {
 		return fail("max_cost", "%d is negative", r.MaxCost)
 	case r.MaxCost > 0 && r.MaxCost < r.cost():
 		return fail("max_cost", "%d is below the cost %d", r.MaxCost, r.cost())
-	case r.OnFail > FailLocal:
+	case r.OnFail > FailClosed:
 		return fail("on_fail", "unknown policy %d", r.OnFail)
 	case !r.Colocate.IsZero() && !Colocatable(r.Key.Kind()):
 		return fail("colocate", "a rule keyed by %s cannot be colocated: its buckets must spread over the cluster; only buckets of one identity (a user, an API key) may share a slot", r.Key.Kind())

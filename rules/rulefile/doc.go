@@ -8,7 +8,7 @@
 //
 //	version: 1                     # optional
 //	defaults:                      # optional: algorithm, on_fail, expose, shadow
-//	  on_fail: open
+//	  on_fail: local
 //	rules:
 //	  - name: per-ip               # required, unique
 //	    key: ip                    # required, see below
@@ -17,7 +17,7 @@
 //	    algorithm: token_bucket    # or sliding_window, fixed_window, sliding_log
 //	    cost: 1                    # optional, default 1
 //	    max_cost: 10               # optional cap on a sluice.WithCost cost
-//	    on_fail: open              # open | closed | local
+//	    on_fail: open              # local (default) | open | closed
 //	    expose: true               # false: kept out of the headers (rules.Rule.Hidden)
 //	    shadow: false              # dry run
 //	    enabled: true              # false: checked, then left out

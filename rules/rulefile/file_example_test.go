@@ -57,8 +57,8 @@ rules:
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, rulefile.ErrInvalidFile))
 	// Output:
-	// per-ip       key=ip       limit=100/1m           on_fail=open
-	// per-api-key  key=api_key  limit=20/1m            on_fail=open
+	// per-ip       key=ip       limit=100/1m           on_fail=local
+	// per-api-key  key=api_key  limit=20/1m            on_fail=local
 	// global       key=global   limit=5000/1m burst 500 on_fail=closed
 	// a free-plan API key request matches 3 rules
 	// rulefile: limits.yaml:4: rule "per-ip": limit: unknown field "burts" (did you mean "burst"?)

@@ -39,7 +39,7 @@ func clusterStore(t testing.TB, c *redistest.Cluster, clock *storetest.Clock) *r
 	if clock != nil {
 		client.AddHook(clockHook{clock})
 	}
-	s, err := redisstore.New(client, redisstore.Config{Logger: quiet, Secret: []byte("test secret"), RememberRefusals: -1})
+	s, err := redisstore.New(client, redisstore.Config{Logger: quiet, Secret: []byte("test secret"), RememberRefusals: -1, PresenceInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

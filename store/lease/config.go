@@ -18,7 +18,10 @@ type Config struct {
 	// store's buckets. It bounds K (see [MaxLease]): the drift bound
 	// Instances × K holds only when it is at least the real number of
 	// processes, so set it to that (or to an upper bound of it). Default:
-	// 1, one process; [New] logs a warning when it leases with the default.
+	// the count of a backing store that counts the instances sharing it
+	// ([sluice.InstanceCounter], as the Redis store does), read at each
+	// refill (1 until its first count); else 1, and [New] logs a warning
+	// when it leases.
 	Instances int
 	// DriftBudget is the share of a limit's allowance over a minute
 	// (burst + 60 s × rate) that the instances' leases together may hold:
@@ -106,9 +109,6 @@ func (c Config) withDefaults() (Config, error) {
 		if err := c.Default.Validate(); err != nil {
 			return fail("Default", "%v", err)
 		}
-	}
-	if c.Instances == 0 {
-		c.Instances = 1
 	}
 	if c.DriftBudget == 0 {
 		c.DriftBudget = defaultBudget

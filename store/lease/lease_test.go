@@ -52,6 +52,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		field string
 	}{
 		{lease.Config{Instances: -1}, "Config.Instances"},
+		{lease.Config{RefusalMemory: -1}, "Config.RefusalMemory"},
 		{lease.Config{DriftBudget: 1.5}, "Config.DriftBudget"},
 		{lease.Config{DriftBudget: -0.1}, "Config.DriftBudget"},
 		{lease.Config{TTL: time.Hour}, "Config.TTL"},

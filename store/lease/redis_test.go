@@ -40,7 +40,7 @@ func redisStore(t testing.TB, addr string, clock *storetest.Clock) *redisstore.S
 	if clock != nil {
 		c.AddHook(clockHook{clock})
 	}
-	s, err := redisstore.New(c, redisstore.Config{Logger: quiet, Secret: []byte("test secret"), RememberRefusals: -1})
+	s, err := redisstore.New(c, redisstore.Config{Logger: quiet, Secret: []byte("test secret"), RememberRefusals: -1, PresenceInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func TestRedisDownServesLeaseThenFails(t *testing.T) {
 	srv := redistest.Start(t)
 	noLeak(t, func() {
 		c := redisClient(t, srv.Addr)
-		shared, err := redisstore.New(c, redisstore.Config{Logger: quiet, Secret: []byte("test secret"), RememberRefusals: -1})
+		shared, err := redisstore.New(c, redisstore.Config{Logger: quiet, Secret: []byte("test secret"), RememberRefusals: -1, PresenceInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

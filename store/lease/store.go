@@ -31,9 +31,37 @@ type Store struct {
 	calls     sync.RWMutex // held for reading by calls that may change leases; Close takes it to wait for them
 	stop      chan struct{}
 	done      sync.WaitGroup
-	refunds   atomic.Int64    // refunds that failed: counted, logged, never retried
-	gens      atomic.Int64    // the last lease generation: generations are never reused, even by a key forgotten and seen again
-	refusals  *refusal.Memory // nil when off or over an in-process store
+	refunds   atomic.Int64           // refunds that failed: counted, logged, never retried
+	gens      atomic.Int64           // the last lease generation: generations are never reused, even by a key forgotten and seen again
+	refusals  *refusal.Memory        // nil when off or over an in-process store
+	counter   sluice.InstanceCounter // the backing store's, or nil
+}
+
+var _ sluice.InstanceCounter = (*Store)(nil)
+
+// instances returns how many processes share the backing store: the
+// configured number, else the backing store's count, at least 1.
+func (s *Store) instances() int {
+	switch {
+	case s.cfg.Instances > 0:
+		return s.cfg.Instances
+	case s.counter != nil:
+		return max(s.counter.Instances(), 1)
+	}
+	return 1
+}
+
+// Instances returns how many processes share the backing store (see
+// [sluice.InstanceCounter]): Config.Instances when set, else the backing
+// store's count, or 0 when it does not count.
+func (s *Store) Instances() int {
+	switch {
+	case s.cfg.Instances > 0:
+		return s.cfg.Instances
+	case s.counter != nil:
+		return s.counter.Instances()
+	}
+	return 0
 }
 
 var (
@@ -71,8 +99,9 @@ func isLocal(rc sluice.Receipt) bool { return rc.Seq < 0 }
 // partial hit, whose receipt says how many it took, and unused tokens go
 // back by refund. Over any other store every hit passes through. An
 // invalid cfg is an error wrapping [ErrInvalidConfig] naming the field.
-// When it leases and cfg.Instances is 0 (one instance, by default), New
-// logs a warning: the drift bound depends on the real instance count.
+// When it leases, cfg.Instances is 0 and backing does not count its
+// instances ([sluice.InstanceCounter]), New logs a warning: the drift
+// bound depends on the real instance count.
 // Unless cfg.SweepInterval is negative New starts one sweeper goroutine,
 // which Close stops.
 func New(backing sluice.Store, cfg Config) (*Store, error) {
@@ -90,7 +119,8 @@ func New(backing sluice.Store, cfg Config) (*Store, error) {
 	}
 	s.epochU = s.epoch.UnixMicro()
 	s.refunder, _ = backing.(sluice.Refunder)
-	if defaultInstances && s.refunder != nil {
+	s.counter, _ = backing.(sluice.InstanceCounter)
+	if defaultInstances && s.refunder != nil && s.counter == nil {
 		cfg.Logger.Warn("sluice: lease store assumes one instance: set lease.Config.Instances to the number of processes sharing the store, which bounds the drift (Instances × K)")
 	}
 	if ip, ok := backing.(sluice.InProcessStore); !ok || !ip.InProcess() {

@@ -233,7 +233,7 @@ func (s *Store) newEntry(h *sluice.Hit, pol *sluice.LeasePolicy) *entry {
 // kmax returns the largest lease h's bucket may take under pol: the drift
 // bound, the store's cap and the policy's.
 func (s *Store) kmax(h *sluice.Hit, pol *sluice.LeasePolicy) int64 {
-	k := min(MaxLease(h.Limit, h.Algorithm, s.cfg.Instances, s.cfg.DriftBudget), s.cfg.MaxLease)
+	k := min(MaxLease(h.Limit, h.Algorithm, s.instances(), s.cfg.DriftBudget), s.cfg.MaxLease)
 	if pol.MaxLease > 0 {
 		k = min(k, pol.MaxLease)
 	}

@@ -125,6 +125,14 @@ type Config struct {
 	// store reach them at once. A Take with a shadow hit, a peek or a
 	// forced hit always goes to Redis. Default: 1 s. Negative turns it off.
 	RememberRefusals time.Duration
+	// PresenceInterval is how often the store marks itself present in
+	// Redis, under Prefix + "{instances}", and counts the stores sharing
+	// its keys ([Store.Instances]): those seen within three intervals. The
+	// middleware's local fallback and the lease store divide limits by the
+	// count unless given one; while Redis does not answer, the last count
+	// stands. Close removes the store's mark at once. Default: 2 s.
+	// Negative turns counting off.
+	PresenceInterval time.Duration
 	// RefusalMemory is how many refused buckets the store remembers at
 	// most, in a table of about 8 bytes a slot plus 120 bytes a refused
 	// bucket; a flood of distinct keys replaces entries, never grows it.
@@ -139,6 +147,7 @@ const (
 	defaultCoalesce            = 64
 	defaultUncoalescedConns    = 32
 	defaultSetupTimeout        = time.Second
+	defaultPresenceInterval    = 2 * time.Second
 	// reservedConns are the client's pool connections the store leaves for
 	// its background checks (loading the script, reading the policy).
 	reservedConns = 2
@@ -172,6 +181,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SetupTimeout <= 0 {
 		c.SetupTimeout = defaultSetupTimeout
+	}
+	if c.PresenceInterval == 0 {
+		c.PresenceInterval = defaultPresenceInterval
 	}
 	return c
 }

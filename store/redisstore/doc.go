@@ -179,7 +179,7 @@
 // (~sl:* with the default prefix) and the commands it sends, those its
 // scripts call included:
 //
-//	ACL SETUSER sluice on >PASSWORD resetkeys ~sl:* -@all +evalsha +eval +script|load +ping +time +get +set +mget +exists +del +zadd +zrem +zrangebyscore +zremrangebyscore +pexpire
+//	ACL SETUSER sluice on >PASSWORD resetkeys ~sl:* -@all +evalsha +eval +script|load +ping +time +get +set +mget +exists +del +zadd +zrem +zrangebyscore +zremrangebyscore +pexpire +zcard
 //
 // and on Redis Cluster +cluster|slots and +asking; +config|get lets it
 // check the eviction policy, +info find a Redis Cluster node behind a

@@ -45,6 +45,11 @@ func newStoreWith(t testing.TB, client redisstore.Client, clock *storetest.Clock
 		client.(interface{ AddHook(redis.Hook) }).AddHook(clockHook{clock})
 	}
 	cfg.Logger, cfg.Secret = quiet, []byte("test secret")
+	if cfg.PresenceInterval == 0 {
+		// Off unless asked for: tests that count the server's keys count
+		// buckets (presence_test.go tests the instance count).
+		cfg.PresenceInterval = -1
+	}
 	s, err := redisstore.New(client, cfg)
 	if err != nil {
 		t.Fatal(err)

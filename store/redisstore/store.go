@@ -31,6 +31,7 @@ type Store struct {
 	ep       *endpoint
 	coalesce *coalescer      // nil when off
 	refusals *refusal.Memory // nil when off
+	presence *presence       // nil when off
 	events   sluice.StoreEvents
 	healed   healLog // the keys whose heal was logged
 	policy   *policyWatch
@@ -147,6 +148,14 @@ func New(client Client, cfg Config) (*Store, error) {
 		defer s.wg.Done()
 		s.policy.run(ctx, s)
 	}()
+	if cfg.PresenceInterval > 0 {
+		s.presence = newPresence(client, cfg.Prefix, cfg.PresenceInterval, cfg.Logger)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.presence.run(ctx)
+		}()
+	}
 	s.checked = make(chan struct{})
 	if cfg.StartupCheckTimeout <= 0 {
 		close(s.checked)

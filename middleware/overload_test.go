@@ -1,0 +1,433 @@
+package middleware_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/faultproxy"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/middleware"
+	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/rules/admin"
+	"github.com/sluicehq/sluice/store/lease"
+	"github.com/sluicehq/sluice/store/redisstore"
+)
+
+// floodFor is how long the flood tests flood: 2 s, or 5 s in the long tier.
+func floodFor() time.Duration {
+	if os.Getenv("SLUICE_LONG") != "" {
+		return 5 * time.Second
+	}
+	return 2 * time.Second
+}
+
+// flooded is what a flood offered and what got through.
+type flooded struct {
+	offered, admitted atomic.Int64
+	mu                sync.Mutex
+	bad               []string // responses that break the contract
+}
+
+func (f *flooded) fail(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.bad) < 5 {
+		f.bad = append(f.bad, fmt.Sprintf(format, args...))
+	}
+}
+
+// flood sends requests to every url from perURL goroutines each, back to
+// back over keep-alive connections, for d, and checks each answer: a 200,
+// or a 429 with Retry-After, Cache-Control and the RateLimit field.
+// header, when given, names the client by a header (name, value(i)).
+func flood(t *testing.T, urls []string, perURL int, d time.Duration, header string, value func(i int) string) *flooded {
+	t.Helper()
+	f := &flooded{}
+	stop := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for _, url := range urls {
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: perURL}}
+		t.Cleanup(client.CloseIdleConnections)
+		for g := range perURL {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; time.Now().Before(stop); i += perURL {
+					req, _ := http.NewRequest(http.MethodGet, url, nil)
+					if header != "" {
+						req.Header.Set(header, value(i))
+					}
+					resp, err := client.Do(req)
+					if err != nil {
+						f.fail("%v", err)
+						return
+					}
+					resp.Body.Close()
+					f.offered.Add(1)
+					switch resp.StatusCode {
+					case http.StatusOK:
+						f.admitted.Add(1)
+					case http.StatusTooManyRequests:
+						if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || ra < 1 {
+							f.fail("429 with Retry-After %q", resp.Header.Get("Retry-After"))
+						}
+						if resp.Header.Get("RateLimit") == "" || resp.Header.Get("Cache-Control") != "no-store" {
+							f.fail("429 without its fields: %v", resp.Header)
+						}
+					default:
+						f.fail("status %d", resp.StatusCode)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for _, b := range f.bad {
+		t.Error(b)
+	}
+	return f
+}
+
+// scriptCalls returns how many scripts the servers at addrs ran: the
+// store's decisions (the instance count uses plain commands).
+func scriptCalls(t *testing.T, addrs []string) int64 {
+	t.Helper()
+	var n int64
+	for _, a := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: a})
+		evalsha, _ := commandCalls(t, c, "evalsha")
+		eval, _ := commandCalls(t, c, "eval")
+		n += evalsha + eval
+		c.Close()
+	}
+	return n
+}
+
+// instances starts n servers, each the middleware on its own store from
+// newStore, limiting set.
+func instances(t *testing.T, n int, set *rules.Set, newStore func() sluice.Store) []string {
+	urls := make([]string, n)
+	for i := range urls {
+		h := middleware.Limit(newStore(), set, middleware.WithBudget(time.Second), middleware.WithLogger(quietLogger()))
+		urls[i] = serve(t, h, &okHandler{}).URL
+	}
+	return urls
+}
+
+// redisStoreOn returns a Redis store on its own client of addr, with cfg.
+func redisStoreOn(t *testing.T, client redisstore.Client, cfg redisstore.Config) *redisstore.Store {
+	t.Helper()
+	cfg.Logger = quietLogger()
+	s, err := redisstore.New(client, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func singleClient(t *testing.T, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialerRetries: 1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func clusterClient(t *testing.T, addrs []string) *redis.ClusterClient {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true, DialerRetries: 1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// One client at many times its limit flooding four instances: what is
+// admitted is what the limit refills over the flood, as without the
+// memory of refusals, while Redis runs at most one script per 100
+// requests offered, on a single node, on a cluster and through leases.
+func TestFloodCostsRedisAlmostNothing(t *testing.T) {
+	limit := sluice.PerMinute(100)
+	plain := rules.MustNew(perIP(limit)) // every request comes from 127.0.0.1
+	leasedRule := perIP(limit)
+	leasedRule.Lease = sluice.LeasePolicy{Enabled: true}
+	leased := rules.MustNew(leasedRule)
+
+	single := redistest.Start(t)
+	cases := []struct {
+		name  string
+		set   *rules.Set
+		addrs func() []string
+		store func(addrs []string) sluice.Store
+		drift int64 // what the instances' leases may hold beyond the limit
+	}{
+		{"single node", plain, func() []string { return []string{single.Addr} }, func(a []string) sluice.Store {
+			return redisStoreOn(t, singleClient(t, a[0]), redisstore.Config{})
+		}, 0},
+		{"cluster", plain, func() []string {
+			return redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1}).Addrs()
+		}, func(a []string) sluice.Store {
+			return redisStoreOn(t, clusterClient(t, a), redisstore.Config{})
+		}, 0},
+		{"leases", leased, func() []string { return []string{single.Addr} }, func(a []string) sluice.Store {
+			s, err := lease.New(redisStoreOn(t, singleClient(t, a[0]), redisstore.Config{Prefix: "leased:"}), lease.Config{Instances: 4, Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close(context.Background()) })
+			return s
+		}, 4 * lease.MaxLease(limit, sluice.TokenBucket, 4, 0.05)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			addrs := tc.addrs()
+			urls := instances(t, 4, tc.set, func() sluice.Store { return tc.store(addrs) })
+			// Use the burst up: the flood meets an empty bucket.
+			for i := 0; ; i++ {
+				if resp := get(t, http.DefaultClient, urls[i%4]); resp.StatusCode == http.StatusTooManyRequests {
+					break
+				}
+				if i > 2*int(limit.Capacity())+int(tc.drift) {
+					t.Fatalf("no 429 after %d requests", i)
+				}
+			}
+			before := scriptCalls(t, addrs)
+			d := floodFor()
+			start := time.Now()
+			f := flood(t, urls, 4, d, "", nil)
+			elapsed := time.Since(start)
+			calls := scriptCalls(t, addrs) - before
+
+			refill := float64(limit.Rate) * elapsed.Seconds() / limit.Period.Seconds()
+			admitted, offered := f.admitted.Load(), f.offered.Load()
+			t.Logf("%v: %d offered, %d admitted (the limit refilled %.1f), %d script calls (%.4f per offered request)",
+				elapsed.Round(time.Millisecond), offered, admitted, refill, calls, float64(calls)/float64(offered))
+			if hi := int64(math.Ceil(refill)) + 1 + tc.drift; admitted > hi {
+				t.Errorf("admitted %d, want at most %d", admitted, hi)
+			}
+			if lo := int64(refill) - 1; admitted < lo {
+				t.Errorf("admitted %d, want at least %d: refusals remembered past their retry time", admitted, lo)
+			}
+			if calls*100 > offered {
+				t.Errorf("%d script calls for %d requests offered, want at most 1 per 100", calls, offered)
+			}
+		})
+	}
+}
+
+// An operator's reset on one instance reaches every instance within the
+// time a refusal is remembered (Config.RememberRefusals, 1 s by default):
+// each refused the client from memory before; each admits it again after.
+func TestResetReachesEveryInstance(t *testing.T) {
+	srv := redistest.Start(t)
+	set := rules.MustNew(perIP(sluice.PerHour(5))) // after the reset, one for each instance
+	stores := make([]sluice.Store, 4)
+	for i := range stores {
+		stores[i] = redisStoreOn(t, singleClient(t, srv.Addr), redisstore.Config{})
+	}
+	i := 0
+	urls := instances(t, 4, set, func() sluice.Store { i++; return stores[i-1] })
+	for _, want := range []int{200, 200, 200, 200, 200} {
+		if resp := get(t, http.DefaultClient, urls[0]); resp.StatusCode != want {
+			t.Fatalf("status %d, want %d", resp.StatusCode, want)
+		}
+	}
+	for _, u := range urls { // every instance remembers the refusal
+		for range 3 {
+			if resp := get(t, http.DefaultClient, u); resp.StatusCode != http.StatusTooManyRequests {
+				t.Fatalf("status %d, want 429", resp.StatusCode)
+			}
+		}
+	}
+	ops, err := admin.New(stores[0], set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opsSrv := httptest.NewServer(ops)
+	defer opsSrv.Close()
+	resp, err := http.Post(opsSrv.URL+"/reset", "application/json", strings.NewReader(`{"rule":"per-ip","identity":"127.0.0.1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("reset: %s", resp.Status)
+	}
+	reset := time.Now()
+	const bound = time.Second // Config.RememberRefusals' default
+	for n, u := range urls {
+		for {
+			if resp := get(t, http.DefaultClient, u); resp.StatusCode == http.StatusOK {
+				t.Logf("instance %d admits the client %v after the reset", n, time.Since(reset).Round(time.Millisecond))
+				break
+			}
+			if n == 0 {
+				t.Fatal("the instance that reset still refuses the client")
+			}
+			if time.Since(reset) > bound+500*time.Millisecond {
+				t.Fatalf("instance %d still refuses the client %v after the reset", n, time.Since(reset))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// Many abusers, each at ten times its limit: each is admitted exactly its
+// allowance, and the memory of refusals spares Redis most of the rest (a
+// refusal is remembered at most 1 s, so a slow run learns some again). The
+// figures against the memory off are logged.
+func TestManyAbusers(t *testing.T) {
+	srv := redistest.Start(t)
+	identities := 1000
+	if os.Getenv("SLUICE_LONG") != "" {
+		identities = 10000
+	}
+	set := rules.MustNew(rules.Rule{Name: "per-client", Key: keyfunc.Header("X-Client"), Limit: sluice.PerHour(1)})
+	var calls [2]int64
+	var offered [2]int64
+	for i, remember := range []time.Duration{0, -1} {
+		prefix := fmt.Sprintf("abusers%d-%d:", i, time.Now().UnixNano())
+		store := redisStoreOn(t, singleClient(t, srv.Addr), redisstore.Config{Prefix: prefix, RememberRefusals: remember})
+		h := middleware.Limit(store, set, middleware.WithBudget(time.Second), middleware.WithLogger(quietLogger()))(&okHandler{})
+		before := scriptCalls(t, []string{srv.Addr})
+		for round := range 10 { // each identity 10 times its allowance of 1
+			for id := range identities {
+				req := httptest.NewRequest(http.MethodGet, "/", nil)
+				req.Header.Set("X-Client", strconv.Itoa(id))
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				offered[i]++
+				want := http.StatusTooManyRequests
+				if round == 0 {
+					want = http.StatusOK
+				}
+				if rec.Code != want {
+					t.Fatalf("round %d identity %d: status %d, want %d", round, id, rec.Code, want)
+				}
+			}
+		}
+		calls[i] = scriptCalls(t, []string{srv.Addr}) - before
+	}
+	t.Logf("%d identities × 10: script calls per offered request %.3f remembering, %.3f not (%.2f×)",
+		identities, float64(calls[0])/float64(offered[0]), float64(calls[1])/float64(offered[1]), float64(calls[0])/float64(calls[1]))
+	if calls[0]*2 > calls[1] {
+		t.Errorf("%d script calls remembering refusals, %d not: want at most half", calls[0], calls[1])
+	}
+}
+
+// A store slower than the budget still limits: each instance decides on
+// its share of the limit (the limit over the two instances the stores
+// count), every request is answered within the budget and some slack, and
+// decisions go back to Redis within a second of Redis being fast again.
+func TestSlowStoreStillLimits(t *testing.T) {
+	srv := redistest.Start(t)
+	px := faultproxy.Start(t, srv.Addr)
+	limit := sluice.PerMinute(100)
+	set := rules.MustNew(perIP(limit)) // on_fail: local, the default
+	stores := make([]*redisstore.Store, 2)
+	handlers := make([]http.Handler, 2)
+	for i := range stores {
+		stores[i] = redisStoreOn(t, singleClient(t, px.Addr), redisstore.Config{PresenceInterval: 100 * time.Millisecond})
+		handlers[i] = middleware.Limit(stores[i], set, middleware.WithLogger(quietLogger()))(&okHandler{})
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for stores[0].Instances() != 2 || stores[1].Instances() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stores count %d and %d instances, want 2", stores[0].Instances(), stores[1].Instances())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	px.SetLatency(faultproxy.Downstream, 100*time.Millisecond) // beyond the 50 ms budget
+	d := floodFor()
+	var admitted atomic.Int64
+	var slowest atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, h := range handlers {
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Since(start) < d {
+					began := time.Now()
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+					took := time.Since(began)
+					for s := slowest.Load(); int64(took) > s && !slowest.CompareAndSwap(s, int64(took)); s = slowest.Load() {
+					}
+					if rec.Code == http.StatusOK {
+						admitted.Add(1)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	// Each instance's share: 50 a minute, its burst 50, refilled over the
+	// flood; both instances together at most the limit's allowance.
+	allowance := limit.Capacity() + int64(math.Ceil(float64(limit.Rate)*elapsed.Seconds()/limit.Period.Seconds())) + 2
+	t.Logf("slow store: %d admitted of an allowance of %d (%.2f×), slowest answer %v",
+		admitted.Load(), allowance, float64(admitted.Load())/float64(allowance), time.Duration(slowest.Load()))
+	if admitted.Load() > allowance {
+		t.Errorf("admitted %d, want at most %d", admitted.Load(), allowance)
+	}
+	if s := time.Duration(slowest.Load()); s > middleware.DefaultBudget+500*time.Millisecond {
+		t.Errorf("an answer took %v, beyond the budget and slack", s)
+	}
+
+	px.SetLatency(faultproxy.Downstream, 0)
+	healed := time.Now()
+	for {
+		rec := httptest.NewRecorder()
+		handlers[0].ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		if rec.Header().Get("RateLimit") != "" { // decided by Redis: on_fail decisions send no fields
+			t.Logf("decided by Redis again %v after it was fast again", time.Since(healed).Round(time.Millisecond))
+			break
+		}
+		if time.Since(healed) > time.Second+500*time.Millisecond {
+			t.Fatalf("still not decided by Redis %v after it was fast again", time.Since(healed))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A process starved of CPU (busy loops beside it) still limits: what Redis
+// decides within the budget and what the local fallback decides when it
+// cannot stay within twice the allowance. It runs with SLUICE_LONG=1,
+// alone, since the loops slow every test beside it.
+func TestStarvedProcessStillLimits(t *testing.T) {
+	if os.Getenv("SLUICE_LONG") == "" {
+		t.Skip("starves the machine: runs with SLUICE_LONG=1")
+	}
+	srv := redistest.Start(t)
+	for range 6 {
+		hog := exec.Command("sh", "-c", "while :; do :; done")
+		if err := hog.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = hog.Process.Kill(); _ = hog.Wait() })
+	}
+	limit := sluice.PerMinute(100)
+	// The default budget, 50 ms: a starved process overruns it.
+	h := middleware.Limit(redisStoreOn(t, singleClient(t, srv.Addr), redisstore.Config{}), rules.MustNew(perIP(limit)), middleware.WithLogger(quietLogger()))
+	urls := []string{serve(t, h, &okHandler{}).URL}
+	start := time.Now()
+	f := flood(t, urls, 8, floodFor(), "", nil)
+	elapsed := time.Since(start)
+	allowance := limit.Capacity() + int64(math.Ceil(float64(limit.Rate)*elapsed.Seconds()/limit.Period.Seconds()))
+	t.Logf("starved: %d offered, %d admitted of an allowance of %d (%.2f×)", f.offered.Load(), f.admitted.Load(), allowance, float64(f.admitted.Load())/float64(allowance))
+	if f.admitted.Load() > 2*allowance {
+		t.Errorf("admitted %d, want at most twice the allowance %d", f.admitted.Load(), allowance)
+	}
+}
