@@ -28,6 +28,12 @@
 //	    outcome is the Outcome's String: allowed, denied, shadow_denied,
 //	    failed_open, failed_closed, local or bypassed ("unknown" for a
 //	    value out of range, in a series that exists only if that happens).
+//	sluice_refusals_remembered_total{rule}               counter
+//	    The denied decisions a store answered in process, from its memory
+//	    of an earlier refusal of the bucket, with no store call (see
+//	    redisstore.Config.RememberRefusals); counted in decisions_total
+//	    too. Such a request makes no store call: the calls below leave it
+//	    out.
 //	sluice_store_call_duration_seconds{result}           histogram
 //	    One per store call (per request, not per rule); result is "ok" or
 //	    "error". Default buckets: DefaultBuckets, 50 µs to 1 s.

@@ -85,6 +85,7 @@ type Collector struct {
 	evicting    *prometheus.GaugeVec
 	evictions   prometheus.Counter
 	resets      *prometheus.CounterVec
+	remembered  *prometheus.CounterVec
 	// parts are the metrics above, in the order Describe and Collect
 	// visit them.
 	parts []prometheus.Collector
@@ -111,8 +112,9 @@ type ruleTable struct {
 // outcomeCounters holds a rule label's counter for each known outcome,
 // indexed by sluice.Outcome.
 type outcomeCounters struct {
-	label    string
-	counters []prometheus.Counter
+	label      string
+	counters   []prometheus.Counter
+	remembered prometheus.Counter // denials a store answered from memory
 }
 
 // outcomeLabels are the labels of every known sluice.Outcome, in order.
@@ -185,8 +187,13 @@ func New(cfg Config) (*Collector, error) {
 		Help: "Buckets an operator reset, by rule.",
 	}, []string{"rule"})
 
+	c.remembered = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "refusals_remembered_total", ConstLabels: cfg.ConstLabels,
+		Help: "Denials a store answered in process from its memory of an earlier refusal, with no store call, by rule.",
+	}, []string{"rule"})
+
 	c.parts = []prometheus.Collector{c.decisions, c.latency, c.storeErrors, c.breaker, c.transitions,
-		c.reloads, c.healed, c.evicting, c.evictions, c.resets}
+		c.reloads, c.healed, c.evicting, c.evictions, c.resets, c.remembered}
 
 	c.latencyOK = c.latency.WithLabelValues("ok")
 	c.latencyErr = c.latency.WithLabelValues("error")
@@ -306,6 +313,9 @@ func (c *Collector) Observe(_ context.Context, d sluice.Decision) {
 	}
 	if int(d.Outcome) < len(oc.counters) {
 		oc.counters[d.Outcome].Inc()
+		if d.Result.Remembered && d.Outcome == sluice.OutcomeDenied {
+			oc.remembered.Inc()
+		}
 		return
 	}
 	// Not a valid outcome: counted, but as "unknown", in a series that
@@ -370,6 +380,7 @@ func (c *Collector) newOutcomeCounters(rule string) *outcomeCounters {
 	for i, o := range outcomeLabels {
 		oc.counters[i] = c.decisions.WithLabelValues(oc.label, o)
 	}
+	oc.remembered = c.remembered.WithLabelValues(oc.label)
 	return oc
 }
 

@@ -285,6 +285,23 @@ func TestStateHealed(t *testing.T) {
 	})
 }
 
+// A denial a store answered from memory counts as a denial and as a
+// remembered refusal; no other decision does.
+func TestRefusalsRemembered(t *testing.T) {
+	c, reg := newCollector(t, metrics.Config{})
+	ctx := context.Background()
+	c.Observe(ctx, sluice.Decision{Rule: "per-ip", Outcome: sluice.OutcomeDenied, Result: sluice.Result{Remembered: true}})
+	c.Observe(ctx, sluice.Decision{Rule: "per-ip", Outcome: sluice.OutcomeDenied, Result: sluice.Result{Remembered: true}})
+	c.Observe(ctx, sluice.Decision{Rule: "per-ip", Outcome: sluice.OutcomeDenied})
+	c.Observe(ctx, sluice.Decision{Rule: "per-user", Outcome: sluice.OutcomeAllowed})
+	got := series(t, reg)
+	want(t, got, map[string]float64{
+		`sluice_refusals_remembered_total{rule="per-ip"}`:   2,
+		`sluice_refusals_remembered_total{rule="per-user"}`: 0,
+		decisions("per-ip", "denied"):                       3,
+	})
+}
+
 func TestResets(t *testing.T) {
 	c, reg := newCollector(t, metrics.Config{})
 	var o sluice.Observer = c
@@ -333,6 +350,7 @@ func TestLabelsCarryNoKeys(t *testing.T) {
 		"sluice_script_reloads_total":        {"endpoint"},
 		"sluice_state_healed_total":          {"endpoint"},
 		"sluice_memstore_evictions_total":    nil,
+		"sluice_refusals_remembered_total":   {"rule"},
 	}
 	mfs, err := reg.Gather()
 	if err != nil {

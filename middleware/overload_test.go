@@ -431,3 +431,40 @@ func TestStarvedProcessStillLimits(t *testing.T) {
 		t.Errorf("admitted %d, want at most twice the allowance %d", f.admitted.Load(), allowance)
 	}
 }
+
+// A request refused from the store's memory reaches the observer as a
+// denial of its remembered rule, marked Remembered; the request's other
+// rules, which nothing decided, are not reported; no store call is.
+func TestRememberedRefusalObserved(t *testing.T) {
+	srv := redistest.Start(t)
+	set := rules.MustNew(perIP(sluice.PerHour(1)), rules.Rule{Name: "global", Key: keyfunc.Global(), Limit: sluice.PerHour(1000)})
+	seen := &outcomes{}
+	rec := newRecorder()
+	h := middleware.Limit(redisStoreOn(t, singleClient(t, srv.Addr), redisstore.Config{}), set,
+		middleware.WithBudget(time.Second), middleware.WithObserver(sluice.Observers(rec, seen)), middleware.WithLogger(quietLogger()))(&okHandler{})
+	for i, want := range []int{200, 429, 429, 429} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		if w.Code != want {
+			t.Fatalf("request %d: %d, want %d", i, w.Code, want)
+		}
+		if want == 429 && (w.Header().Get("Retry-After") != "3600" || !strings.Contains(w.Header().Get("RateLimit"), `"per-ip";r=0`)) {
+			t.Fatalf("request %d: Retry-After %q, RateLimit %q", i, w.Header().Get("Retry-After"), w.Header().Get("RateLimit"))
+		}
+	}
+	var remembered, global int
+	for _, d := range rec.drain() {
+		switch {
+		case d.Rule == "per-ip" && d.Outcome == sluice.OutcomeDenied && d.Result.Remembered:
+			remembered++
+		case d.Rule == "global":
+			global++
+		}
+	}
+	if remembered != 2 || global != 2 {
+		t.Fatalf("%d remembered denials, %d global decisions: want 2 and 2 (the first request and the first refusal)", remembered, global)
+	}
+	if n := seen.calls.Load(); n != 2 {
+		t.Fatalf("%d store calls observed, want 2", n)
+	}
+}
