@@ -15,6 +15,7 @@
 //	for i in $(seq 60); do curl -s -o /dev/null -w '%{http_code} ' localhost:8080/; done; echo
 //	curl -i localhost:8080/
 //	curl -s localhost:8080/metrics | grep ^sluice_
+//	curl -s localhost:8080/readyz                   # the store's health: 503 while it cannot decide
 //
 // The rules (see rules.go): 50 requests a minute per client IP on every
 // route, 20 a minute per API key (X-API-Key), 10 a minute per user and
@@ -57,6 +58,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -114,6 +116,7 @@ func run() error {
 		closeStore()
 		log.Info("gateway stopped; store closed")
 	}()
+	ready := readiness(store, log)
 	if *leaseInstances > 0 {
 		leased, closeLease, err := withLeases(store, *leaseInstances, log, reg)
 		if err != nil {
@@ -137,9 +140,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	// /metrics is served beside the API, not behind its limiter.
+	// /metrics and /readyz are served beside the API, not behind its limiter.
 	top := http.NewServeMux()
 	top.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	top.Handle("GET /readyz", ready)
 	top.Handle("/", router)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -200,6 +204,26 @@ func openStore(target redisTarget, secret string, budget time.Duration, log *slo
 		return nil, nil, err
 	}
 	return s, func() { s.Close(); client.Close() }, nil
+}
+
+// readiness returns the readiness probe of store: a Redis store's health
+// (200 once it can decide, 503 while it cannot), after waiting up to 5 s
+// for it to be ready, so that the first requests are decided by Redis; an
+// in-process store is always ready.
+func readiness(store sluice.Store, log *slog.Logger) http.Handler {
+	rs, ok := store.(*redisstore.Store)
+	if !ok {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"ready":true}`+"\n")
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rs.Ready(ctx); err != nil {
+		log.Warn("gateway: the Redis store is not ready; requests fall to their rules' on_fail until it is", "err", err)
+	}
+	return rs.HealthHandler()
 }
 
 // withLeases wraps store in a lease store for instances instances: rules
