@@ -37,7 +37,7 @@ const (
 	DefaultMaxAge = time.Second
 	// DefaultSize is how many refused buckets are remembered at most,
 	// unless configured.
-	DefaultSize = 16384
+	DefaultSize = 65536
 )
 
 // Validate checks a store's refusal-memory size (0: DefaultSize; negative

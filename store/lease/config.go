@@ -66,7 +66,7 @@ type Config struct {
 	// in-process backing store nothing is remembered.
 	RememberRefusals time.Duration
 	// RefusalMemory is how many refused buckets the store remembers at
-	// most. Default: 16,384. Negative is an error.
+	// most. Default: 65,536. Negative is an error.
 	RefusalMemory int
 }
 

@@ -136,7 +136,7 @@ type Config struct {
 	// RefusalMemory is how many refused buckets the store remembers at
 	// most, in a table of about 8 bytes a slot plus 120 bytes a refused
 	// bucket; a flood of distinct keys replaces entries, never grows it.
-	// Default: 16,384. Negative is an error.
+	// Default: 65,536. Negative is an error.
 	RefusalMemory int
 }
 
