@@ -12,7 +12,7 @@ import (
 // A request under colocate.yaml's rules: the user's two buckets carry the
 // user as their group, the IP bucket none.
 func TestColocateFile(t *testing.T) {
-	set, err := rulefile.LoadFile("testdata/valid/colocate.yaml", testConfig())
+	set, err := rulefile.LoadFile("../../testdata/rulefiles/valid/colocate.yaml", testConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func expect(t *testing.T, path, got string) {
 }
 
 func TestValidFiles(t *testing.T) {
-	files := append(testFiles(t, "testdata/valid"), "../../examples/gateway/rules.yaml")
+	files := append(testFiles(t, "../../testdata/rulefiles/valid"), "../../examples/gateway/rules.yaml")
 	for _, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			set, err := rulefile.LoadFile(path, testConfig())
@@ -107,7 +107,7 @@ func TestValidFiles(t *testing.T) {
 // Each invalid file is refused with exactly the message in its .err file,
 // naming the file, the line, the rule and the field.
 func TestInvalidFiles(t *testing.T) {
-	for _, path := range testFiles(t, "testdata/invalid") {
+	for _, path := range testFiles(t, "../../testdata/rulefiles/invalid") {
 		name := filepath.Base(path)
 		t.Run(name, func(t *testing.T) {
 			data, err := os.ReadFile(path)
@@ -126,7 +126,7 @@ func TestInvalidFiles(t *testing.T) {
 		})
 	}
 	// Every expectation has its file.
-	errs, _ := filepath.Glob("testdata/invalid/*.err")
+	errs, _ := filepath.Glob("../../testdata/rulefiles/invalid/*.err")
 	for _, e := range errs {
 		base := strings.TrimSuffix(e, ".err")
 		if _, err1 := os.Stat(base + ".yaml"); err1 != nil {
@@ -140,8 +140,8 @@ func TestInvalidFiles(t *testing.T) {
 // LoadFile names the path it was given; a missing file is a FileError
 // that still says why, for errors.Is.
 func TestLoadFileErrors(t *testing.T) {
-	_, err := rulefile.LoadFile("testdata/invalid/zero_rate.yaml", testConfig())
-	if err == nil || !strings.HasPrefix(err.Error(), "rulefile: testdata/invalid/zero_rate.yaml:4: ") {
+	_, err := rulefile.LoadFile("../../testdata/rulefiles/invalid/zero_rate.yaml", testConfig())
+	if err == nil || !strings.HasPrefix(err.Error(), "rulefile: ../../testdata/rulefiles/invalid/zero_rate.yaml:4: ") {
 		t.Errorf("err = %v", err)
 	}
 	_, err = rulefile.LoadFile("testdata/nope.yaml", testConfig())

@@ -10,7 +10,7 @@ import (
 
 // The lease and hot_keys blocks become each rule's policy.
 func TestLeaseBlocks(t *testing.T) {
-	set, err := rulefile.LoadFile("testdata/valid/lease.yaml", testConfig())
+	set, err := rulefile.LoadFile("../../testdata/rulefiles/valid/lease.yaml", testConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

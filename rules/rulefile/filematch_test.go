@@ -58,7 +58,7 @@ func (q req) build() *http.Request {
 }
 
 func TestPlansMatching(t *testing.T) {
-	set, err := rulefile.LoadFile("testdata/valid/plans.yaml", testConfig())
+	set, err := rulefile.LoadFile("../../testdata/rulefiles/valid/plans.yaml", testConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
