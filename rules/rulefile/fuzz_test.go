@@ -18,7 +18,7 @@ import (
 // same input always gives the same answer, and a Set it returns resolves
 // requests.
 func FuzzLoad(f *testing.F) {
-	for _, dir := range []string{"testdata/valid", "testdata/invalid"} {
+	for _, dir := range []string{"../../testdata/rulefiles/valid", "../../testdata/rulefiles/invalid"} {
 		for _, pattern := range []string{"*.yaml", "*.json"} {
 			files, _ := filepath.Glob(filepath.Join(dir, pattern))
 			for _, path := range files {
