@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/leakcheck"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/redistest/redisstoretest"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -124,7 +125,7 @@ func (r *recorder) HotKey(_ string, hot bool, handling string) {
 // TestMain fails the package if any goroutine outlives the tests: the
 // sweeper, the Redis clients and stores must stop once closed. Without
 // redis-server it says, in one line, that the tests needing it were skipped.
-func TestMain(m *testing.M) { leakcheck.Main(redistest.ReportSkips(m)) }
+func TestMain(m *testing.M) { leakcheck.Main(redisstoretest.Quiet(redistest.ReportSkips(m))) }
 
 // takeFromLease takes h from s until a take is served from a lease, with
 // no call to back, and returns its result; it fails t after 20 takes.

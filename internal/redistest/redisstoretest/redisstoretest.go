@@ -5,8 +5,10 @@
 package redisstoretest
 
 import (
+	"context"
 	"io"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -42,3 +44,25 @@ func New(t testing.TB) *redisstore.Store {
 	t.Cleanup(func() { store.Close() })
 	return store
 }
+
+// Quiet wraps a package's tests (m, as TestMain runs them) so that
+// go-redis's own logging (dial failures, Sentinel and Cluster chatter) is
+// discarded while they run and the output shows the tests;
+// SLUICE_REDIS_LOG=1 keeps it:
+//
+//	func TestMain(m *testing.M) { leakcheck.Main(redisstoretest.Quiet(redistest.ReportSkips(m))) }
+func Quiet(m redistest.TestingM) redistest.TestingM { return quiet{m} }
+
+type quiet struct{ m redistest.TestingM }
+
+func (q quiet) Run() int {
+	if os.Getenv("SLUICE_REDIS_LOG") == "" {
+		redis.SetLogger(discard{})
+	}
+	return q.m.Run()
+}
+
+// discard is a go-redis logger that writes nothing.
+type discard struct{}
+
+func (discard) Printf(context.Context, string, ...any) {}
