@@ -15,15 +15,23 @@ import (
 	"github.com/sluicehq/sluice/store/storetest"
 )
 
-// TestConformanceCluster runs the conformance suite on a 3-master,
-// 3-replica Redis Cluster: its multi-hit requests span slots, so they
-// exercise one script per slot and the refunds of refused requests.
-func TestConformanceCluster(t *testing.T) { storetest.Run(t, realCluster(t)) }
+// TestOnOneCluster runs the suites that leave a cluster as they found it
+// (each on keys of its own) on one 3-master, 3-replica Redis Cluster,
+// started once: the tests that kill or stop nodes start their own.
+func TestOnOneCluster(t *testing.T) {
+	c := redistest.StartCluster(t, redistest.ClusterOptions{})
+	// The conformance suite: its multi-hit requests span slots, so they
+	// exercise one script per slot and the refunds of refused requests.
+	t.Run("Conformance", func(t *testing.T) { storetest.Run(t, clusterHarnesses(c)) })
+	t.Run("ConformanceColocated", func(t *testing.T) { testConformanceColocated(t, c) })
+	t.Run("DifferentialMemstore", func(t *testing.T) { testDifferentialMemstoreVsCluster(t, c) })
+	t.Run("Ready", func(t *testing.T) { testReadyCluster(t, c) })
+}
 
-// TestConformanceClusterColocated runs the conformance suite on the cluster
-// with every hit in one group: each request is one script call in one slot.
-func TestConformanceClusterColocated(t *testing.T) {
-	f := realCluster(t)
+// testConformanceColocated runs the conformance suite on the cluster with
+// every hit in one group: each request is one script call in one slot.
+func testConformanceColocated(t *testing.T, c *redistest.Cluster) {
+	f := clusterHarnesses(c)
 	storetest.Run(t, func(t *testing.T) storetest.Harness {
 		h := f(t)
 		h.Store = grouped{h.Store.(*redisstore.Store)}
@@ -68,13 +76,12 @@ func (g grouped) Reset(ctx context.Context, hits []sluice.Hit) error {
 	return g.s.Reset(ctx, group(hits))
 }
 
-// TestDifferentialMemstoreVsCluster replays the differential test's seeded
+// testDifferentialMemstoreVsCluster replays the differential test's seeded
 // sequences against memstore and the Redis store on a 3+3 cluster, with
 // and without every hit in one group: multi-hit requests span slots (one
 // script per slot, refunds when a slot refuses) or share one. Results must
 // be identical at every step.
-func TestDifferentialMemstoreVsCluster(t *testing.T) {
-	c := redistest.StartCluster(t, redistest.ClusterOptions{})
+func testDifferentialMemstoreVsCluster(t *testing.T, c *redistest.Cluster) {
 	remembered := 0
 	for _, colocated := range []bool{false, true} {
 		for seed := uint64(1); seed <= 3; seed++ {

@@ -30,10 +30,9 @@ func newClusterClient(t testing.TB, addrs []string) *redis.ClusterClient {
 	return c
 }
 
-// realCluster returns a factory of harnesses on one 3+3 cluster started for
-// t; each harness has its own store (and client) and clock.
-func realCluster(t *testing.T) storetest.Factory {
-	c := redistest.StartCluster(t, redistest.ClusterOptions{})
+// clusterHarnesses returns a factory of harnesses on the cluster c; each
+// harness has its own store (and client) and clock.
+func clusterHarnesses(c *redistest.Cluster) storetest.Factory {
 	return func(t *testing.T) storetest.Harness {
 		clock := storetest.NewClock(time.Now())
 		return storetest.Harness{
