@@ -199,8 +199,15 @@ func (e *connEnv) load(d time.Duration, stop <-chan struct{}, onDecided func(tim
 // trip left when it is: such calls fail at once, unambiguously, and never
 // open the breaker. At +20 ms they are the first 10 to 25 ms of calls, so
 // the run lasts long enough that the share measures the steady state too.
+//
+// The share, the connections opened and the calls' latency measure the
+// machine as much as the store (the scheduler keeping up with the timers
+// of a thousand calls a second), so they are asserted, and every latency
+// run, only with SLUICE_TIMING=1, which .ci/test sets when the machine is
+// quiet; otherwise one short run checks that no call pays a handshake.
 func TestDecidedUnderLatency(t *testing.T) {
-	for _, tc := range []struct {
+	timing := os.Getenv("SLUICE_TIMING") != ""
+	cases := []struct {
 		latency  time.Duration
 		off      bool    // coalescing off
 		minShare float64 // 0: only reported
@@ -209,17 +216,24 @@ func TestDecidedUnderLatency(t *testing.T) {
 		{20 * time.Millisecond, false, 0.99},
 		{40 * time.Millisecond, false, 0},
 		{20 * time.Millisecond, true, 0},
-	} {
+	}
+	if !timing {
+		cases = cases[:1]
+		cases[0].minShare = 0
+	}
+	for _, tc := range cases {
 		name := fmt.Sprint("+", tc.latency)
 		var cfg redisstore.Config
 		if tc.off {
 			name, cfg.Coalesce = name+"/coalescing off", -1
 		}
 		t.Run(name, func(t *testing.T) {
-			timing := os.Getenv("SLUICE_TIMING") != ""
 			e := newConnEnvWith(t, tc.latency, cfg)
 			run := 2 * time.Second
-			if tc.minShare > 0 {
+			switch {
+			case !timing:
+				run = time.Second
+			case tc.minShare > 0:
 				run = 4 * time.Second
 			}
 			st := e.load(run, nil, nil)
@@ -227,11 +241,6 @@ func TestDecidedUnderLatency(t *testing.T) {
 			t.Logf("%s: %v; %d connections opened for %d ready", name, st, e.px.Opened(), conns)
 			switch {
 			case tc.minShare == 0:
-			case !timing:
-				// The share depends on the scheduler keeping up with
-				// the timers of a thousand calls a second: on a shared,
-				// overloaded machine it measures the machine.
-				t.Logf("decided share and connections opened not asserted (want at least %.0f %%, at most %d): set SLUICE_TIMING=1 on a quiet machine", tc.minShare*100, 2*conns)
 			case st.share() < tc.minShare:
 				t.Errorf("decided %.2f %% of calls, want at least %.0f %%", st.share()*100, tc.minShare*100)
 			case st.kind(sluice.ErrBreakerOpen) > 0:
@@ -246,7 +255,7 @@ func TestDecidedUnderLatency(t *testing.T) {
 			if n := e.spy.paid.Load(); n > 0 {
 				t.Errorf("calls ran %d dials or handshakes", n)
 			}
-			if n := st.slow.Load(); n > 0 {
+			if n := st.slow.Load(); n > 0 && timing {
 				t.Errorf("%d calls took longer than budget + slack", n)
 			}
 		})
