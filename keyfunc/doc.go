@@ -19,6 +19,16 @@
 // signed-in user): the rule then skips it, unless the key is
 // [Key.Required], which refuses it (see [Key] and [ErrMissing]).
 //
+// An operator names an identity as they know it (an address, a user id,
+// "alice POST /login" for a user joined with an endpoint); [Key.Parse]
+// reads it into exactly the identity the key gives such a request, or
+// refuses it with a [*FormError] stating the form the key needs. The
+// operator handler (rules/admin) inspects and resets buckets that way.
+//
+// A key that needs the route pattern, run before routing has found it,
+// fails with [ErrNotRouted], a mistake in the server's set-up that the
+// middleware reports as such.
+//
 // The package imports the standard library only; chi-specific key functions live in
 // the sub-package keyfunc/chikey.
 //

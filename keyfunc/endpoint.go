@@ -43,19 +43,41 @@ func EndpointKey(method, pattern string) string {
 // r.Pattern is set by http.ServeMux, and by chi, just before the matched
 // handler runs, so Endpoint works only in middleware that runs after
 // routing: wrapped around a single handler (mux.Handle("GET /x",
-// limit(h)), chi's r.With(limit)). Before routing r.Pattern is empty and
-// the KeyFunc fails with an error wrapping [ErrNoKey]; there use
-// [EndpointFromMux] or chikey.Endpoint, which look the pattern up. Inside
+// limit(h)), chi's r.With(limit)). Before routing (chi's r.Use, or
+// around a whole mux) r.Pattern is empty and the KeyFunc fails with
+// [ErrNotRouted]; there use [EndpointFromMux] or chikey.Endpoint, which
+// look the pattern up. Inside
 // the middleware of a mounted chi sub-router r.Pattern is only the mount
 // point ("/api/*"); chikey.Endpoint handles that case too.
 func Endpoint() Key {
-	return Key{kind: endpointKind, fn: func(r *http.Request) (string, error) {
+	return Key{kind: endpointKind, form: endpointForm, fn: func(r *http.Request) (string, error) {
 		if r.Pattern == "" {
-			return "", noKey("request has no route pattern yet (r.Pattern is empty); look it up with EndpointFromMux")
+			return "", ErrNotRouted
 		}
 		return EndpointKey(r.Method, r.Pattern), nil
 	}}
 }
+
+// ErrNotRouted reports a key that needs the request's route pattern, run
+// before routing has found it: [Endpoint] in middleware installed in front
+// of the router (chi's r.Use, or around a whole http.ServeMux), where
+// r.Pattern is still empty. The request is not at fault, the server's
+// set-up is: the middleware's default error handler answers 500 and logs
+// the fix, which is to key with [EndpointFromMux] or chikey.Endpoint,
+// which look the pattern up, or to install the limiter after routing
+// (chi's r.With, or around one handler). Errors wrapping it also wrap [ErrNoKey], never [ErrMissing]:
+// no rule skips such a request.
+var ErrNotRouted error = notRoutedError{}
+
+// notRoutedError is the type of ErrNotRouted.
+type notRoutedError struct{}
+
+func (notRoutedError) Error() string {
+	return "keyfunc: no key: the request is not routed yet, so its route pattern is unknown (r.Pattern is empty): " +
+		"key with keyfunc.EndpointFromMux(mux) or chikey.Endpoint(router), or install the limiter after routing"
+}
+
+func (notRoutedError) Is(target error) bool { return target == ErrNoKey }
 
 // endpointKind is the kind of the endpoint keys.
 const endpointKind = "endpoint"
@@ -74,7 +96,7 @@ func EndpointFromMux(mux *http.ServeMux) Key {
 	if mux == nil {
 		panic("keyfunc: EndpointFromMux: nil mux")
 	}
-	return Key{kind: endpointKind, fn: func(r *http.Request) (string, error) {
+	return Key{kind: endpointKind, form: endpointForm, fn: func(r *http.Request) (string, error) {
 		if r.URL == nil {
 			return "", noKey("request has no URL")
 		}

@@ -41,11 +41,11 @@ func headerKey(kindPrefix, name string) Key {
 	if err != nil {
 		panic(err)
 	}
-	kind := kindPrefix + canonical
+	kind, f := kindPrefix+canonical, headerForm(canonical)
 	if kindPrefix == apiKeyKind {
-		kind = apiKeyKind
+		kind, f = apiKeyKind, apiKeyForm(canonical)
 	}
-	return Key{kind: kind, fn: func(r *http.Request) (string, error) {
+	return Key{kind: kind, form: f, fn: func(r *http.Request) (string, error) {
 		return headerValue(r, canonical)
 	}}
 }

@@ -55,7 +55,7 @@ func IP(cfg IPConfig) (Key, error) {
 	if resolve == nil {
 		resolve = RemoteAddr
 	}
-	return Key{kind: "ip", fn: func(r *http.Request) (string, error) {
+	return Key{kind: "ip", form: ipForm(bits), fn: func(r *http.Request) (string, error) {
 		a, err := resolve(r)
 		if err != nil {
 			return "", wrapNoKey(err)

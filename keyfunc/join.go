@@ -18,6 +18,10 @@ import (
 // "3:a:b,1:c," and ("a", "b:c") gives "1:a,3:b:c,", and no choice of parts
 // can make two different lists of parts, of any length, collide.
 //
+// An operator writes an identity of the joined Key as its parts'
+// identities in order, separated by spaces (see [Key.Parse]), or one per
+// part ([Key.ParseParts]).
+//
 // If a part fails, the joined Key fails with that error, wrapped so that
 // it names the part and wraps [ErrNoKey] (and [ErrMissing] when the part's
 // identity is missing). A part that returns an empty key without an error
@@ -37,7 +41,8 @@ func Join(keys ...Key) Key {
 		kinds[i], fns[i] = k.kind, k.fn
 		required = required || k.required
 	}
-	return Key{kind: strings.Join(kinds, "_"), required: required, fn: func(r *http.Request) (string, error) {
+	parts := append([]Key(nil), keys...)
+	return Key{kind: strings.Join(kinds, "_"), required: required, form: joinForm(parts), fn: func(r *http.Request) (string, error) {
 		var b []byte
 		for i, fn := range fns {
 			part, err := fn(r)

@@ -34,6 +34,7 @@ type Key struct {
 	kind     string
 	fn       KeyFunc
 	required bool
+	form     *form // how an operator writes an identity; nil: by kind (see Key.Parse)
 }
 
 // ErrMissing reports that a request does not carry the identity a key
@@ -47,6 +48,10 @@ var ErrMissing error = missingError("identity missing")
 // from a verified token: New("tenant", tenantOf). kind names what fn
 // returns (see [Key]); it must be printable ASCII without spaces. New
 // panics if kind is invalid or fn is nil: both are fixed in code.
+//
+// An operator names one of its identities (see [Key.Parse]) as fn returns
+// it; when fn transforms what it reads (lower-cases a header, looks an id
+// up), give the Key a parser with [Key.ParseWith].
 func New(kind string, fn KeyFunc) Key {
 	if fn == nil {
 		panic("keyfunc: New: nil KeyFunc")

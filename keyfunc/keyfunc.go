@@ -25,7 +25,7 @@ const GlobalKey = "global"
 // same identity, [GlobalKey]: one bucket shared by all clients, for global
 // rules such as a cap on the total request rate of a service.
 func Global() Key {
-	return Key{kind: "global", fn: func(*http.Request) (string, error) { return GlobalKey, nil }}
+	return Key{kind: "global", form: globalForm, fn: func(*http.Request) (string, error) { return GlobalKey, nil }}
 }
 
 // Strict wraps a KeyFunc that may not follow this package's rules, such as

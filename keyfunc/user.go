@@ -25,7 +25,7 @@ func User(lookup func(context.Context) (string, bool)) Key {
 	if lookup == nil {
 		panic("keyfunc: User: nil lookup function")
 	}
-	return Key{kind: "user", fn: func(r *http.Request) (string, error) {
+	return Key{kind: "user", form: userForm, fn: func(r *http.Request) (string, error) {
 		id, ok := lookup(r.Context())
 		if !ok {
 			return "", missing("no user in the request context")

@@ -1,6 +1,7 @@
 package chikey
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -38,7 +39,7 @@ import (
 // request path is looked up from the top.
 //
 // Without a routing context and with a nil router, the KeyFunc fails with an
-// error wrapping keyfunc.ErrNoKey.
+// error wrapping keyfunc.ErrNotRouted (and so keyfunc.ErrNoKey).
 func Endpoint(router chi.Routes) keyfunc.Key {
 	var stubs stubCache
 	return keyfunc.New("endpoint", func(r *http.Request) (string, error) {
@@ -71,7 +72,9 @@ func Endpoint(router chi.Routes) keyfunc.Key {
 	})
 }
 
-var errNoRouter = keyfuncError("no chi router: pass the router to chikey.Endpoint or install the limiter inside it")
+// errNoRouter is a set-up mistake, as keyfunc.Endpoint before routing is:
+// it wraps keyfunc.ErrNotRouted.
+var errNoRouter = fmt.Errorf("%w; chikey.Endpoint has no chi router to look it up in: pass the router, or install the limiter inside it", keyfunc.ErrNotRouted)
 
 // requestPath is the path chi routes a request by.
 func requestPath(r *http.Request) string {

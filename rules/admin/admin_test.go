@@ -347,13 +347,16 @@ func TestNewRefusesBadConfiguration(t *testing.T) {
 		src   admin.Source
 		opt   admin.Option
 	}{
-		"nil store":     {nil, testRules, nil},
-		"nil source":    {mem, nil, nil},
-		"ipv6 prefix 8": {mem, testRules, admin.WithIPv6Prefix(8)},
-		"nil logger":    {mem, testRules, admin.WithLogger(nil)},
-		"empty secret":  {mem, testRules, admin.WithHashSecret(nil)},
-		"nil parser":    {mem, testRules, admin.WithIdentity("user", nil)},
-		"empty kind":    {mem, testRules, admin.WithIdentity("", func(s string) (string, error) { return s, nil })},
+		"nil store":      {nil, testRules, nil},
+		"nil source":     {mem, nil, nil},
+		"ipv6 prefix 8":  {mem, testRules, admin.WithIPv6Prefix(8)},
+		"nil logger":     {mem, testRules, admin.WithLogger(nil)},
+		"empty secret":   {mem, testRules, admin.WithHashSecret(nil)},
+		"nil parser":     {mem, testRules, admin.WithIdentity("user", nil)},
+		"empty kind":     {mem, testRules, admin.WithIdentity("", func(s string) (string, error) { return s, nil })},
+		"nil set":        {mem, (*rules.Set)(nil), nil},
+		"nil more rules": {mem, testRules, admin.WithRules(testRules, nil)},
+		"nil more set":   {mem, testRules, admin.WithRules((*rules.Set)(nil))},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var opts []admin.Option

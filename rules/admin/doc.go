@@ -7,7 +7,9 @@
 //
 // [New] returns an [http.Handler]. It has no authentication of its own:
 // mount it behind yours, on an address clients cannot reach (the gateway
-// example serves it on a listen address of its own, off by default).
+// example serves it on a listen address of its own, off by default). One
+// handler covers every limiter of an application that share a store:
+// pass the rules of the others with [WithRules].
 //
 //	GET  /rules                          the rules: name, key kind, limit, algorithm
 //	POST /inspect  {"rule": "per-ip", "identity": "192.0.2.7"}
@@ -30,18 +32,26 @@
 //
 // # Identities
 //
-// An identity is turned into the key the rule's key function gives live
-// requests, by key kind:
+// An identity is read by the rule's key ([keyfunc.Key.Parse]) into exactly
+// the identity the key gives the requests of that identity, or refused
+// with 400 and a detail stating the form the key needs: a reset never goes
+// to a bucket no request could be keyed to. By key kind:
 //
-//   - ip: an IPv4 or IPv6 address, normalised and grouped as [keyfunc.IP]
-//     does (::ffff:192.0.2.7 is 192.0.2.7; IPv6 by /64, or the prefix of
-//     [WithIPv6Prefix]);
+//   - ip: an IPv4 or IPv6 address, normalised and grouped as the rule's
+//     key groups it (::ffff:192.0.2.7 is 192.0.2.7; IPv6 by /64, or the
+//     key's own prefix);
 //   - global: empty or "global";
 //   - endpoint: a method and a route pattern, "GET /users/{id}";
-//   - user_endpoint: a user id, a space, then an endpoint as above;
-//   - anything else (user, api_key, header:..., custom kinds): the text
-//     as is, without surrounding spaces and tabs. [WithIdentity] replaces
-//     or adds the parser of a kind.
+//   - user, api_key, header:NAME: the user id, the API key, the header's
+//     value, as is, without surrounding spaces and tabs;
+//   - joined keys (user_endpoint, header:X-User_endpoint, ...): the
+//     identities of the parts in order, separated by spaces, "alice POST
+//     /login"; or, where a part's identity holds spaces, a JSON list of one
+//     identity per part: {"identity": ["Alice Smith", "POST /login"]};
+//   - custom kinds: what the key's parser reads ([keyfunc.Key.ParseWith]),
+//     else the text as the key's function returns it.
+//
+// [WithIdentity] replaces the parser of a kind.
 //
 // # Audit
 //

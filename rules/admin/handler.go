@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -20,7 +21,7 @@ import (
 
 // Source provides the current rules: a fixed *rules.Set, or a rule file's
 // watcher (rulefile.Watcher), whose rules the handler follows as they are
-// reloaded.
+// reloaded: the source the middleware is given.
 type Source interface {
 	// Current returns the rules in force now.
 	Current() *rules.Set
@@ -32,29 +33,29 @@ const maxBody = 8 << 10
 type handler struct {
 	config
 	store sluice.Store
-	src   Source
 	mux   *http.ServeMux
 }
 
 // New returns the operator handler for the rules src provides, whose
-// buckets live in store (the store the middleware uses). It refuses a nil
-// store or source and an invalid option, with an error wrapping
-// [ErrInvalidConfig]. See the package documentation for the routes.
+// buckets live in store (the store the middleware uses). An application
+// with several limiters on the store (chi's r.Use for every route, r.With
+// for one) passes the rules of the others with [WithRules], so that one
+// handler covers them all. New refuses a nil store or source and an
+// invalid option, with an error wrapping [ErrInvalidConfig]. See the
+// package documentation for the routes.
 func New(store sluice.Store, src Source, opts ...Option) (http.Handler, error) {
-	if store == nil || src == nil {
+	if store == nil || src == nil || isNilSet(src) {
 		return nil, fmt.Errorf("%w: New: nil store or rule source", ErrInvalidConfig)
 	}
-	h := &handler{store: store, src: src, config: config{log: slog.Default(), ipv6Prefix: 64}}
+	h := &handler{store: store, config: config{log: slog.Default(), srcs: []Source{src}}}
 	h.parsers = map[string]IdentityParser{}
 	for _, o := range opts {
 		if err := o(&h.config); err != nil {
 			return nil, err
 		}
 	}
-	for kind, p := range builtinParsers(h.ipv6Prefix) {
-		if _, set := h.parsers[kind]; !set {
-			h.parsers[kind] = p
-		}
+	if _, set := h.parsers["ip"]; !set && h.ipv6Prefix != 0 {
+		h.parsers["ip"] = ipParser(h.ipv6Prefix)
 	}
 	if h.secret == nil {
 		h.secret = make([]byte, 32)
@@ -95,9 +96,9 @@ var routes = map[string]string{"/rules": http.MethodGet, "/inspect": http.Method
 
 // query is the body of /inspect and /reset.
 type query struct {
-	Rule     string `json:"rule"`
-	Kind     string `json:"kind"`
-	Identity string `json:"identity"`
+	Rule     string   `json:"rule"`
+	Kind     string   `json:"kind"`
+	Identity identity `json:"identity"`
 }
 
 // Bucket is one rule's bucket for one identity, as /inspect and /reset
@@ -109,7 +110,8 @@ type Bucket struct {
 	// "ip" or "api_key".
 	Kind string `json:"kind"`
 	// Identity is the identity as the rule's key function returns it
-	// (an ip identity grouped by its prefix, for instance), not as typed.
+	// (an ip identity grouped by its prefix, for instance; a joined key's
+	// parts encoded as [keyfunc.Join] encodes them), not as typed.
 	Identity string `json:"identity"`
 	// Limit is the rule's limit, as [sluice.Limit.String] writes it.
 	Limit string `json:"limit"`
@@ -192,24 +194,29 @@ func decodeQuery(w http.ResponseWriter, r *http.Request) (q query, status int, d
 
 // resolve selects the rules q names and parses its identity for each.
 func (h *handler) resolve(q query) (ms []match, status int, detail string) {
-	set := h.src.Current()
-	all := set.Rules()
+	all := h.rules()
+	seen := make(map[sluice.Hit]bool)
 	for i := range all {
 		rule := &all[i]
 		if q.Rule != "" && rule.Name != q.Rule || q.Kind != "" && rule.Key.Kind() != q.Kind {
 			continue
 		}
-		id, err := h.parseIdentity(rule.Key.Kind(), q.Identity)
+		id, err := h.parseIdentity(rule.Key, q.Identity)
 		if err != nil {
-			return nil, http.StatusBadRequest, fmt.Sprintf("rule %q keys on %s: malformed identity: %v", rule.Name, rule.Key.Kind(), err)
+			return nil, http.StatusBadRequest, fmt.Sprintf("rule %q keys on %s: malformed identity: %s", rule.Name, rule.Key.Kind(), describe(err))
 		}
-		ms = append(ms, match{rule: rule, id: id, hit: sluice.Hit{
+		hit := sluice.Hit{
 			Key:       rules.BucketKey(rule.Name, rule.Key.Kind(), id),
 			Limit:     rule.Limit,
 			Algorithm: rule.Algorithm,
 			Cost:      rule.Cost,
 			Peek:      true,
-		}})
+		}
+		if seen[hit] {
+			continue // the same rule in two limiters' sets: one bucket
+		}
+		seen[hit] = true
+		ms = append(ms, match{rule: rule, id: id, hit: hit})
 	}
 	if len(ms) == 0 {
 		if q.Rule != "" {
@@ -303,10 +310,12 @@ type RuleInfo struct {
 }
 
 func (h *handler) listRules(w http.ResponseWriter, _ *http.Request) {
-	all := h.src.Current().Rules()
-	out := make([]RuleInfo, len(all))
-	for i, r := range all {
-		out[i] = RuleInfo{Name: r.Name, Kind: r.Key.Kind(), Limit: r.Limit.String(), Algorithm: r.Algorithm.String(), Cost: r.Cost, Shadow: r.Shadow}
+	out := []RuleInfo{}
+	for _, r := range h.rules() {
+		info := RuleInfo{Name: r.Name, Kind: r.Key.Kind(), Limit: r.Limit.String(), Algorithm: r.Algorithm.String(), Cost: r.Cost, Shadow: r.Shadow}
+		if !slices.Contains(out, info) {
+			out = append(out, info)
+		}
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Rules []RuleInfo `json:"rules"`

@@ -21,6 +21,8 @@ func FuzzQuery(f *testing.F) {
 		`{"rule":"per-ip","kind":"ip","identity":"1.2.3.4"}`, `{}`, `[]`, `null`, ``, `{"rule":"per-ip"}`,
 		`{"rule":"per-ip","identity":"192.0.2.7"} {}`, `{"rule":"nope","identity":"x"}`, `{"extra":1}`,
 		`{"rule":"per-ip","identity":"\u0000"}`, `{"rule":1}`, "\xff\xfe", strings.Repeat(`{"a":`, 100),
+		`{"rule":"per-ip","identity":["192.0.2.7"]}`, `{"kind":"ip","identity":[]}`, `{"rule":"per-key","identity":["a","b"]}`,
+		`{"rule":"global","identity":null}`, `{"rule":"global","identity":[null]}`, `{"rule":"per-ip","identity":{"a":1}}`,
 	} {
 		f.Add(s, false)
 		f.Add(s, true)

@@ -1,8 +1,9 @@
 package admin
 
 import (
+	"encoding/json"
 	"errors"
-	"net/netip"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -14,85 +15,80 @@ import (
 // maxIdentity bounds the identity an operator may type, in bytes.
 const maxIdentity = 1024
 
-var ipv6Probe = netip.MustParseAddr("2001:db8::1")
-
-// errIdentity reports an identity its kind cannot parse; the message says
+// errIdentity reports an identity no key could read; the message says
 // what is expected, never echoing the input.
 type errIdentity string
 
 func (e errIdentity) Error() string { return string(e) }
 
-// builtinParsers returns the parsers of the key kinds the rule files know.
-func builtinParsers(ipv6Prefix int) map[string]IdentityParser {
-	return map[string]IdentityParser{
-		"ip": func(s string) (string, error) {
-			a, err := keyfunc.ParseAddr(s)
-			if err != nil {
-				return "", errIdentity("an ip identity is an IPv4 or IPv6 address, such as 192.0.2.7 or 2001:db8::1")
-			}
-			return keyfunc.IPKey(a, ipv6Prefix)
-		},
-		"global": func(s string) (string, error) {
-			if s != "" && s != keyfunc.GlobalKey {
-				return "", errIdentity(`a global rule has one bucket: leave the identity empty or write "global"`)
-			}
-			return keyfunc.GlobalKey, nil
-		},
-		"endpoint": parseEndpoint,
-		"user_endpoint": func(s string) (string, error) {
-			user, endpoint, ok := strings.Cut(s, " ")
-			if !ok || user == "" {
-				return "", errIdentity(`a user_endpoint identity is a user id, a space and an endpoint: "alice GET /users/{id}"`)
-			}
-			ep, err := parseEndpoint(endpoint)
-			if err != nil {
-				return "", err
-			}
-			return netstring(user) + netstring(ep), nil
-		},
-	}
+// identity is the identity of a query: a JSON string, or a JSON list of
+// one string per part of a joined key.
+type identity struct {
+	texts []string
+	list  bool
 }
 
-// parseEndpoint reads "METHOD /pattern" into the key keyfunc.Endpoint gives.
-func parseEndpoint(s string) (string, error) {
-	method, pattern, ok := strings.Cut(s, " ")
-	if !ok || method == "" || !strings.HasPrefix(pattern, "/") && pattern != keyfunc.Unmatched {
-		return "", errIdentity(`an endpoint identity is a method, a space and a route pattern: "GET /users/{id}"`)
+func (id *identity) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '[' {
+		id.list = true
+		return json.Unmarshal(b, &id.texts)
 	}
-	if pattern == keyfunc.Unmatched {
-		pattern = ""
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
 	}
-	return keyfunc.EndpointKey(method, pattern), nil
+	id.texts = []string{s}
+	return nil
 }
 
-// netstring encodes s as keyfunc.Join encodes each part.
-func netstring(s string) string { return strconv.Itoa(len(s)) + ":" + s + "," }
-
-// plain is the parser of every other kind: the identity as typed, without
-// the spaces and tabs a header's value loses.
-func plain(s string) (string, error) {
-	if s == "" {
-		return "", errIdentity("empty identity")
+// parseIdentity checks what any identity must be, then reads it as key
+// reads it: with the parser WithIdentity set for its kind, if any.
+func (h *handler) parseIdentity(key keyfunc.Key, typed identity) (string, error) {
+	if !typed.list && len(typed.texts) == 0 {
+		typed.texts = []string{""} // no identity: as empty text
 	}
-	return s, nil
-}
-
-// parseIdentity checks what any identity must be, then parses it by kind.
-func (h *handler) parseIdentity(kind, typed string) (string, error) {
-	if len(typed) > maxIdentity {
-		return "", errIdentity("identity longer than " + strconv.Itoa(maxIdentity) + " bytes")
+	n := 0
+	for _, s := range typed.texts {
+		if n += len(s); n > maxIdentity {
+			return "", errIdentity("identity longer than " + strconv.Itoa(maxIdentity) + " bytes")
+		}
+		if !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl) {
+			return "", errIdentity("an identity is UTF-8 text without control characters")
+		}
 	}
-	typed = strings.Trim(typed, " \t")
-	if !utf8.ValidString(typed) || strings.ContainsFunc(typed, unicode.IsControl) {
-		return "", errIdentity("an identity is UTF-8 text without control characters")
+	var id string
+	var err error
+	if parse, ok := h.parsers[key.Kind()]; ok {
+		if len(typed.texts) != 1 {
+			return "", errIdentity("one identity, not a list: the identity's parser reads it whole")
+		}
+		id, err = parse(strings.Trim(typed.texts[0], " \t"))
+	} else if typed.list {
+		id, err = key.ParseParts(typed.texts)
+	} else {
+		id, err = key.Parse(typed.texts[0])
 	}
-	parse, ok := h.parsers[kind]
-	if !ok {
-		parse = plain
-	}
-	id, err := parse(typed)
 	if err == nil && id == "" {
 		err = errors.New("empty identity")
 	}
 	return id, err
+}
+
+// describe is the part of a 400's detail that says what is wrong with an
+// identity: the form its key needs, for a keyfunc.FormError.
+func describe(err error) string {
+	var fe *keyfunc.FormError
+	if !errors.As(err, &fe) {
+		return err.Error()
+	}
+	if fe.Part > 0 {
+		return fmt.Sprintf("part #%d of the list (%s): want %s", fe.Part, fe.Kind, fe.Form)
+	}
+	return "want " + fe.Form
+}
+
+// ipParser reads ip identities grouping IPv6 addresses by bits.
+func ipParser(bits int) IdentityParser {
+	key := keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{IPv6Prefix: bits}))
+	return key.Parse
 }

@@ -20,15 +20,16 @@ type Option func(*config) error
 type config struct {
 	log        *slog.Logger
 	observer   sluice.Observer
-	ipv6Prefix int
+	ipv6Prefix int // 0: each ip key groups as it does itself
 	secret     []byte
 	parsers    map[string]IdentityParser
+	srcs       []Source
 }
 
 // IdentityParser turns an identity as an operator types it into the key a
 // rule's key function returns for that identity, or an error saying why
 // the text is not one.
-type IdentityParser func(typed string) (string, error)
+type IdentityParser = keyfunc.IdentityParser
 
 // WithLogger sets where resets are logged. Default: [slog.Default].
 func WithLogger(l *slog.Logger) Option {
@@ -48,18 +49,6 @@ func WithObserver(o sluice.Observer) Option {
 	return func(c *config) error { c.observer = o; return nil }
 }
 
-// WithIPv6Prefix sets how ip identities are grouped: as the rules' key
-// function groups them (see [keyfunc.IPConfig]). Default: 64.
-func WithIPv6Prefix(bits int) Option {
-	return func(c *config) error {
-		if _, err := keyfunc.IPKey(keyfunc.Normalize(ipv6Probe), bits); err != nil {
-			return fmt.Errorf("%w: WithIPv6Prefix: %w", ErrInvalidConfig, err)
-		}
-		c.ipv6Prefix = bits
-		return nil
-	}
-}
-
 // WithHashSecret sets the key of the hash under which resets log
 // identities. Give every instance the same secret to correlate their
 // logs. Default: a random key per handler.
@@ -73,8 +62,12 @@ func WithHashSecret(secret []byte) Option {
 	}
 }
 
-// WithIdentity sets the parser of key kind's identities, for a custom
-// kind or to replace a built-in one (see the package documentation).
+// WithIdentity sets the parser of the identities of every rule whose key
+// is of kind, replacing the key's own (see [keyfunc.Key.Parse]); for a
+// key of your own, [keyfunc.Key.ParseWith] gives the parser to the key
+// itself, where joined keys and every handler find it. The kind is the
+// whole key's: for a joined key, such as "user_endpoint", the parser reads
+// the whole text.
 func WithIdentity(kind string, parse IdentityParser) Option {
 	return func(c *config) error {
 		if kind == "" || parse == nil {

@@ -11,3 +11,10 @@ import (
 func TestResetRestoresTheLimitOnRedis(t *testing.T) {
 	testResetRestoresTheLimit(t, newFixture(t, redisstoretest.New(t)))
 }
+
+// TestResetByEveryKeyKindOnRedis runs the per-kind reset scenarios on a
+// redis-server started for the test, whose store remembers the buckets
+// it refused: a reset must reach them too.
+func TestResetByEveryKeyKindOnRedis(t *testing.T) {
+	testResetByEveryKeyKind(t, redisstoretest.New(t))
+}

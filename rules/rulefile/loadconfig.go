@@ -108,7 +108,9 @@ func (c LoadConfig) env() (*env, error) {
 		if k.IsZero() {
 			return nil, fmt.Errorf("rulefile: LoadConfig.Keys: %q: the zero Key", name)
 		}
-		custom := keyfunc.New(name, keyfunc.Strict(k.Func()))
+		// Renamed, the key keeps the way an operator names its
+		// identities (rules/admin).
+		custom := keyfunc.New(name, keyfunc.Strict(k.Func())).ParseWith(k.Parse)
 		if k.IsRequired() {
 			custom = custom.Required()
 		}
