@@ -25,7 +25,10 @@
 //     cannot be keyed is never counted in a shared bucket. A request that
 //     lacks the identity a rule's key reads (no API key header, no user) is
 //     not keyed by that rule at all: the rule skips it, unless its key is
-//     required (keyfunc.Key.Required), when it gets this 400 too.
+//     required (keyfunc.Key.Required), when it gets this 400 too. A key
+//     that needs the route pattern, run before routing
+//     (keyfunc.ErrNotRouted), is the server's mistake: 500, with a detail
+//     saying so and a warning in the log naming the fix (see [WriteError]);
 //
 // The request body is never read. Every decision is reported to the
 // [sluice.Observer] given with [WithObserver], or else to the store's own

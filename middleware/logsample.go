@@ -37,6 +37,22 @@ func (s *sampler) failure(ctx context.Context, log *slog.Logger, err error, clos
 		slog.Int64("suppressed", suppressed))
 }
 
+// notRoutedLog samples the warnings of WriteError about keys run before
+// routing.
+var notRoutedLog sampler
+
+// notRouted logs, sampled, that a rule keys on the route pattern before
+// routing (err wraps keyfunc.ErrNotRouted and names the rule), with the fix.
+func (s *sampler) notRouted(ctx context.Context, log *slog.Logger, err error) {
+	ok, suppressed := s.allow(time.Now())
+	if !ok {
+		return
+	}
+	log.LogAttrs(ctx, slog.LevelWarn, "sluice: a rule keys on the route pattern, which is unknown before routing, so its requests are answered 500; "+
+		"key it with chikey.Endpoint(router) or keyfunc.EndpointFromMux(mux), which look the pattern up, or install the limiter after routing (chi's r.With)",
+		slog.String("error", err.Error()), slog.Int64("suppressed", suppressed))
+}
+
 // denial logs, sampled, that rules refused a request: the policies named
 // in the response, never the key or the identity.
 func (s *sampler) denial(ctx context.Context, log *slog.Logger, d Denial) {

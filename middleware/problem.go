@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/headers"
+	"github.com/sluicehq/sluice/keyfunc"
 )
 
 // Problem types from draft-ietf-httpapi-ratelimit-headers (requested from
@@ -89,7 +91,13 @@ func WriteDenial(w http.ResponseWriter, _ *http.Request, d Denial) {
 // problem; a request a rule could not key gets 400 Bad Request; a negative
 // request cost (a server bug) gets 500. No body says anything about the
 // cause beyond that.
-func WriteError(w http.ResponseWriter, _ *http.Request, err error) {
+//
+// A rule keyed by the route pattern in a limiter that runs before routing
+// (err wraps [keyfunc.ErrNotRouted]: keyfunc.Endpoint in chi's r.Use, or
+// around a whole http.ServeMux) is the server's mistake, not the
+// request's: it gets 500 with a detail saying so, and a warning naming the
+// fix is logged through [slog.Default], at most once a second.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, ErrStoreFailed) {
 		Problem{
 			Type:   TypeTemporaryReducedCapacity,
@@ -101,6 +109,16 @@ func WriteError(w http.ResponseWriter, _ *http.Request, err error) {
 	}
 	if errors.Is(err, ErrInvalidCost) {
 		Problem{Type: "about:blank", Title: "Internal Server Error", Status: http.StatusInternalServerError}.Write(w)
+		return
+	}
+	if errors.Is(err, keyfunc.ErrNotRouted) {
+		notRoutedLog.notRouted(r.Context(), slog.Default(), err)
+		Problem{
+			Type:   "about:blank",
+			Title:  "Internal Server Error",
+			Status: http.StatusInternalServerError,
+			Detail: "A rate limit policy keys on the route pattern, which is not known yet where the rate limiter runs (before routing); the server's configuration must change.",
+		}.Write(w)
 		return
 	}
 	Problem{
