@@ -70,7 +70,10 @@ func newRouter(store sluice.Store) http.Handler {
 	r.Get("/", reply(map[string]any{"try": []string{"POST /login", "/api/items", "/api/items/42", "/health"}}))
 	r.Get("/health", reply(map[string]string{"status": "ok"}))
 
-	// One route, its own strict limit: guessing passwords gets slow.
+	// One route, its own strict limit: guessing passwords gets slow. It
+	// keys on the client IP, which every request has, so every attempt
+	// counts, anonymous ones included (a rule keyed by the account would
+	// skip attempts that name none: pair it with this one).
 	r.With(perIP(store, "login", sluice.PerMinute(5))).Post("/login", reply(map[string]string{"token": "demo"}))
 
 	// A group: every route in it counts against one shared limit.
