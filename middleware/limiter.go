@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/headers"
+	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
 )
 
@@ -23,6 +24,7 @@ type Limiter struct {
 	local   *localFallback
 	logs    sampler   // store failures
 	denials sampler   // denials
+	routing sampler   // keys run before routing
 	audit   bypassLog // samples the log records of bypass uses
 	pool    sync.Pool // *scratch
 	// calls makes the store calls' contexts; nil for an in-process store, whose
@@ -133,6 +135,9 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) boo
 		if errors.Is(err, sluice.ErrInvalidHit) {
 			l.cfg.onError(w, r, fmt.Errorf("%w: %w", ErrInvalidCost, err))
 			return false
+		}
+		if errors.Is(err, keyfunc.ErrNotRouted) {
+			l.routing.notRouted(r.Context(), l.cfg.logger, err)
 		}
 		l.cfg.onError(w, r, fmt.Errorf("%w: %w", ErrKeyFailed, err))
 		return false

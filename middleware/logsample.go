@@ -37,10 +37,6 @@ func (s *sampler) failure(ctx context.Context, log *slog.Logger, err error, clos
 		slog.Int64("suppressed", suppressed))
 }
 
-// notRoutedLog samples the warnings of WriteError about keys run before
-// routing.
-var notRoutedLog sampler
-
 // notRouted logs, sampled, that a rule keys on the route pattern before
 // routing (err wraps keyfunc.ErrNotRouted and names the rule), with the fix.
 func (s *sampler) notRouted(ctx context.Context, log *slog.Logger, err error) {

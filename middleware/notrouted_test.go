@@ -46,7 +46,6 @@ func captureDefaultLog(t *testing.T) *lockedBuffer {
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(buf, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })
-	middleware.ResetNotRoutedLog()
 	return buf
 }
 
@@ -131,5 +130,22 @@ func TestKeyBeforeRoutingSaysSo(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The warning goes to the limiter's logger (WithLogger), whatever error
+// handler answers.
+func TestKeyBeforeRoutingLogsToTheLimitersLogger(t *testing.T) {
+	buf := &lockedBuffer{}
+	store, _ := newMemstore(t)
+	set := rules.MustNew(rules.Rule{Name: "login", Key: keyfunc.Endpoint(), Limit: sluice.PerMinute(100)})
+	quietHandler := middleware.WithErrorHandler(func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusTeapot) })
+	r := chi.NewRouter()
+	r.Use(middleware.Limit(store, set, middleware.WithLogger(slog.New(slog.NewTextHandler(buf, nil))), quietHandler))
+	r.Post("/login", func(http.ResponseWriter, *http.Request) {})
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/login", nil))
+	if rec.Code != http.StatusTeapot || !strings.Contains(buf.String(), "chikey.Endpoint(router)") {
+		t.Fatalf("status %d, log %q", rec.Code, buf.String())
 	}
 }

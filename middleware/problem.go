@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -112,7 +111,6 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	if errors.Is(err, keyfunc.ErrNotRouted) {
-		notRoutedLog.notRouted(r.Context(), slog.Default(), err)
 		Problem{
 			Type:   "about:blank",
 			Title:  "Internal Server Error",
