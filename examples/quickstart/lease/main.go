@@ -25,7 +25,7 @@ func main() {
 		log.Fatal(err)
 	}
 	shared := redisstore.MustNew(client, redisstore.Config{Secret: []byte(os.Getenv("SLUICE_SECRET"))})
-	store, err := lease.New(shared, lease.Config{Instances: 4}) // how many processes share the limits
+	store, err := lease.New(shared, lease.Config{}) // leases sized by the instances the store counts
 	if err != nil {
 		log.Fatal(err)
 	}
