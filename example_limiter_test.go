@@ -18,7 +18,7 @@ import (
 func ExampleLimiter() {
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock})
-	defer store.Close()
+	defer store.Close(context.Background())
 	exports, err := sluice.NewLimiter(store, sluice.PerSecond(2), sluice.WithWaitClock(clock))
 	if err != nil {
 		panic(err)
@@ -48,7 +48,7 @@ func ExampleLimiter() {
 // store must implement sluice.Resetter, as memstore does).
 func ExampleLimiter_Reset() {
 	store := memstore.New(memstore.Config{})
-	defer store.Close()
+	defer store.Close(context.Background())
 	logins := sluice.MustNewLimiter(store, sluice.PerHour(3))
 	ctx := context.Background()
 	for range 3 {

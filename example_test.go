@@ -56,7 +56,7 @@ func ExampleLimit_Validate() {
 func ExampleStore() {
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock})
-	defer store.Close()
+	defer store.Close(context.Background())
 
 	hits := []sluice.Hit{{Key: "per-ip:192.0.2.1", Limit: sluice.PerMinute(3), Cost: 1}}
 	out := make([]sluice.Result, len(hits))
@@ -85,7 +85,7 @@ func ExampleStore() {
 func ExampleAdmitted() {
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock})
-	defer store.Close()
+	defer store.Close(context.Background())
 
 	hits := []sluice.Hit{
 		{Key: "per-user:alice", Limit: sluice.PerMinute(2), Cost: 1},

@@ -28,7 +28,7 @@ func newMemLimiter(t testing.TB, limit sluice.Limit, opts ...sluice.LimiterOptio
 	t.Helper()
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	mem := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
-	t.Cleanup(func() { mem.Close() })
+	t.Cleanup(func() { mem.Close(context.Background()) })
 	cs := &countingStore{Store: mem}
 	l, err := sluice.NewLimiter(cs, limit, opts...)
 	if err != nil {
@@ -66,7 +66,7 @@ func TestLimiterRefusesBadInputBeforeTheStore(t *testing.T) {
 
 func TestNewLimiterValidates(t *testing.T) {
 	mem := memstore.New(memstore.Config{SweepInterval: -1})
-	defer mem.Close()
+	defer mem.Close(context.Background())
 	for _, tc := range []struct {
 		name  string
 		store sluice.Store
@@ -154,7 +154,7 @@ func TestLimiterWaitRealTimerLeavesNothingRunning(t *testing.T) {
 
 func TestLimiterResetNeedsAResetter(t *testing.T) {
 	mem := memstore.New(memstore.Config{SweepInterval: -1})
-	defer mem.Close()
+	defer mem.Close(context.Background())
 	l, err := sluice.NewLimiter(struct{ sluice.Store }{mem}, sluice.PerSecond(1))
 	if err != nil {
 		t.Fatal(err)

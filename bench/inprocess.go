@@ -86,7 +86,7 @@ func sluiceWorker(st sluice.Store, s Spec) func() Worker {
 
 func newSluiceMem(s Spec) (Limiter, error) {
 	st := memstore.New(memstore.Config{})
-	return perWorker{newWorker: sluiceWorker(st, s), close: st.Close}, nil
+	return perWorker{newWorker: sluiceWorker(st, s), close: func() error { return st.Close(context.Background()) }}, nil
 }
 
 func newXTimeRate(s Spec) (Limiter, error) {

@@ -191,7 +191,7 @@ func newSluiceRedis(cfg redisstore.Config) func(e *Env, s Spec) (Limiter, error)
 		if err != nil {
 			return nil, err
 		}
-		return perWorker{newWorker: sluiceWorker(st, s), close: st.Close}, nil
+		return perWorker{newWorker: sluiceWorker(st, s), close: func() error { return st.Close(context.Background()) }}, nil
 	}
 }
 

@@ -21,7 +21,7 @@ func TestMemstoreEvictions(t *testing.T) {
 	want(t, series(t, reg), map[string]float64{"sluice_memstore_evictions_total{}": 0})
 	clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
 	s := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1, MaxBuckets: 16, Events: c})
-	defer s.Close()
+	defer s.Close(context.Background())
 	out := make([]sluice.Result, 1)
 	for i := range 200 {
 		h := []sluice.Hit{{Key: "k" + strconv.Itoa(i), Limit: sluice.PerHour(10), Cost: 1}}

@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -48,7 +49,7 @@ func BenchmarkHandler(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			store := memstore.New(memstore.Config{})
-			defer store.Close()
+			defer store.Close(context.Background())
 			h := middleware.Limit(bc.wrap(store), set)(next)
 			w := &headerSink{h: http.Header{}}
 			b.ReportAllocs()

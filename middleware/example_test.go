@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,7 +26,7 @@ import (
 // does not depend on how fast this runs; a server uses memstore.Config{}.)
 func ExampleLimit() {
 	store := memstore.New(memstore.Config{Clock: storetest.NewClock(time.Unix(1_700_000_000, 0))})
-	defer store.Close()
+	defer store.Close(context.Background())
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, _ *http.Request) {
@@ -72,7 +73,7 @@ func ExampleLimit() {
 // Retry-After and Cache-Control are already set when the handler runs.
 func ExampleWithDenyHandler() {
 	store := memstore.New(memstore.Config{Clock: storetest.NewClock(time.Unix(1_700_000_000, 0))})
-	defer store.Close()
+	defer store.Close(context.Background())
 
 	set := rules.MustNew(rules.Rule{
 		Name: "per-ip", Key: keyfunc.ClientIP(),
@@ -106,7 +107,7 @@ func ExampleWithDenyHandler() {
 // bucket of GET /users/{id}. Here with the draft-06 header fields.
 func ExampleLimiter_Handler() {
 	store := memstore.New(memstore.Config{Clock: storetest.NewClock(time.Unix(1_700_000_000, 0))})
-	defer store.Close()
+	defer store.Close(context.Background())
 
 	r := chi.NewRouter()
 	set := rules.MustNew(rules.Rule{

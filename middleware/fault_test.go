@@ -112,7 +112,7 @@ func newFaultEnv(t *testing.T, poolSize int) *faultEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { store.Close(context.Background()) })
 	e.store = store
 	limit := sluice.PerHour(1).WithBurst(faultCapacity)
 	opts := []middleware.Option{middleware.WithBudget(faultBudget), middleware.WithObserver(sluice.Observers(e.seen, collector)), middleware.WithLogger(quietLogger())}

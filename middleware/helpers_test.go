@@ -25,7 +25,7 @@ var t0 = time.Unix(1_800_000_000, 0)
 func newMemstore(t testing.TB) (*memstore.Store, *storetest.Clock) {
 	clock := storetest.NewClock(t0)
 	s := memstore.New(memstore.Config{Clock: clock})
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return s, clock
 }
 

@@ -45,12 +45,12 @@ func BenchmarkHandlerHotKeyLeases(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { s.Close() })
+		b.Cleanup(func() { s.Close(context.Background()) })
 		return s
 	}
 	mem := func(b *testing.B) sluice.Store {
 		s := memstore.New(memstore.Config{})
-		b.Cleanup(func() { s.Close() })
+		b.Cleanup(func() { s.Close(context.Background()) })
 		return s
 	}
 	set := rules.MustNew(rules.Rule{Name: "per-key", Key: keyfunc.Header("X-API-Key"),

@@ -35,12 +35,12 @@ type config struct {
 
 func buildConfig(opts []Option) (config, error) {
 	c := config{
-		headers:   headers.Default,
-		budget:    DefaultBudget,
-		deny:      WriteDenial,
-		onError:   WriteError,
-		logger:    slog.Default(),
-		now:       time.Now,
+		headers: headers.Default,
+		budget:  DefaultBudget,
+		deny:    WriteDenial,
+		onError: WriteError,
+		logger:  slog.Default(),
+		now:     time.Now,
 	}
 	for _, o := range opts {
 		if err := o.apply(&c); err != nil {

@@ -157,7 +157,7 @@ func redisStoreOn(t *testing.T, client redisstore.Client, cfg redisstore.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
 

@@ -26,7 +26,7 @@ func newRedisStore(t *testing.T, addr string) *redisstore.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
 

@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -31,14 +32,14 @@ func BenchmarkRefusedRequest(b *testing.B) {
 	set := rules.MustNew(rules.Rule{Name: "per-key", Key: keyfunc.Header("X-API-Key"), Limit: sluice.PerHour(1)})
 	mem := func() sluice.Store {
 		s := memstore.New(memstore.Config{})
-		b.Cleanup(func() { s.Close() })
+		b.Cleanup(func() { s.Close(context.Background()) })
 		return s
 	}
 	red, err := redisstore.New(singleClientB(b, srv.Addr), redisstore.Config{Logger: quietLogger(), PresenceInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { red.Close() })
+	b.Cleanup(func() { red.Close(context.Background()) })
 	variants := []struct {
 		name string
 		h    http.Handler

@@ -91,7 +91,7 @@ func ExampleSet_Resolve() {
 func ExampleBinding() {
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock})
-	defer store.Close()
+	defer store.Close(context.Background())
 
 	set := rules.MustNew(
 		rules.Rule{Name: "per-second", Key: keyfunc.ClientIP(), Limit: sluice.PerSecond(5)},

@@ -18,6 +18,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -40,7 +41,7 @@ func main() {
 	flag.Parse()
 
 	store := memstore.New(memstore.Config{})
-	defer store.Close()
+	defer store.Close(context.Background())
 
 	srv := &http.Server{Addr: *addr, Handler: newRouter(store), ReadHeaderTimeout: 5 * time.Second}
 	slog.Info("chi example listening", "addr", *addr)

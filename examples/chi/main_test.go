@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,7 +22,7 @@ func newServer(t *testing.T) (*httptest.Server, *storetest.Clock) {
 	t.Helper()
 	clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock})
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { store.Close(context.Background()) })
 	srv := httptest.NewServer(newRouter(store))
 	t.Cleanup(srv.Close)
 	return srv, clock

@@ -27,6 +27,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -51,7 +52,7 @@ func main() {
 	flag.Parse()
 
 	store := memstore.New(memstore.Config{})
-	defer store.Close()
+	defer store.Close(context.Background())
 
 	router, err := newRouter(store)
 	if err != nil {

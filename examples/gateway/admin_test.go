@@ -76,7 +76,7 @@ func (s *blockingResets) Reset(ctx context.Context, hits []sluice.Hit) error {
 // the gateway closes its store after it.
 func TestAdminStopWaitsForResets(t *testing.T) {
 	mem := memstore.New(memstore.Config{Clock: storetest.NewClock(time.Unix(1_800_000_000, 0))})
-	t.Cleanup(func() { mem.Close() })
+	t.Cleanup(func() { mem.Close(context.Background()) })
 	store := &blockingResets{Resetter: mem, entered: make(chan struct{}), release: make(chan struct{})}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var limited middleware.Source
@@ -135,7 +135,7 @@ func TestServerOutlastsSlowRequests(t *testing.T) {
 func TestAdminResetsAClient(t *testing.T) {
 	clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock})
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { store.Close(context.Background()) })
 	testAdminResetsAClient(t, store)
 }
 

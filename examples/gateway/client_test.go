@@ -105,7 +105,7 @@ func converge(t *testing.T, clients, perClient int, shared bool, maxWait time.Du
 	t.Helper()
 	sim := &simTime{t: time.Unix(1_800_000_000, 0)}
 	store := memstore.New(memstore.Config{Clock: sim, SweepInterval: -1})
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { store.Close(context.Background()) })
 	router, err := newRouterWith(store, slog.New(slog.NewTextHandler(io.Discard, nil)), tinyRules, middleware.WithClock(sim))
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func TestClientAgainstALyingGateway(t *testing.T) {
 		t.Run(tc.retryAfter, func(t *testing.T) {
 			sim := &simTime{t: time.Unix(1_800_000_000, 0)}
 			store := memstore.New(memstore.Config{Clock: sim, SweepInterval: -1})
-			t.Cleanup(func() { store.Close() })
+			t.Cleanup(func() { store.Close(context.Background()) })
 			router, err := newRouterWith(store, slog.New(slog.NewTextHandler(io.Discard, nil)), tinyRules, middleware.WithClock(sim))
 			if err != nil {
 				t.Fatal(err)

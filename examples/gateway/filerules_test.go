@@ -35,7 +35,7 @@ func newFileServer(t *testing.T, opts ...middleware.Option) (*httptest.Server, s
 		t.Fatal(err)
 	}
 	store := memstore.New(memstore.Config{Clock: storetest.NewClock(time.Unix(1_800_000_000, 0))})
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { store.Close(context.Background()) })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var w *rulefile.Watcher
 	router, err := newRouterWith(store, log, fileRules(path, log, &w), opts...)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -20,7 +21,7 @@ func TestFloodOfIdentities(t *testing.T) {
 	const bound, requests = 500, 5000
 	clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1, MaxBuckets: bound})
-	defer store.Close()
+	defer store.Close(context.Background())
 	router, err := newRouter(store, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

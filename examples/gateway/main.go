@@ -189,7 +189,7 @@ var errNoSecret = errors.New("-redis needs a secret to hash identities into Redi
 func openStore(target redisTarget, secret string, budget time.Duration, log *slog.Logger, events *metrics.Collector) (sluice.Store, func(), error) {
 	if target.spec == "" {
 		s := memstore.New(memstore.Config{Events: events})
-		return s, func() { s.Close() }, nil
+		return s, func() { s.Close(context.Background()) }, nil
 	}
 	if secret == "" {
 		return nil, nil, errNoSecret
@@ -203,7 +203,7 @@ func openStore(target redisTarget, secret string, budget time.Duration, log *slo
 		client.Close()
 		return nil, nil, err
 	}
-	return s, func() { s.Close(); client.Close() }, nil
+	return s, func() { s.Close(context.Background()); client.Close() }, nil
 }
 
 // readiness returns the readiness probe of store: a Redis store's health

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,7 +24,7 @@ func newServer(t *testing.T, opts ...middleware.Option) (*httptest.Server, *stor
 	t.Helper()
 	clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock})
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { store.Close(context.Background()) })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	router, err := newRouter(store, log, opts...)
 	if err != nil {

@@ -110,7 +110,7 @@ func newFixture(t *testing.T, store sluice.Resetter) *fixture {
 func newMemFixture(t *testing.T) *fixture {
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	mem := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
-	t.Cleanup(func() { mem.Close() })
+	t.Cleanup(func() { mem.Close(context.Background()) })
 	return newFixture(t, mem)
 }
 
@@ -293,7 +293,7 @@ func (unsupportedResets) Reset(context.Context, []sluice.Hit) error {
 // unsupported operation; inspecting works on both.
 func TestResetNeedsAResetter(t *testing.T) {
 	mem := memstore.New(memstore.Config{SweepInterval: -1})
-	defer mem.Close()
+	defer mem.Close(context.Background())
 	for name, store := range map[string]sluice.Store{
 		"not a Resetter":       struct{ sluice.Store }{mem},
 		"Reset ErrUnsupported": unsupportedResets{mem},
@@ -341,7 +341,7 @@ func TestListRules(t *testing.T) {
 
 func TestNewRefusesBadConfiguration(t *testing.T) {
 	mem := memstore.New(memstore.Config{SweepInterval: -1})
-	defer mem.Close()
+	defer mem.Close(context.Background())
 	for name, tc := range map[string]struct {
 		store sluice.Store
 		src   admin.Source
@@ -372,7 +372,7 @@ func TestNewRefusesBadConfiguration(t *testing.T) {
 
 func TestMustNew(t *testing.T) {
 	mem := memstore.New(memstore.Config{SweepInterval: -1})
-	defer mem.Close()
+	defer mem.Close(context.Background())
 	if h := admin.MustNew(mem, testRules); h == nil {
 		t.Fatal("MustNew with a valid configuration: nil handler")
 	}

@@ -22,7 +22,7 @@ import (
 func ExampleNew() {
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock})
-	defer store.Close()
+	defer store.Close(context.Background())
 	set := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(2)})
 
 	// The client at 192.0.2.7 spends its limit (here straight in the store).

@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -28,7 +29,7 @@ func FuzzQuery(f *testing.F) {
 		f.Add(s, true)
 	}
 	store := memstore.New(memstore.Config{SweepInterval: -1})
-	f.Cleanup(func() { store.Close() })
+	f.Cleanup(func() { store.Close(context.Background()) })
 	h, err := admin.New(store, testRules)
 	if err != nil {
 		f.Fatal(err)

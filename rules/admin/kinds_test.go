@@ -166,7 +166,7 @@ func muxWith(pattern string) *http.ServeMux {
 func TestResetByEveryKeyKind(t *testing.T) {
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { store.Close(context.Background()) })
 	testResetByEveryKeyKind(t, store)
 }
 
@@ -270,7 +270,7 @@ func TestMalformedIdentityNamesTheForm(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memstore.New(memstore.Config{SweepInterval: -1})
-			t.Cleanup(func() { mem.Close() })
+			t.Cleanup(func() { mem.Close(context.Background()) })
 			store := &countingStore{Resetter: mem}
 			ops := httptest.NewServer(admin.MustNew(store, rules.MustNew(rules.Rule{Name: "r", Key: tc.key, Limit: sluice.PerMinute(1)})))
 			t.Cleanup(ops.Close)
@@ -299,7 +299,7 @@ func TestMalformedIdentityNamesTheForm(t *testing.T) {
 func TestOneHandlerForSeveralLimiters(t *testing.T) {
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { store.Close(context.Background()) })
 	perKey := rules.MustNew(rules.Rule{Name: "per-api-key", Key: keyfunc.APIKey("X-API-Key"), Limit: sluice.PerMinute(2)})
 	login := rules.MustNew(
 		rules.Rule{Name: "login-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(1)},
@@ -364,7 +364,7 @@ func TestIPIdentitiesGroupAsTheirKey(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memstore.New(memstore.Config{SweepInterval: -1})
-			t.Cleanup(func() { mem.Close() })
+			t.Cleanup(func() { mem.Close(context.Background()) })
 			ops := httptest.NewServer(admin.MustNew(mem, rules.MustNew(rules.Rule{Name: "r", Key: tc.key, Limit: sluice.PerMinute(1)}), tc.opts...))
 			t.Cleanup(ops.Close)
 			status, body := post(t, ops, "/inspect", `{"rule":"r","identity":"2001:db8:1:203::7"}`)

@@ -110,7 +110,7 @@ func TestBypassIsLimited(t *testing.T) {
 	set := bypassSet(t)
 	clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock})
-	defer store.Close()
+	defer store.Close(context.Background())
 	var m rules.Matched
 	out := make([]sluice.Result, 1)
 	var allowed []bool

@@ -1,6 +1,7 @@
 package rulefile_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -35,7 +36,7 @@ rules:
 func newChiServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	store := memstore.New(memstore.Config{Clock: storetest.NewClock(time.Unix(1_800_000_000, 0))})
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { store.Close(context.Background()) })
 	r := chi.NewRouter()
 	cfg := testConfig()
 	cfg.Endpoint = chikey.Endpoint(r)

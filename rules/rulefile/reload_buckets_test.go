@@ -32,7 +32,7 @@ func newBucketProbe(t *testing.T, content string) *bucketProbe {
 		t.Fatal(err)
 	}
 	store := memstore.New(memstore.Config{Clock: storetest.NewClock(time.Unix(1_800_000_000, 0))})
-	t.Cleanup(func() { store.Close(); w.Close() })
+	t.Cleanup(func() { store.Close(context.Background()); w.Close() })
 	return &bucketProbe{t: t, w: w, store: store, path: path}
 }
 

@@ -70,7 +70,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	}
 	defer w.Close()
 	mem := memstore.New(memstore.Config{})
-	defer mem.Close()
+	defer mem.Close(context.Background())
 	store := &genStore{inner: mem}
 	h := middleware.Limit(store, w)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 

@@ -46,7 +46,7 @@ func BenchmarkHotKey(b *testing.B) {
 	srv := redistest.Start(b)
 	mem := func(b *testing.B) sluice.Store {
 		m := memstore.New(memstore.Config{SweepInterval: -1})
-		b.Cleanup(func() { m.Close() })
+		b.Cleanup(func() { m.Close(context.Background()) })
 		return m
 	}
 	leaseOver := func(back sluice.Store) func(b *testing.B) sluice.Store {

@@ -1,6 +1,7 @@
 package lease_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -43,7 +44,7 @@ func clusterStore(t testing.TB, c *redistest.Cluster, clock *storetest.Clock) *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
 

@@ -23,7 +23,7 @@ func TestConformanceOverMemstore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Harness {
 		clock := storetest.NewClock(time.Now())
 		back := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
-		t.Cleanup(func() { back.Close() })
+		t.Cleanup(func() { back.Close(context.Background()) })
 		s := newStore(t, back, lease.Config{Clock: clock, Default: leaseAll, MaxLease: conformanceK, SweepInterval: -1})
 		return storetest.Harness{Store: s, SetTime: clock.Set, Atomic: true, Lease: conformanceK}
 	})

@@ -13,7 +13,7 @@ import (
 // memory store here) sees one call per lease instead of one per check.
 func Example() {
 	shared := memstore.New(memstore.Config{})
-	defer shared.Close()
+	defer shared.Close(context.Background())
 	store, err := lease.New(shared, lease.Config{Instances: 4}) // 4 processes share the limit
 	if err != nil {
 		panic(err)

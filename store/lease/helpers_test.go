@@ -59,7 +59,7 @@ func backing(t *testing.T) (*counting, *storetest.Clock) {
 	t.Helper()
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	m := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
-	t.Cleanup(func() { m.Close() })
+	t.Cleanup(func() { m.Close(context.Background()) })
 	return &counting{Refunder: m}, clock
 }
 

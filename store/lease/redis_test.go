@@ -44,7 +44,7 @@ func redisStore(t testing.TB, addr string, clock *storetest.Clock) *redisstore.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
 
@@ -362,7 +362,7 @@ func TestRedisDownServesLeaseThenFails(t *testing.T) {
 		if err := s.Close(ctx); err != nil && !errors.Is(err, sluice.ErrUnavailable) && !errors.Is(err, sluice.ErrTimeout) {
 			t.Fatalf("Close: %v", err)
 		}
-		shared.Close()
+		shared.Close(context.Background())
 		c.Close()
 	})
 }

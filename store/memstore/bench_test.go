@@ -31,7 +31,7 @@ func BenchmarkTake(b *testing.B) {
 		ks := keys(bc.keys)
 		b.Run("sequential/"+bc.name, func(b *testing.B) {
 			s := memstore.New(memstore.Config{})
-			defer s.Close()
+			defer s.Close(context.Background())
 			hits := []sluice.Hit{{Limit: benchLimit, Cost: 1}}
 			out := make([]sluice.Result, 1)
 			b.ReportAllocs()
@@ -46,7 +46,7 @@ func BenchmarkTake(b *testing.B) {
 		})
 		b.Run("parallel/"+bc.name, func(b *testing.B) {
 			s := memstore.New(memstore.Config{})
-			defer s.Close()
+			defer s.Close(context.Background())
 			var seq atomic.Int64
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
@@ -68,7 +68,7 @@ func BenchmarkTake(b *testing.B) {
 	}
 	b.Run("sequential/4 rules", func(b *testing.B) {
 		s := memstore.New(memstore.Config{})
-		defer s.Close()
+		defer s.Close(context.Background())
 		ks := keys(4)
 		hits := make([]sluice.Hit, 4)
 		for i := range hits {
@@ -97,7 +97,7 @@ func BenchmarkTakeAtBound(b *testing.B) {
 	}{{"bound 10k", 10_000}, {"no bound", -1}} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := memstore.New(memstore.Config{SweepInterval: -1, MaxBuckets: bc.max})
-			defer func() { s.Close() }()
+			defer func() { s.Close(context.Background()) }()
 			hits := []sluice.Hit{{Limit: sluice.PerHour(100), Cost: 1}}
 			out := make([]sluice.Result, 1)
 			b.ReportAllocs()
@@ -107,7 +107,7 @@ func BenchmarkTakeAtBound(b *testing.B) {
 				i++
 				if i%len(ks) == 0 && bc.max < 0 {
 					b.StopTimer() // a new store: keep measuring creation, not lookups
-					s.Close()
+					s.Close(context.Background())
 					s = memstore.New(memstore.Config{SweepInterval: -1, MaxBuckets: bc.max})
 					b.StartTimer()
 				}

@@ -40,7 +40,7 @@ func TestFloodStaysWithinBound(t *testing.T) {
 	clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
 	events := &countEvents{}
 	s := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1, MaxBuckets: bound, Events: events})
-	defer s.Close()
+	defer s.Close(context.Background())
 	base := heapInUse()
 	limit := sluice.PerHour(100)
 	hits := []sluice.Hit{{Limit: limit, Cost: 1}}
@@ -114,7 +114,7 @@ func TestEvictionBoundsEveryTable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
 			s := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1, MaxBuckets: bound})
-			defer s.Close()
+			defer s.Close(context.Background())
 			out := make([]sluice.Result, 1)
 			for i := range keys {
 				h := []sluice.Hit{{Key: tc.key + strconv.Itoa(i), Limit: sluice.PerHour(10), Algorithm: tc.alg, Cost: 1}}
@@ -144,7 +144,7 @@ func TestEvictionForgivesLeast(t *testing.T) {
 	const bound = 64
 	clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
 	s := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1, MaxBuckets: bound})
-	defer s.Close()
+	defer s.Close(context.Background())
 	ctx := context.Background()
 	limit := sluice.PerSecond(1).WithBurst(100) // a token back every second
 	take := func(key string, cost int64) sluice.Result {
@@ -208,7 +208,7 @@ func peek(t *testing.T, s *memstore.Store, key string, limit sluice.Limit) sluic
 func TestEvictionUnderConcurrentCallers(t *testing.T) {
 	const bound, callers, perCaller, hitsPerCall = 8, 4, 2000, 4
 	s := memstore.New(memstore.Config{SweepInterval: -1, MaxBuckets: bound})
-	defer s.Close()
+	defer s.Close(context.Background())
 	var wg sync.WaitGroup
 	var over atomic.Int64
 	for c := range callers {

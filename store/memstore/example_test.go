@@ -18,7 +18,7 @@ func ExampleNew() {
 		Clock:         clock,
 		SweepInterval: -1, // no background sweeper; call Sweep instead
 	})
-	defer store.Close()
+	defer store.Close(context.Background())
 
 	hits := []sluice.Hit{{Key: "client-1", Limit: sluice.PerSecond(2), Cost: 1}}
 	out := make([]sluice.Result, 1)
@@ -41,7 +41,7 @@ func ExampleNew() {
 func ExampleStore_Take() {
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock})
-	defer store.Close()
+	defer store.Close(context.Background())
 
 	hits := []sluice.Hit{
 		{Key: "burst:alice", Limit: sluice.PerSecond(2), Cost: 1},
@@ -74,7 +74,7 @@ func ExampleStore_Take() {
 func ExampleStore_Sweep() {
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
-	defer store.Close()
+	defer store.Close(context.Background())
 
 	out := make([]sluice.Result, 1)
 	for _, key := range []string{"a", "b", "c"} {
@@ -98,7 +98,7 @@ func ExampleStore_Sweep() {
 func ExampleConfig_maxBuckets() {
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1, MaxBuckets: 2})
-	defer store.Close()
+	defer store.Close(context.Background())
 
 	out := make([]sluice.Result, 1)
 	for _, key := range []string{"a", "b", "c"} {

@@ -22,7 +22,7 @@ type admission struct {
 func admitRandom(t *testing.T, seed uint64, alg sluice.Algorithm, l sluice.Limit) []admission {
 	clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
 	s := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
-	defer s.Close()
+	defer s.Close(context.Background())
 	rng := rand.New(rand.NewPCG(seed, uint64(alg)))
 	var got []admission
 	out := make([]sluice.Result, 1)

@@ -320,8 +320,10 @@ func (s *Store) sweepLoop(every time.Duration) {
 }
 
 // Close stops the sweeper and waits for it. Later calls to Take fail with
-// [sluice.ErrClosed]. Close is idempotent and always returns nil.
-func (s *Store) Close() error {
+// [sluice.ErrClosed]. Close is idempotent and always returns nil. It does
+// no I/O, so ctx is not used: every store of this module closes with a
+// context, as those that do I/O when closing need one.
+func (s *Store) Close(ctx context.Context) error {
 	if s.closed.CompareAndSwap(false, true) {
 		close(s.stop)
 	}

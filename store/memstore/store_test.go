@@ -13,7 +13,7 @@ import (
 func newHarness(t *testing.T) storetest.Harness {
 	clock := storetest.NewClock(time.Now())
 	s := memstore.New(memstore.Config{Clock: clock})
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return storetest.Harness{
 		Store:   s,
 		SetTime: clock.Set,
@@ -36,7 +36,7 @@ func TestConformance(t *testing.T) { storetest.Run(t, newHarness) }
 // allocate a new entry every time (at most one in memoPatience calls).
 func TestLimitsSharingAMemoSlotDoNotAllocate(t *testing.T) {
 	s := memstore.New(memstore.Config{SweepInterval: -1})
-	defer s.Close()
+	defer s.Close(context.Background())
 	a := []sluice.Hit{{Key: "k1", Limit: sluice.PerSecond(1000), Cost: 1}}
 	b := []sluice.Hit{{Key: "k2", Limit: sluice.PerSecond(1000 ^ 64), Cost: 1}} // the same slot
 	out := make([]sluice.Result, 1)

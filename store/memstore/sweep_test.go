@@ -19,7 +19,7 @@ import (
 func TestSweepForgetsFullBuckets(t *testing.T) {
 	clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
 	s := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
-	defer s.Close()
+	defer s.Close(context.Background())
 	out := make([]sluice.Result, 1)
 	for _, k := range []string{"a", "b", "c"} {
 		if err := s.Take(context.Background(), []sluice.Hit{{Key: k, Limit: sluice.PerSecond(1).WithBurst(10), Cost: 3}}, out); err != nil {
@@ -59,10 +59,10 @@ func TestCloseStopsSweeperAndRefusesTakes(t *testing.T) {
 			t.Fatal("the sweeper did not forget a full bucket within 10s") // a ceiling against hangs only
 		}
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(context.Background()); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
 	err := s.Take(context.Background(), []sluice.Hit{{Key: "k", Limit: sluice.PerSecond(1), Cost: 1}}, make([]sluice.Result, 1))
@@ -86,7 +86,7 @@ func TestSweepRacingWithTakes(t *testing.T) {
 	)
 	clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
 	s := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
-	defer s.Close()
+	defer s.Close(context.Background())
 	limit := sluice.PerSecond(capacity)
 	roomy := sluice.PerSecond(1_000_000)
 	for name, key := range map[string]string{"short key": "hot", "long key": strings.Repeat("k", 200)} {

@@ -162,7 +162,7 @@ func TestConformanceAsACLUser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer s.Close()
+		defer s.Close(context.Background())
 		redisstore.WaitStartupCheck(s)
 		checkPolicyUnknown(t, feed, &logs, srv.Addr)
 		waitConnsReady(t, s)
@@ -203,7 +203,7 @@ func TestConformanceAsACLUser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer s.Close()
+		defer s.Close(context.Background())
 		redisstore.WaitStartupCheck(s)
 		checkPolicyUnknown(t, feed, &logs, c.Addrs()...)
 		if err := aclWorkload(s, "", func() {
@@ -323,7 +323,7 @@ func TestEachACLPermissionIsNeeded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			defer s.Close(context.Background())
 			redisstore.WaitStartupCheck(s)
 			if perm != "+ping" {
 				waitConnsReady(t, s)

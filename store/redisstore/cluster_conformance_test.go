@@ -88,7 +88,7 @@ func testDifferentialMemstoreVsCluster(t *testing.T, c *redistest.Cluster) {
 			t.Run(fmt.Sprintf("colocated=%v/seed=%d", colocated, seed), func(t *testing.T) {
 				clock := storetest.NewClock(time.Now().Truncate(time.Hour))
 				mem := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
-				defer mem.Close()
+				defer mem.Close(context.Background())
 				var red sluice.Store = newStore(t, newClusterClient(t, c.Addrs()), clock)
 				if colocated {
 					red = grouped{red.(*redisstore.Store)}

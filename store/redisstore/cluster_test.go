@@ -68,7 +68,7 @@ func testClusterClients(t *testing.T, c *redistest.Cluster) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer st.Close()
+			defer st.Close(context.Background())
 			redisstore.WaitStartupCheck(st)
 			for range 10 {
 				err = st.Take(ctx, hits, out)

@@ -49,7 +49,7 @@ func BenchmarkScriptCPU(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { s.Close() })
+	b.Cleanup(func() { s.Close(context.Background()) })
 	ctx := context.Background()
 	limit := sluice.Per(100_000, time.Second) // never reached: every check consumes
 	var variants []cpuVariant

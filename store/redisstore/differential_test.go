@@ -49,7 +49,7 @@ func TestDifferentialMemstoreVsRedis(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			clock := storetest.NewClock(time.Now().Truncate(time.Hour))
 			mem := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
-			defer mem.Close()
+			defer mem.Close(context.Background())
 			red := newStore(t, newClient(t, srv.Addr), clock)
 			rng := rand.New(rand.NewPCG(seed, 0x5111ce))
 			remembered += replay(t, rng, clock, mem, red, ops, fmt.Sprintf("diff%d-%d:", seed, time.Now().UnixNano()))

@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"os"
@@ -30,7 +31,7 @@ func ExampleNewClient() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer store.Close()
+	defer store.Close(context.Background())
 }
 
 // A Redis Cluster from any of its nodes: several addresses make a cluster
@@ -42,7 +43,7 @@ func ExampleNewClient_cluster() {
 	}
 	defer rdb.Close()
 	store := redisstore.MustNew(rdb, redisstore.Config{Secret: []byte(os.Getenv("SLUICE_SECRET"))})
-	defer store.Close()
+	defer store.Close(context.Background())
 }
 
 // A Sentinel-managed primary, by its master name and the Sentinels'
@@ -54,7 +55,7 @@ func ExampleNewFailoverClient() {
 	}
 	defer rdb.Close()
 	store := redisstore.MustNew(rdb, redisstore.Config{Secret: []byte(os.Getenv("SLUICE_SECRET"))})
-	defer store.Close()
+	defer store.Close(context.Background())
 }
 
 // The options of a cluster client, adjusted before go-redis's constructor:

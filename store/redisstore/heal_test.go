@@ -93,7 +93,7 @@ func TestCorruptKeysHeal(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					t.Cleanup(func() { s.Close() })
+					t.Cleanup(func() { s.Close(context.Background()) })
 					hit := sluice.Hit{Key: t.Name(), Limit: sluice.PerMinute(10), Algorithm: alg, Cost: 3}
 					key := redisstore.KeyOf(s, hit)
 					if err := cr.put(ctx, admin, key); err != nil {

@@ -65,7 +65,7 @@ func TestNotReady(t *testing.T) {
 	if code != http.StatusServiceUnavailable || h.Ready || h.Reason == "" {
 		t.Fatalf("health %d %+v", code, h)
 	}
-	s.Close()
+	s.Close(context.Background())
 	if err := s.Ready(context.Background()); !errors.Is(err, sluice.ErrClosed) {
 		t.Fatalf("Ready after Close: %v", err)
 	}

@@ -57,7 +57,7 @@ func newStoreWith(t testing.TB, client redisstore.Client, clock *storetest.Clock
 	if clock != nil {
 		redisstore.SetRefusalClock(s, clock.Now)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
 

@@ -98,7 +98,7 @@ func TestWithoutConfigCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	for range 3 { // the start-up check's reading, then two periodic ones
 		if r := feed.next(t); r.endpoint != srv.Addr || r.policy != "" || r.evicting {
 			t.Fatalf("reading %+v, want an unknown policy for %s", r, srv.Addr)

@@ -89,7 +89,7 @@ func TestNewClientForms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.Close()
+			s.Close(context.Background())
 			if warned := logs.atLeast(slog.LevelWarn); len(warned) > 0 {
 				t.Fatalf("warned: %q", warned)
 			}
@@ -190,7 +190,7 @@ func TestClientFormsStartQuietly(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer s.Close()
+				defer s.Close(context.Background())
 				redisstore.WaitStartupCheck(s)
 				if ready {
 					waitConnsReady(t, s)
@@ -230,7 +230,7 @@ func TestClientFormsStartQuietly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.Close()
+		s.Close(context.Background())
 		if warned := logs.atLeast(slog.LevelWarn); len(warned) != 1 || !strings.Contains(warned[0], "Protocol: 2") {
 			t.Fatalf("warned %q, want one warning naming Protocol: 2", warned)
 		}

@@ -39,7 +39,7 @@ func TestObserverIsTheEventsReceiver(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			defer s.Close(context.Background())
 			var src sluice.ObserverSource = s
 			if got := src.Observer(); got != tc.want {
 				t.Fatalf("Observer() = %v, want %v", got, tc.want)
@@ -50,7 +50,7 @@ func TestObserverIsTheEventsReceiver(t *testing.T) {
 
 func TestMustNew(t *testing.T) {
 	s := redisstore.MustNew(newClient(t, "127.0.0.1:1"), redisstore.Config{StartupCheckTimeout: -time.Second, Logger: quiet})
-	s.Close()
+	s.Close(context.Background())
 	defer func() {
 		if recover() == nil {
 			t.Fatal("MustNew accepted a nil client")

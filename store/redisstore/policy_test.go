@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"context"
 	"log/slog"
 	"slices"
 	"sync"
@@ -49,7 +50,7 @@ func TestEvictionPolicyWatched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer s.Close(context.Background())
 	redisstore.WaitStartupCheck(s)
 	wait := func(want bool) {
 		t.Helper()

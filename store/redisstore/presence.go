@@ -34,8 +34,7 @@ func newPresence(client Client, prefix string, interval time.Duration, log *slog
 	return &presence{client: client, key: prefix + "{instances}", id: hex.EncodeToString(b[:]), interval: interval, log: log}
 }
 
-// run refreshes the entry every interval until ctx ends, then removes it,
-// so that the other stores count one fewer at once.
+// run refreshes the entry every interval until ctx ends.
 func (p *presence) run(ctx context.Context) {
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
@@ -43,13 +42,20 @@ func (p *presence) run(ctx context.Context) {
 		p.refresh(ctx)
 		select {
 		case <-ctx.Done():
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.interval)
-			_ = p.client.Process(ctx, redis.NewIntCmd(ctx, "zrem", p.key, p.id))
-			cancel()
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// leave removes the store's entry, so that the other stores count one
+// fewer at once.
+func (p *presence) leave(ctx context.Context) error {
+	cmd := redis.NewIntCmd(ctx, "zrem", p.key, p.id)
+	if err := p.client.Process(ctx, cmd); err != nil {
+		return classify("redisstore: close", err)
+	}
+	return nil
 }
 
 // refresh marks the store present at the server's time, drops the stores

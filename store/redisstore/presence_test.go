@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func TestInstancesCountedThroughRedis(t *testing.T) {
 	}
 	waitInstances(t, 3, stores...)
 
-	stores[2].Close()
+	stores[2].Close(context.Background())
 	waitInstances(t, 2, stores[:2]...)
 
 	srv.Stop()

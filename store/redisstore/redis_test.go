@@ -238,7 +238,7 @@ func TestUnsafeClientsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("AllowUnsafeClient: %v", err)
 	}
-	s.Close()
+	s.Close(context.Background())
 	safe := redis.NewClient(safeOptions("127.0.0.1:1"))
 	defer safe.Close()
 	if _, err := redisstore.New(safe, redisstore.Config{Prefix: "a{b}:"}); err == nil {
@@ -255,7 +255,7 @@ func TestWarnsWhenKeysCanBeEvicted(t *testing.T) {
 		t.Fatal(err)
 	}
 	redisstore.WaitStartupCheck(s)
-	s.Close()
+	s.Close(context.Background())
 	if out := buf.String(); !strings.Contains(out, "evict") || !strings.Contains(out, "allkeys-lru") {
 		t.Fatalf("no eviction warning; log: %q", out)
 	}
@@ -264,7 +264,7 @@ func TestWarnsWhenKeysCanBeEvicted(t *testing.T) {
 	buf.Reset()
 	s, _ = redisstore.New(newClient(t, ok.Addr), redisstore.Config{Secret: []byte("test secret"), Logger: logger})
 	redisstore.WaitStartupCheck(s)
-	s.Close()
+	s.Close(context.Background())
 	if out := buf.String(); out != "" {
 		t.Fatalf("warned about noeviction: %q", out)
 	}

@@ -34,7 +34,7 @@ func BenchmarkRememberRefusals(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { s.Close() })
+		b.Cleanup(func() { s.Close(context.Background()) })
 		return s
 	}
 	variants := []struct {

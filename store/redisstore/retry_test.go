@@ -36,7 +36,7 @@ func TestScriptsAreNeverResent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			defer s.Close(context.Background())
 			hit := []sluice.Hit{{Key: tc.name, Limit: sluice.PerHour(100), Cost: 1}}
 			out := make([]sluice.Result, 1)
 			// Warm the pool (8 connections at once) and load the script

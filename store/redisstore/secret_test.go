@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ func TestPublicSecretWarns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.Close()
+			s.Close(context.Background())
 			if n := strings.Count(buf.String(), "Config.Secret is not set"); n != tc.warns {
 				t.Fatalf("%d warnings about the secret, want %d; log:\n%s", n, tc.warns, buf.String())
 			}

@@ -305,13 +305,21 @@ func (s *Store) BreakerState() sluice.BreakerState {
 func (s *Store) ScriptReloads() int64 { return s.reloads.Load() }
 
 // Close stops the store's background work (the start-up check, the breaker's
-// probe, the policy check) and waits for it, and gives its ready connections
-// back to the client's pool. Later calls to Take fail with
-// [sluice.ErrClosed]. The client stays open. Close is idempotent and always
-// returns nil.
-func (s *Store) Close() error {
-	s.closed.Store(true)
+// probe, the policy check, the instance count) and waits for it, gives its
+// ready connections back to the client's pool, and removes its entry from
+// the instance count, within ctx, so that the other instances count one
+// fewer at once. Later calls to Take fail with [sluice.ErrClosed]. The
+// client stays open. Close is idempotent; it returns the error of removing
+// the entry, if any (the entry expires on its own within three
+// Config.PresenceInterval).
+func (s *Store) Close(ctx context.Context) error {
+	if s.closed.Swap(true) {
+		return nil
+	}
 	s.cancel()
 	s.wg.Wait()
+	if s.presence != nil {
+		return s.presence.leave(ctx)
+	}
 	return nil
 }

@@ -10,7 +10,7 @@
 //		storetest.Run(t, func(t *testing.T) storetest.Harness {
 //			clock := storetest.NewClock(time.Now())
 //			s := memstore.New(memstore.Config{Clock: clock})
-//			t.Cleanup(func() { s.Close() })
+//			t.Cleanup(func() { s.Close(context.Background()) })
 //			return storetest.Harness{Store: s, SetTime: clock.Set, Atomic: true}
 //		})
 //	}

@@ -158,7 +158,7 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 	switch store {
 	case "memstore":
 		m := memstore.New(memstore.Config{})
-		st, cleanup = m, func() { m.Close() }
+		st, cleanup = m, func() { m.Close(context.Background()) }
 	case e2eLease:
 		r, err := redisstore.New(env.NewClient(), redisstore.Config{Secret: bench.Secret, Coalesce: -1})
 		if err != nil {
@@ -172,7 +172,7 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			_ = l.Close(ctx)
-			r.Close()
+			r.Close(context.Background())
 			_ = env.Close()
 		}
 	case "redis", "redis-coalesced":
@@ -186,7 +186,7 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		st, cleanup = r, func() { r.Close(); _ = env.Close() }
+		st, cleanup = r, func() { r.Close(context.Background()); _ = env.Close() }
 	default:
 		return nil, nil, fmt.Errorf("unknown store %q", store)
 	}

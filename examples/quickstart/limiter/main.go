@@ -19,7 +19,7 @@ func main() {
 		log.Fatal(err)
 	}
 	store := redisstore.MustNew(client, redisstore.Config{Secret: []byte(os.Getenv("SLUICE_SECRET"))})
-	defer store.Close()
+	defer store.Close(context.Background())
 	exports := sluice.MustNewLimiter(store, sluice.PerMinute(10))
 	ctx := context.Background()
 	for _, j := range []job{{"acme", "invoices"}, {"acme", "orders"}, {"globex", "invoices"}} {

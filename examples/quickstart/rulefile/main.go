@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"net/http"
@@ -20,7 +21,7 @@ import (
 
 func main() {
 	store := memstore.New(memstore.Config{})
-	defer store.Close()
+	defer store.Close(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /items/{id}", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "item", r.PathValue("id")) })
 	set, err := rulefile.Watch("rules.yaml", rulefile.LoadConfig{Endpoint: keyfunc.EndpointFromMux(mux)}, rulefile.WatchConfig{})

@@ -41,7 +41,7 @@ func New(t testing.TB) *redisstore.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { store.Close(context.Background()) })
 	return store
 }
 

@@ -123,7 +123,7 @@ func start(log *slog.Logger) (*system, error) {
 	if err != nil {
 		return fail(err)
 	}
-	closers = append(closers, func() { shared.Close() })
+	closers = append(closers, func() { shared.Close(context.Background()) })
 	leased, err := lease.New(shared, lease.Config{Instances: 4, Observer: leases, Logger: log, TTL: 500 * time.Millisecond})
 	if err != nil {
 		return fail(err)
@@ -134,7 +134,7 @@ func start(log *slog.Logger) (*system, error) {
 		_ = leased.Close(ctx)
 	})
 	local := memstore.New(memstore.Config{MaxBuckets: 64, Events: collector})
-	closers = append(closers, func() { local.Close() })
+	closers = append(closers, func() { local.Close(context.Background()) })
 
 	set, err := rules.New(
 		rules.Rule{Name: "per-client", Key: keyfunc.Header("X-Client"), Limit: sluice.PerSecond(40).WithBurst(40), OnFail: rules.FailLocal},
