@@ -139,3 +139,20 @@ func ExampleLimiter_Handler() {
 	// /users/3  429 limit=2 remaining=0 reset=30
 	// /health   200 limit=2 remaining=1 reset=30
 }
+
+// The one-liners: each client address limited on its own, as
+// httprate.LimitByIP does, over any store.
+func ExampleLimitByIP() {
+	store := memstore.New(memstore.Config{})
+	defer store.Close(context.Background())
+	h := middleware.LimitByIP(store, sluice.PerMinute(2))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for range 3 {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		fmt.Println(rec.Code, rec.Header().Get("RateLimit"))
+	}
+	// Output:
+	// 200 "ip";r=1;t=30
+	// 200 "ip";r=0;t=60
+	// 429 "ip";r=0;t=30
+}

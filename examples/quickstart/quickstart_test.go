@@ -33,9 +33,10 @@ func TestLines(t *testing.T) {
 		file string
 		max  int // the shortest peer's count plus 2
 	}{
-		{"nethttp/main.go", 10}, // per-IP on a ServeMux with Redis; httprate: 8
-		{"chi/main.go", 19},     // chi, a login rule and a per-API-key rule; httprate: 17
-		{"limiter/main.go", 26}, // a job limited per tenant without HTTP; redis_rate: 24
+		{"nethttp/main.go", 10},  // per-IP on a ServeMux with Redis; httprate: 8
+		{"chi/main.go", 19},      // chi, a login rule and a per-API-key rule; httprate: 17
+		{"httprate/main.go", 17}, // the same with the one-liners, login per account and per IP; httprate: 17
+		{"limiter/main.go", 26},  // a job limited per tenant without HTTP; redis_rate: 24
 	}
 	for _, tc := range cases {
 		src, err := os.ReadFile(tc.file)
