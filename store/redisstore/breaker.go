@@ -68,6 +68,7 @@ type breaker struct {
 	failed    atomic.Int64 // consecutive failures while closed
 	openUntil time.Time    // while open
 	probing   bool         // while half-open: the probe is out
+	probedAt  time.Time    // when a request took the probe
 	// background: the store probes the endpoint itself (probeDue) and
 	// requests never do; opened receives when the breaker opens.
 	background bool
@@ -119,13 +120,17 @@ func (b *breaker) allow() (ok, probe bool, retry time.Duration) {
 			return false, false, b.openFor // the probe is due
 		}
 		b.move(sluice.BreakerHalfOpen)
-		b.probing = true
+		b.probing, b.probedAt = true, now
 		return true, true, 0
 	default: // half-open: one probe at a time
-		if b.probing || b.background {
+		// A request's probe whose outcome was never recorded (its call
+		// failed before it was sent, in a way that says nothing about
+		// Redis) is given up after OpenFor: another request probes.
+		now := b.clock.Now()
+		if b.background || b.probing && now.Sub(b.probedAt) < b.openFor {
 			return false, false, b.openFor
 		}
-		b.probing = true
+		b.probing, b.probedAt = true, now
 		return true, true, 0
 	}
 }

@@ -99,6 +99,33 @@ func TestBreakerTransitions(t *testing.T) {
 	}
 }
 
+// A request's probe whose outcome is never recorded (its call failed
+// unsent, in a way that says nothing about Redis) does not keep the
+// breaker half-open for good: after OpenFor another request probes.
+func TestBreakerLostProbe(t *testing.T) {
+	clock := storetest.NewClock(time.Unix(1_800_000_000, 0))
+	b := newBreaker("r1", BreakerConfig{Failures: 1, OpenFor: time.Second, Clock: clock}, nil)
+	b.record(false, errDown)
+	clock.Advance(time.Second)
+	if ok, probe, _ := b.allow(); !ok || !probe {
+		t.Fatalf("after OpenFor: ok=%v probe=%v, want the probe", ok, probe)
+	}
+	// Its outcome is never recorded.
+	clock.Advance(999 * time.Millisecond)
+	if ok, _, _ := b.allow(); ok {
+		t.Fatal("a second probe went out while the first was out for less than OpenFor")
+	}
+	clock.Advance(time.Millisecond)
+	ok, probe, _ := b.allow()
+	if !ok || !probe {
+		t.Fatalf("OpenFor after a probe that never reported: ok=%v probe=%v, want another probe", ok, probe)
+	}
+	b.record(probe, nil)
+	if b.State() != sluice.BreakerClosed {
+		t.Fatalf("state %v after a good probe, want closed", b.State())
+	}
+}
+
 // A breaker probed in the background lets no request through until its
 // probe succeeds.
 func TestBreakerBackgroundProbe(t *testing.T) {
