@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -36,14 +37,15 @@ import (
 // keeps the decided groups' decisions and names the failed hits in a
 // *sluice.PartialError (see partial.go).
 
-// cluster is the store's state for a Redis Cluster client: a circuit
-// breaker per master, and the coalescers of the slots.
+// cluster is the store's state for a Redis Cluster client: each master's
+// circuit breaker and reachability, and the coalescers of the slots.
 type cluster struct {
 	s *Store
 	c *redis.ClusterClient
 	// breakerCfg makes each master's breaker; disabled leaves them nil.
 	breakerCfg BreakerConfig
-	breakers   sync.Map // master address → *breaker
+	masters    sync.Map // master address → *master
+	hooked     sync.Map // node client → struct{}: its dials are watched
 	// coalescers, when the store coalesces, hold a coalescer per slot,
 	// made on first use: a batch is one script call, so one slot.
 	coalescers     *[hashSlots]atomic.Pointer[coalescer]
@@ -71,29 +73,70 @@ func (cl *cluster) coalescer(slot int) *coalescer {
 	return p.Load()
 }
 
-// breakerFor returns the circuit breaker of the master serving key's slot,
-// as the client's slot map has it (no I/O once the map is loaded), or nil
-// when breakers are disabled.
+// master is one Redis Cluster master the store sends commands to, named
+// by its address in events, logs and metrics: its circuit breaker and
+// whether it can be reached (see reach).
+type master struct {
+	addr    string
+	breaker *breaker // nil when disabled
+	reach   *reach
+	hooked  atomic.Pointer[redis.Client] // the last node client whose dials reach watches
+}
+
+// masterFor returns the master serving key's slot, as the client's slot
+// map has it (no I/O once the map is loaded). While the map cannot be read
+// (no node answers), the calls share one master named after the client's
+// seed addresses, which is never marked down.
+func (cl *cluster) masterFor(ctx context.Context, key string) *master {
+	node, err := cl.c.MasterForKey(ctx, key)
+	var addr string
+	if err == nil {
+		addr = node.Options().Addr
+	} else {
+		node = nil
+		addr = strings.Join(cl.c.Options().Addrs, ",")
+	}
+	if m, ok := cl.masters.Load(addr); ok {
+		m := m.(*master)
+		cl.watchDials(node, m)
+		return m
+	}
+	m := &master{addr: addr, breaker: newBreaker(addr, cl.breakerCfg, cl.s.events), reach: newReach(addr, node, cl.s.closed.Load)}
+	if v, loaded := cl.masters.LoadOrStore(addr, m); loaded {
+		m = v.(*master)
+	}
+	cl.watchDials(node, m)
+	return m
+}
+
+// watchDials makes m's reachability learn from every dial of node, its
+// client, once per client (go-redis makes a new one for a node it forgot
+// and met again).
+func (cl *cluster) watchDials(node *redis.Client, m *master) {
+	if node == nil || m.reach.dial == nil || m.hooked.Load() == node {
+		return
+	}
+	m.hooked.Store(node)
+	if _, done := cl.hooked.LoadOrStore(node, struct{}{}); !done {
+		node.AddHook(m.reach)
+	}
+}
+
+// breakerFor returns the circuit breaker of the master serving key's slot
+// (see masterFor), or nil when breakers are disabled.
 func (cl *cluster) breakerFor(ctx context.Context, key string) *breaker {
-	if cl.breakerCfg.Disabled {
-		return nil
-	}
-	addr := "cluster"
-	if m, err := cl.c.MasterForKey(ctx, key); err == nil {
-		addr = m.Options().Addr
-	}
-	if b, ok := cl.breakers.Load(addr); ok {
-		return b.(*breaker)
-	}
-	b, _ := cl.breakers.LoadOrStore(addr, newBreaker(addr, cl.breakerCfg, cl.s.events))
-	return b.(*breaker)
+	return cl.masterFor(ctx, key).breaker
 }
 
 // breakerState returns the least healthy state of the masters' breakers.
 func (cl *cluster) breakerState() sluice.BreakerState {
 	worst := sluice.BreakerClosed
-	cl.breakers.Range(func(_, b any) bool {
-		switch b.(*breaker).State() {
+	cl.masters.Range(func(_, m any) bool {
+		b := m.(*master).breaker
+		if b == nil {
+			return true
+		}
+		switch b.State() {
 		case sluice.BreakerOpen:
 			worst = sluice.BreakerOpen
 			return false
@@ -516,24 +559,33 @@ func (cl *cluster) runManyReloading(ctx context.Context, op string, cmds [][]any
 	sent := make([]scriptCmd, len(cmds))
 	resent := make([]bool, len(cmds))
 	gates := make([]*gate, len(cmds))
-	byBreaker := make(map[*breaker]*gate, 4)
+	byMaster := make(map[*master]*gate, 4)
 	pipe := cl.c.Pipeline()
 	for i, cmd := range cmds {
-		b := cl.breakerFor(ctx, cmd[3].(string))
-		g := byBreaker[b]
+		m := cl.masterFor(ctx, cmd[3].(string))
+		g := byMaster[m]
 		if g == nil {
-			g = &gate{b: b}
-			byBreaker[b] = g
-			if b != nil {
-				ok, probe, retry := b.allow()
+			g = &gate{m: m, b: m.breaker}
+			byMaster[m] = g
+			if g.b != nil {
+				ok, probe, retry := g.b.allow()
 				if !ok {
 					g.err = &sluice.StoreError{Op: op, Kind: sluice.ErrBreakerOpen, RetryAfter: retry}
 				}
 				g.probe = probe
 			}
+			if g.err == nil {
+				if err := m.reach.check(op); err != nil {
+					var se *sluice.StoreError
+					if g.unsent, g.quiet = true, errors.As(err, &se); !g.quiet {
+						err = classify(op, err)
+					}
+					g.err = err
+				}
+			}
 		}
 		gates[i] = g
-		if g.err != nil && errors.Is(g.err, sluice.ErrBreakerOpen) {
+		if g.err != nil && (g.unsent || errors.Is(g.err, sluice.ErrBreakerOpen)) {
 			errs[i] = g.err
 			continue
 		}
@@ -571,7 +623,7 @@ func (cl *cluster) runManyReloading(ctx context.Context, op string, cmds [][]any
 				resent[i] = true
 				s.reloads.Add(1)
 				if s.events != nil {
-					s.events.ScriptReloaded(gates[i].endpoint())
+					s.events.ScriptReloaded(gates[i].m.addr)
 				}
 				cmd := append([]any{"eval", scriptOf(cmds[i]).src}, cmds[i][2:]...)
 				sent[i] = newScriptCmd(ctx, cmd...)
@@ -586,6 +638,7 @@ func (cl *cluster) runManyReloading(ctx context.Context, op string, cmds [][]any
 		}
 		reply, err := sent[i].Result()
 		if err != nil {
+			gates[i].m.reach.observe(err)
 			err = classify(op, err)
 			if g := gates[i]; g.err == nil {
 				g.err = err
@@ -594,7 +647,13 @@ func (cl *cluster) runManyReloading(ctx context.Context, op string, cmds [][]any
 		replies[i], errs[i] = reply, err
 	}
 	reloaded := false
-	for _, g := range byBreaker {
+	for _, g := range byMaster {
+		if g.quiet { // suspect: nothing sent, nothing learnt
+			if g.probe {
+				g.b.record(true, context.Canceled) // lets another call probe
+			}
+			continue
+		}
 		if g.b != nil && !errors.Is(g.err, sluice.ErrBreakerOpen) {
 			g.b.record(g.probe, g.err)
 		}
@@ -606,18 +665,15 @@ func (cl *cluster) runManyReloading(ctx context.Context, op string, cmds [][]any
 	return replies, errs, resent
 }
 
-// gate is one master's breaker in a runMany call: asked once, told once.
+// gate is one master in a runMany call: its breaker asked once and told
+// once, its reachability checked once.
 type gate struct {
-	b     *breaker
-	probe bool
-	err   error // the first failure among its commands
-}
-
-func (g *gate) endpoint() string {
-	if g.b == nil {
-		return "cluster"
-	}
-	return g.b.endpoint
+	m      *master
+	b      *breaker // m's, nil when disabled
+	probe  bool
+	err    error // the first failure among its commands
+	unsent bool  // err: the master was found unreachable; nothing was sent
+	quiet  bool  // err: the master is only suspect; the breaker is not told
 }
 
 // misconfigured is the error of every call on a store whose start-up check

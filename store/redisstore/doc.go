@@ -98,13 +98,24 @@
 // towards the breaker, as it would if it were sent and timed out. So a
 // fresh store's first requests, made before its first connection is ready
 // (two round trips), fail at once if they cannot be answered in time,
-// without opening the breaker. A
-// connection the server closed (a restart) makes the store replace its idle
-// ones too. The circuit breaker's probe also runs in the background (see
-// [BreakerConfig]). This needs a [*redis.Client] whose handshake cannot
-// change its shared options (Protocol 2, or maintenance notifications off,
-// as [NewClient] sets); with another client the store uses the client's
-// pool, and logs so at start.
+// without opening the breaker.
+//
+// A connection the server closed or reset (a restart, a crash) makes the
+// store replace its idle ones too, and dial the endpoint before it sets up
+// another: until that dial tells, requests that find no ready connection
+// fail at once, unambiguously, with [sluice.ErrUnavailable], without
+// counting towards the breaker (a server that closed its connections may
+// be up); once it fails, they fail at once and count. So a Redis, or a
+// Sentinel-managed primary, killed under load fails its requests at once
+// from the first one that meets a closed connection, never after waiting
+// their budget for a connection that cannot be set up. Decisions resume as
+// soon as a connection is set up again (and, when the breaker opened, its
+// probe succeeded). The circuit breaker's probe also runs in the
+// background (see [BreakerConfig]). This needs a [*redis.Client] whose
+// handshake cannot change its shared options (Protocol 2, or maintenance
+// notifications off, as [NewClient] sets); with another client the store
+// uses the client's pool, and logs so at start. Events, logs and metrics
+// name a Sentinel-managed primary by its current address.
 //
 // # Re-sends
 //
@@ -164,7 +175,15 @@
 // slots side by side (the groups that find a free lane in one pipeline,
 // the others in their slots' next calls), with the same refunds when one
 // refuses. The circuit breaker is per
-// master, named by its address. Failed calls (dial errors, timeouts,
+// master, and events, logs and metrics name each master by its address.
+// A master found unreachable (a dial to it refused or failed, whether a
+// call's or go-redis's own) fails the calls for its slots at once,
+// unsent, with [sluice.ErrUnavailable], unambiguously, until a dial in the
+// background reaches it again; a connection it closed or reset makes it
+// suspect, and its calls fail at once, uncounted by the breaker, until
+// that dial, made at once, tells. Only the calls already inside go-redis
+// when it went (dialling it, or a pipeline waiting to send to it again)
+// can wait their budget. Failed calls (dial errors, timeouts,
 // CLUSTERDOWN, an open breaker) make go-redis reload the slot map, at most
 // one reload at a time, 200 ms apart, so the slots of a dead master follow
 // its promoted replica within about a round trip of the promotion. Set

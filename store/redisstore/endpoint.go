@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -97,16 +98,17 @@ func (e *endpoint) watch(ctx context.Context) {
 }
 
 // probe PINGs the endpoint on a ready connection within the breaker's probe
-// timeout. A connection found dead is dropped and the next one tried. (A
-// script cache a restart emptied is reloaded by the first call after, on
-// NOSCRIPT.)
+// timeout. A connection found dead is dropped and the next one tried; when
+// none is ready (the endpoint cannot be reached, or is suspect), the probe
+// fails. (A script cache a restart emptied is reloaded by the first call
+// after, on NOSCRIPT.)
 func (e *endpoint) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, e.breaker.probeFor)
 	defer cancel()
 	for {
 		cmd := redis.NewStatusCmd(ctx, "ping")
 		err := e.process(ctx, cmd)
-		if err == nil || e.ready == nil || ctx.Err() != nil || isReply(err) {
+		if err == nil || e.ready == nil || ctx.Err() != nil || isReply(err) || errors.Is(err, errNoConn) {
 			return err
 		}
 	}

@@ -75,8 +75,9 @@ func classify(op string, err error) error {
 	var nerr net.Error
 	var oerr *net.OpError
 	switch {
-	case errors.Is(err, redis.ErrPoolTimeout):
-		// No connection was had: nothing was sent.
+	case errors.Is(err, errUnreachable), errors.Is(err, redis.ErrPoolTimeout):
+		// Not sent (the endpoint was found unreachable), or no
+		// connection was had: nothing was sent.
 		se.Kind = sluice.ErrUnavailable
 	case errors.As(err, &oerr) && oerr.Op == "dial":
 		se.Kind = sluice.ErrUnavailable

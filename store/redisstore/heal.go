@@ -15,13 +15,19 @@ import (
 // counts such keys, each time, and to the log once per key. The key is
 // logged as it is in Redis, which names no identity.
 func (s *Store) heal(key string) {
-	if e, ok := s.events.(sluice.StateHealedEvents); ok {
-		e.StateHealed(s.endpoint)
+	e, count := s.events.(sluice.StateHealedEvents)
+	first := s.healed.first(key)
+	if !count && !first {
+		return
 	}
-	if s.healed.first(key) {
+	endpoint := s.endpointOf(key)
+	if count {
+		e.StateHealed(endpoint)
+	}
+	if first {
 		s.log.LogAttrs(context.Background(), slog.LevelWarn,
 			"redisstore: a bucket key held something that is not a bucket's state; it was replaced by an empty bucket",
-			slog.String("key", key), slog.String("endpoint", s.endpoint))
+			slog.String("key", key), slog.String("endpoint", endpoint))
 	}
 }
 

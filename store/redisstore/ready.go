@@ -55,14 +55,22 @@ type readySet struct {
 	endpoint string
 	rtt      *rttEstimate // seeded by the first set-up
 
-	conns    chan *redis.Conn      // ready, idle
-	held     atomic.Int64          // ready, in use, or being set up
-	setUp    atomic.Int64          // connections set up since the start
-	wake     chan struct{}         // a connection was dropped
-	failed   atomic.Bool           // the last set-up failed
-	down     atomic.Pointer[error] // the last set-up's error, nil after a success
+	// name, when set, names the endpoint in logs instead of endpoint: a
+	// Sentinel-managed primary's current address.
+	name func() string
+
+	conns  chan *redis.Conn      // ready, idle
+	held   atomic.Int64          // ready, in use, or being set up
+	setUp  atomic.Int64          // connections set up since the start
+	wake   chan struct{}         // a connection was dropped
+	failed atomic.Bool           // the last set-up failed
+	down   atomic.Pointer[error] // the last set-up's error, nil after a success
+	// suspect is the error of a call whose connection the server closed
+	// or reset, until the next set-up tells whether the endpoint can be
+	// reached; nil otherwise.
+	suspect  atomic.Pointer[error]
 	mu       sync.Mutex
-	failedCh chan struct{} // closed and replaced when a set-up fails
+	failedCh chan struct{} // closed and replaced when a set-up fails or a call finds the server gone
 	stopped  atomic.Bool   // run returned: connections given back are closed
 }
 
@@ -90,7 +98,12 @@ var errNoConn = fmt.Errorf("%w: no ready connection", redis.ErrPoolTimeout)
 
 // get returns a ready connection, waiting for one until ctx is done, and
 // whether it waited. While the endpoint cannot be reached (the last set-up
-// failed), a request that finds no ready connection fails at once instead.
+// failed), a request that finds no ready connection fails at once instead,
+// and so does one made after a call found the server gone (its connection
+// closed or reset), until a set-up tells whether the endpoint can be
+// reached: unambiguously, and without counting towards the breaker, since
+// Redis may only have closed one connection. If it cannot, the set-up
+// says so within a dial.
 func (r *readySet) get(ctx context.Context) (c *redis.Conn, waited bool, err error) {
 	select {
 	case c := <-r.conns:
@@ -100,6 +113,10 @@ func (r *readySet) get(ctx context.Context) (c *redis.Conn, waited bool, err err
 	for {
 		if err := r.down.Load(); err != nil {
 			return nil, false, fmt.Errorf("%w: %w", errNoConn, *err)
+		}
+		if err := r.suspect.Load(); err != nil {
+			return nil, false, &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable,
+				Err: fmt.Errorf("%w: the server closed a connection: %w", errNoConn, *err)}
 		}
 		r.mu.Lock()
 		failed := r.failedCh
@@ -131,17 +148,45 @@ func (r *readySet) await(ctx context.Context) {
 }
 
 // setDown records the outcome of a set-up: err, or nil for success. A
-// failure wakes the requests waiting for a connection.
+// failure wakes the requests waiting for a connection. Either way the
+// endpoint is no longer merely suspect.
 func (r *readySet) setDown(err error) {
 	if err == nil {
 		r.down.Store(nil)
+		r.suspect.Store(nil)
 		return
 	}
 	r.down.Store(&err)
+	r.suspect.Store(nil)
+	r.signal()
+}
+
+// setSuspect records that a call found the server gone (err closed its
+// connection): until a set-up says whether the endpoint can be reached,
+// requests that find no ready connection fail at once. It wakes those
+// waiting for one.
+func (r *readySet) setSuspect(err error) {
+	if r.down.Load() != nil {
+		return // known already
+	}
+	r.suspect.Store(&err)
+	r.signal()
+}
+
+// signal wakes the requests waiting for a connection.
+func (r *readySet) signal() {
 	r.mu.Lock()
 	close(r.failedCh)
 	r.failedCh = make(chan struct{})
 	r.mu.Unlock()
+}
+
+// endpointName names the endpoint in logs.
+func (r *readySet) endpointName() string {
+	if r.name != nil {
+		return r.name()
+	}
+	return r.endpoint
 }
 
 // put gives c back after a command whose error was err. A connection that
@@ -149,13 +194,16 @@ func (r *readySet) setDown(err error) {
 // the set refills in the background.
 //
 // A connection the server closed (EOF, reset) says that it may have closed
-// the others too, as a restart does: the idle ones are replaced as well, so
-// that the next requests do not meet them one by one.
+// the others too, as a restart does, or be gone, as a crash does: the idle
+// ones are replaced as well, so that the next requests do not meet them
+// one by one, and the endpoint is suspect (see get) until the set-up of
+// their replacements, which first dials it, tells.
 func (r *readySet) put(c *redis.Conn, err error) {
 	if err != nil && !isReply(err) {
 		r.drop(c)
 		if closedByPeer(err) {
 			r.dropIdle()
+			r.setSuspect(err)
 		}
 		return
 	}
@@ -202,10 +250,13 @@ func isReply(err error) bool {
 
 // run keeps the set full until ctx is done, then closes its connections.
 // Missing connections are set up concurrently; after a failed set-up it
-// waits, doubling the wait from 10 ms up to 100 ms, and checks that the
-// endpoint accepts a TCP connection before asking the client for another
-// (a dial error would count towards the go-redis pool's own dial breaker,
-// which then refuses to dial for a second).
+// waits, doubling the wait from 10 ms up to 100 ms. After a failed set-up,
+// or a call that found the server gone, it checks that the endpoint
+// accepts a TCP connection (one dial) before asking the client for another
+// connection: a dial error would count towards the go-redis pool's own
+// dial breaker, which then refuses to dial for a second, and the pool
+// retries a refused dial DialerRetries times, DialerRetryTimeout apart,
+// which would leave the endpoint suspect that long.
 func (r *readySet) run(ctx context.Context) {
 	defer func() {
 		r.stopped.Store(true)
@@ -247,24 +298,33 @@ func (r *readySet) run(ctx context.Context) {
 	}
 }
 
+// staleRetries bounds how many more pooled connections a set-up tries
+// after one the server had closed.
+const staleRetries = 3
+
 // add sets up one connection and makes it ready.
 func (r *readySet) add(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, r.setupFor)
 	defer cancel()
-	if r.failed.Load() && r.dial != nil {
+	if (r.failed.Load() || r.suspect.Load() != nil) && r.dial != nil {
 		if err := r.dial(ctx); err != nil {
-			r.setDown(err)
+			r.setupFailed(err)
 			return false
 		}
 	}
 	c := r.src.Conn()
-	if err := r.prepare(ctx, c); err != nil {
+	err := r.prepare(ctx, c)
+	for try := 0; err != nil && closedByPeer(err) && ctx.Err() == nil && try < staleRetries; try++ {
+		// The pool gave a connection the server had closed (as it
+		// closes them all on a restart, or when told to), which says
+		// nothing about whether it can be reached: try another.
 		_ = c.Close()
-		if !r.failed.Swap(true) {
-			r.log.LogAttrs(context.Background(), slog.LevelDebug, "redisstore: cannot set up a connection; retrying in the background",
-				slog.String("endpoint", r.endpoint), slog.String("error", err.Error()))
-		}
-		r.setDown(err)
+		c = r.src.Conn()
+		err = r.prepare(ctx, c)
+	}
+	if err != nil {
+		_ = c.Close()
+		r.setupFailed(err)
 		return false
 	}
 	r.failed.Store(false)
@@ -275,6 +335,16 @@ func (r *readySet) add(ctx context.Context) bool {
 		r.closeIdle()
 	}
 	return true
+}
+
+// setupFailed records a failed set-up: the endpoint cannot be reached. The
+// first failure after a success is logged.
+func (r *readySet) setupFailed(err error) {
+	if !r.failed.Swap(true) {
+		r.log.LogAttrs(context.Background(), slog.LevelDebug, "redisstore: cannot set up a connection; retrying in the background",
+			slog.String("endpoint", r.endpointName()), slog.String("error", err.Error()))
+	}
+	r.setDown(err)
 }
 
 // prepare runs c's handshake (its first command does) and, in one round trip

@@ -302,10 +302,22 @@ func (r *request) decode(vals []any) error {
 // run sends a script command and returns the reply. If Redis lost the
 // script (NOSCRIPT: restart, failover, SCRIPT FLUSH) it sends the source
 // once: Redis did not run the script, so this cannot apply it twice.
-func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
+//
+// On Redis Cluster, a command for a master found unreachable fails at
+// once, unsent (see reach); the error of one that was sent tells the
+// master's reachability what it found.
+func (s *Store) run(ctx context.Context, cmd []any) (reply any, err error) {
+	var m *master
+	if s.cluster != nil {
+		m = s.cluster.masterFor(ctx, cmd[3].(string))
+		if err := m.reach.check("redisstore: take"); err != nil {
+			return nil, err
+		}
+		defer func() { m.reach.observe(err) }()
+	}
 	c := newScriptCmd(ctx, cmd...)
 	_ = s.process(ctx, c)
-	reply, err := c.Result()
+	reply, err = c.Result()
 	for try := 0; err != nil && tryAgain(ctx, err, try); try++ {
 		c = newScriptCmd(ctx, slices.Clone(cmd)...)
 		_ = s.client.Process(ctx, c)
@@ -314,7 +326,11 @@ func (s *Store) run(ctx context.Context, cmd []any) (any, error) {
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		s.reloads.Add(1)
 		if s.events != nil {
-			s.events.ScriptReloaded(s.endpointName())
+			name := s.endpointName()
+			if m != nil {
+				name = m.addr
+			}
+			s.events.ScriptReloaded(name)
 		}
 		// A fresh slice: a hook may keep the first command.
 		cmd = append([]any{"eval", scriptOf(cmd).src}, cmd[2:]...)

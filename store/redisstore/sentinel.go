@@ -34,6 +34,9 @@ func watchPrimary(s *Store, c Client, cfg Config) *primary {
 	}
 	p := &primary{breakerCfg: cfg.Breaker, s: s}
 	rc.AddHook(p)
+	if s.ep != nil && s.ep.ready != nil {
+		s.ep.ready.name = p.name // its logs name the primary, not the placeholder
+	}
 	return p
 }
 
@@ -87,4 +90,13 @@ func (s *Store) endpointName() string {
 		return s.primary.name()
 	}
 	return s.endpoint
+}
+
+// endpointOf names the endpoint that holds key: on Redis Cluster the
+// address of the master serving its slot, otherwise endpointName.
+func (s *Store) endpointOf(key string) string {
+	if s.cluster != nil {
+		return s.cluster.masterFor(context.Background(), key).addr
+	}
+	return s.endpointName()
 }
