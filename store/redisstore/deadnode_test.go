@@ -38,8 +38,10 @@ const (
 	deadWorkers = 8
 	// deadWaited is how long a failed check may take and still count as
 	// failed at once: far above a refused dial (well under a
-	// millisecond), far below the budget.
-	deadWaited = 20 * time.Millisecond
+	// millisecond), even on a machine busy with the race detector and
+	// other work (tens of milliseconds at worst), below the budget that a
+	// check that waits spends.
+	deadWaited = 30 * time.Millisecond
 	// deadMaxWaited bounds the checks of the dead node that waited more
 	// than deadWaited from the kill to the promotion: at most one per
 	// worker, the check each may have had on its way to the node when it
@@ -52,8 +54,13 @@ const (
 	// deadMaxLate bounds the checks of the dead node that waited more than
 	// deadWaited among those that started a budget after its first failed
 	// check, when every check that was already on its way to it has
-	// failed: none should, one is slack.
-	deadMaxLate = 1
+	// failed: none should; two are slack for a busy machine.
+	deadMaxLate = 2
+	// deadResume bounds how long after the sentinels name the new primary
+	// checks may still fail: a set-up waits at most 100 ms between
+	// attempts; a breaker opened on the new primary would add its
+	// OpenFor, 500 ms.
+	deadResume = 400 * time.Millisecond
 )
 
 // endpointEvents records the endpoints a store names in its events.
@@ -347,6 +354,18 @@ func TestSentinelDeadPrimaryFailsAtOnce(t *testing.T) {
 
 	for _, d := range stores {
 		d.checkFailedAtOnce(t, killed, switched)
+		// The new primary decides as soon as the store has connections
+		// to it: its breaker does not open on what the old one failed.
+		var last time.Time
+		for _, c := range d.calls {
+			if c.err != nil && c.at.After(last) {
+				last = c.at
+			}
+		}
+		t.Logf("%s: the last check failed %v after the switch", d.name, last.Sub(switched).Round(time.Millisecond))
+		if resumed := last.Sub(switched); resumed > deadResume {
+			t.Errorf("%s: checks failed until %v after the switch, want within %v (the set-up's 100 ms pause between attempts, and slack)", d.name, resumed.Round(time.Millisecond), deadResume)
+		}
 		// A script reload on the new primary: flushed, it lacks them.
 		if _, err := redistest.Do(promoted, "SCRIPT", "FLUSH"); err != nil {
 			t.Fatal(err)

@@ -115,7 +115,10 @@
 // handshake cannot change its shared options (Protocol 2, or maintenance
 // notifications off, as [NewClient] sets); with another client the store
 // uses the client's pool, and logs so at start. Events, logs and metrics
-// name a Sentinel-managed primary by its current address.
+// name a Sentinel-managed primary by its current address; each primary
+// has its own breaker, which the failures of the one before it never
+// open: once the Sentinels name a new primary, requests fail at once,
+// uncounted, until its connections are set up, and then decide.
 //
 // # Re-sends
 //

@@ -65,6 +65,8 @@ type readySet struct {
 	wake   chan struct{}         // a connection was dropped
 	failed atomic.Bool           // the last set-up failed
 	down   atomic.Pointer[error] // the last set-up's error, nil after a success
+	// downFor names the endpoint the last set-up failed for (see name).
+	downFor atomic.Pointer[string]
 	// suspect is the error of a call whose connection the server closed
 	// or reset, until the next set-up tells whether the endpoint can be
 	// reached; nil otherwise.
@@ -103,7 +105,10 @@ var errNoConn = fmt.Errorf("%w: no ready connection", redis.ErrPoolTimeout)
 // closed or reset), until a set-up tells whether the endpoint can be
 // reached: unambiguously, and without counting towards the breaker, since
 // Redis may only have closed one connection. If it cannot, the set-up
-// says so within a dial.
+// says so within a dial. Likewise, when a Sentinel-managed primary other
+// than the one the last set-up failed for is named, the requests made
+// until a set-up tells about it fail at once without counting towards its
+// breaker, which the old primary's failure says nothing about.
 func (r *readySet) get(ctx context.Context) (c *redis.Conn, waited bool, err error) {
 	select {
 	case c := <-r.conns:
@@ -112,6 +117,14 @@ func (r *readySet) get(ctx context.Context) (c *redis.Conn, waited bool, err err
 	}
 	for {
 		if err := r.down.Load(); err != nil {
+			if r.name != nil {
+				if was := r.downFor.Load(); was != nil && *was != r.name() {
+					// A Sentinel-managed primary that failed; the
+					// new one's connections are being set up.
+					return nil, false, &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable,
+						Err: fmt.Errorf("%w: the primary changed from %s: %w", errNoConn, *was, *err)}
+				}
+			}
 			return nil, false, fmt.Errorf("%w: %w", errNoConn, *err)
 		}
 		if err := r.suspect.Load(); err != nil {
@@ -340,10 +353,12 @@ func (r *readySet) add(ctx context.Context) bool {
 // setupFailed records a failed set-up: the endpoint cannot be reached. The
 // first failure after a success is logged.
 func (r *readySet) setupFailed(err error) {
+	name := r.endpointName()
 	if !r.failed.Swap(true) {
 		r.log.LogAttrs(context.Background(), slog.LevelDebug, "redisstore: cannot set up a connection; retrying in the background",
-			slog.String("endpoint", r.endpointName()), slog.String("error", err.Error()))
+			slog.String("endpoint", name), slog.String("error", err.Error()))
 	}
+	r.downFor.Store(&name)
 	r.setDown(err)
 }
 
