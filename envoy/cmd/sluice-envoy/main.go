@@ -17,7 +17,8 @@
 // the field. SIGHUP loads the files again: a change with a mistake is
 // refused and logged, and the last good mapping stays.
 //
-// It serves gRPC on -grpc (the rate limit service and grpc.health.v1) and
+// It serves gRPC on -grpc (the rate limit service, grpc.health.v1, and with
+// -reflection server reflection) and
 // HTTP on -http: /healthz (alive), /readyz (the store can decide) and
 // /metrics (Prometheus). SIGTERM or Ctrl-C stops it gracefully.
 package main
@@ -48,6 +49,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
 )
 
 func main() {
@@ -78,6 +80,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, started listening
 	mode := fs.String("headers", "ietf", "rate-limit header modes: ietf, draft06, x-ratelimit, none, or a comma-separated combination")
 	budget := fs.Duration("budget", envoy.DefaultBudget, "latency budget of each store call")
 	check := fs.Bool("check", false, "check the mapping files and exit")
+	reflect := fs.Bool("reflection", false, "serve gRPC server reflection too, for grpcurl and the like")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -126,6 +129,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, started listening
 	svc.Register(gs)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
+	if *reflect {
+		reflection.Register(gs)
+	}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })

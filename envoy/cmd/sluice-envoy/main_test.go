@@ -100,7 +100,7 @@ func TestRunServes(t *testing.T) {
 	done := make(chan error, 1)
 	var logs syncBuffer
 	go func() {
-		done <- run(ctx, []string{"-config", writeFile(t, "ok.yaml", good), "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, &logs,
+		done <- run(ctx, []string{"-config", writeFile(t, "ok.yaml", good), "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-reflection"}, &logs,
 			func(g, h string) { started <- addrs{g, h} })
 	}()
 	var a addrs
