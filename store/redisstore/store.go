@@ -258,8 +258,11 @@ func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
 	reply, err := s.run(ctx, cmd)
 	var se *sluice.StoreError
 	if errors.As(err, &se) {
-		// Already classified: no ready connection within the budget,
-		// which says nothing about Redis (see errNoConn).
+		// Already classified: unsent, in a way that says nothing about
+		// Redis (see errNoConn and reach): a probe lets another call probe.
+		if b != nil && probe {
+			b.record(true, context.Canceled)
+		}
 		return nil, err
 	}
 	if err != nil {
