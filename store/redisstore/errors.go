@@ -33,6 +33,10 @@ const scriptCommands = "+time +get +set +mget +exists +del +zadd +zrem +zrangeby
 // permission, naming what to grant, or nil when err is not such a refusal.
 // A refusal from inside a script is ambiguous: the script may have written
 // before the command refused.
+// subcommands are the only subcommands the store sends of the commands
+// that have them: what to grant when Redis names only the parent.
+var subcommands = map[string]string{"script": "script|load", "config": "config|get", "cluster": "cluster|slots"}
+
 func noPermission(op string, err error) *sluice.StoreError {
 	var rerr redis.Error
 	if !errors.As(err, &rerr) {
@@ -48,6 +52,9 @@ func noPermission(op string, err error) *sluice.StoreError {
 	case strings.Contains(lower, "permissions to run the '"):
 		_, name, _ := strings.Cut(lower, "permissions to run the '")
 		name, _, _ = strings.Cut(name, "'")
+		if sub, ok := subcommands[name]; ok && !strings.Contains(name, "|") {
+			name = sub // Redis 6.0 names the parent of the subcommand it refused
+		}
 		grant = "grant the Redis user +" + name
 	case strings.Contains(lower, "can't run this command"):
 		grant = "grant the Redis user the commands the store's scripts call: " + scriptCommands
