@@ -38,6 +38,8 @@
 //
 // Shadow rules, hidden rules and rules decided by on_fail never appear in
 // the headers. The RateLimit field describes the binding rule (see
-// [rules.Binding]); RateLimit-Policy lists every exposed rule matched. Select
-// the fields with [WithHeaders]; the default is the current IETF draft.
+// [rules.BindingResult]): for a refused request the rule that refused it
+// for longest, else the rule closest to its limit. RateLimit-Policy lists
+// every exposed rule matched. Select the fields with [WithHeaders]; the
+// default is the current IETF draft.
 package middleware

@@ -85,10 +85,10 @@ func ExampleSet_Resolve() {
 	// error: rules: rule "per-ip": keyfunc: no key: empty RemoteAddr (a Unix-socket peer or a hand-made request): no client IP
 }
 
-// Binding picks the rule the rate-limit headers describe: for an admitted
-// request the one closest to its limit, for a refused one the rule that
-// refused it for longest. RetryAfter is the wait for every refusing rule.
-func ExampleBinding() {
+// BindingResult picks the rule the rate-limit headers describe: for an
+// admitted request the one closest to its limit, for a refused one the rule
+// that refused it for longest, whose RetryAfter is the wait for them all.
+func ExampleBindingResult() {
 	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
 	store := memstore.New(memstore.Config{Clock: clock})
 	defer store.Close(context.Background())
@@ -110,11 +110,10 @@ func ExampleBinding() {
 			panic(err)
 		}
 		admitted := sluice.Admitted(m.Hits, results)
-		b := rules.Binding(m.Rules, results, admitted)
+		b := rules.BindingResult(results, admitted) // both rules are exposed
 		fmt.Printf("request %2d: admitted=%-5v binding=%s remaining=%d", i, admitted, m.Rules[b].Name, results[b].Remaining)
 		if !admitted {
-			wait, _ := rules.RetryAfter(m.Rules, results)
-			fmt.Printf(" retry after %v", wait)
+			fmt.Printf(" retry after %v", results[b].RetryAfter)
 		}
 		fmt.Println()
 		clock.Advance(100 * time.Millisecond)

@@ -114,45 +114,29 @@ func FuzzBucketKey(f *testing.F) {
 	})
 }
 
-func TestBinding(t *testing.T) {
-	mk := func(name string, shadow, hidden bool) *rules.Rule {
-		return &rules.Rule{Name: name, Shadow: shadow, Hidden: hidden}
-	}
-	a, b, c, s, h := mk("a", false, false), mk("b", false, false), mk("c", false, false), mk("s", true, false), mk("h", false, true)
+func TestBindingResult(t *testing.T) {
 	allow := func(rem int64, reset time.Duration) sluice.Result {
 		return sluice.Result{Allowed: true, Remaining: rem, ResetAfter: reset}
 	}
 	deny := func(retry time.Duration) sluice.Result { return sluice.Result{RetryAfter: retry} }
 	cases := []struct {
 		name     string
-		matched  []*rules.Rule
 		results  []sluice.Result
 		admitted bool
 		want     int
 	}{
-		{"fewest remaining", []*rules.Rule{a, b, c}, []sluice.Result{allow(5, 0), allow(2, 0), allow(9, 0)}, true, 1},
-		{"tie broken by longest reset", []*rules.Rule{a, b}, []sluice.Result{allow(2, time.Second), allow(2, time.Minute)}, true, 1},
-		{"shadow and hidden never bind", []*rules.Rule{s, h, a}, []sluice.Result{allow(0, 0), allow(0, 0), allow(7, 0)}, true, 2},
-		{"longest retry among deniers", []*rules.Rule{a, b, c}, []sluice.Result{deny(time.Second), allow(0, 0), deny(time.Minute)}, false, 2},
-		{"unsatisfiable binds first", []*rules.Rule{a, b}, []sluice.Result{deny(time.Hour), {Unsatisfiable: true}}, false, 1},
-		{"only a hidden rule denied", []*rules.Rule{h, a, b}, []sluice.Result{deny(time.Hour), allow(3, 0), allow(1, 0)}, false, 2},
-		{"nothing exposed", []*rules.Rule{s, h}, []sluice.Result{allow(1, 0), allow(1, 0)}, true, -1},
+		{"fewest remaining", []sluice.Result{allow(5, 0), allow(2, 0), allow(9, 0)}, true, 1},
+		{"tie broken by longest reset", []sluice.Result{allow(2, time.Second), allow(2, time.Minute)}, true, 1},
+		{"longest retry among deniers", []sluice.Result{deny(time.Second), allow(0, 0), deny(time.Minute)}, false, 2},
+		{"unsatisfiable binds first", []sluice.Result{deny(time.Hour), {Unsatisfiable: true}}, false, 1},
+		{"only an unexposed rule denied", []sluice.Result{allow(3, 0), allow(1, 0)}, false, 1},
+		{"nothing exposed", nil, true, -1},
+		{"nothing exposed, refused", nil, false, -1},
 	}
 	for _, tc := range cases {
-		if got := rules.Binding(tc.matched, tc.results, tc.admitted); got != tc.want {
-			t.Errorf("%s: Binding = %d, want %d", tc.name, got, tc.want)
+		if got := rules.BindingResult(tc.results, tc.admitted); got != tc.want {
+			t.Errorf("%s: BindingResult = %d, want %d", tc.name, got, tc.want)
 		}
-	}
-}
-
-func TestRetryAfter(t *testing.T) {
-	a, s := &rules.Rule{Name: "a"}, &rules.Rule{Name: "s", Shadow: true}
-	d, ok := rules.RetryAfter([]*rules.Rule{a, s, a}, []sluice.Result{{RetryAfter: time.Second}, {RetryAfter: time.Hour}, {RetryAfter: time.Minute}})
-	if !ok || d != time.Minute {
-		t.Fatalf("RetryAfter = %v %v, want 1m (the shadow rule's hour does not count)", d, ok)
-	}
-	if _, ok := rules.RetryAfter([]*rules.Rule{a, a}, []sluice.Result{{RetryAfter: time.Second}, {Unsatisfiable: true}}); ok {
-		t.Fatal("an unsatisfiable denial has a Retry-After")
 	}
 }
 
