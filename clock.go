@@ -10,11 +10,11 @@ type Clock interface {
 	Now() time.Time
 }
 
-// ClockFunc adapts a function to the [Clock] interface.
-type ClockFunc func() time.Time
-
-// Now returns f().
-func (f ClockFunc) Now() time.Time { return f() }
-
 // SystemClock is the wall clock, [time.Now].
-var SystemClock Clock = ClockFunc(time.Now)
+var SystemClock Clock = systemClock{}
+
+// systemClock is the type of SystemClock.
+type systemClock struct{}
+
+// Now returns time.Now().
+func (systemClock) Now() time.Time { return time.Now() }

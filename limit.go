@@ -86,7 +86,7 @@ func (l Limit) Validate() error {
 		return fmt.Errorf("%w: rate %d per %v: at most one event per microsecond", ErrInvalidLimit, l.Rate, l.Period)
 	}
 	if !l.withinSpan() {
-		return fmt.Errorf("%w: %v: refilling from empty would take longer than %v", ErrInvalidLimit, l, MaxSpanDuration())
+		return fmt.Errorf("%w: %v: refilling from empty would take longer than %v", ErrInvalidLimit, l, time.Duration(MaxSpan)*time.Microsecond)
 	}
 	return nil
 }
@@ -127,6 +127,3 @@ func formatPeriod(d time.Duration) string {
 	}
 	return d.String()
 }
-
-// MaxSpanDuration returns [MaxSpan] as a Duration.
-func MaxSpanDuration() time.Duration { return time.Duration(MaxSpan) * time.Microsecond }

@@ -49,7 +49,7 @@ func TestLimitArithmetic(t *testing.T) {
 		t.Fatalf("capacity %d", got)
 	}
 	// Every valid limit keeps capacity × interval + now below 2^53.
-	for _, l := range []sluice.Limit{sluice.Per(1, sluice.MaxSpanDuration()), sluice.PerSecond(1).WithBurst(sluice.MaxSpan / 1_000_000)} {
+	for _, l := range []sluice.Limit{sluice.Per(1, time.Duration(sluice.MaxSpan)*time.Microsecond), sluice.PerSecond(1).WithBurst(sluice.MaxSpan / 1_000_000)} {
 		if err := l.Validate(); err != nil {
 			t.Fatal(err)
 		}
