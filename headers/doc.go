@@ -72,13 +72,13 @@
 //
 // Policy names are Structured Field Strings, which hold printable ASCII
 // only: [SanitizeName] replaces anything else with '?' and truncates long
-// names. Every Integer is clamped to [MaxInteger], so the fields always
-// parse.
+// names. Every Integer is clamped to 999,999,999,999,999 (15 digits, the
+// most a Structured Field Integer holds), so the fields always parse.
 //
 // # Retry-After
 //
-// [SetRetryAfterFor] sets Retry-After for a denied result, as delay
-// seconds rounded up and at least 1, and leaves it out for an
-// Unsatisfiable result, whose cost exceeds the capacity: no wait would
-// help. Retry-After does not depend on the mode.
+// [SetRetryAfter] sets Retry-After for a denied result, as delay
+// seconds rounded up and at least 1. Leave it out for an Unsatisfiable
+// result, whose cost exceeds the capacity: no wait would help. Retry-After
+// does not depend on the mode.
 package headers

@@ -63,7 +63,7 @@ func ExampleWrite_denied() {
 	}
 	mode := headers.IETF | headers.Draft06 | headers.XRateLimit
 	headers.Write(h, mode, policies, 1, now)
-	headers.SetRetryAfterFor(h, policies[1].Result)
+	headers.SetRetryAfter(h, policies[1].Result.RetryAfter)
 	printHeader(h)
 	// Output:
 	// Ratelimit: "daily";r=0;t=12

@@ -2,21 +2,21 @@ package headers
 
 import "unicode/utf8"
 
-// MaxNameLen is the longest policy name, in characters after
+// maxNameLen is the longest policy name, in characters after
 // [SanitizeName], that this package writes; longer names are truncated.
-const MaxNameLen = 64
+const maxNameLen = 64
 
 // SanitizeName returns name as it appears, unescaped, in the Structured
 // Field String that names a policy: every rune outside printable ASCII
 // (%x20-7E), and every byte that is not valid UTF-8, becomes one '?', and
-// the result is cut to [MaxNameLen] characters. It is the string a
+// the result is cut to 64 characters. It is the string a
 // Structured Fields parser reads back, so callers can use it wherever the
 // name must match the header, e.g. in a problem's violated-policies.
 func SanitizeName(name string) string {
-	if len(name) <= MaxNameLen && printable(name) {
+	if len(name) <= maxNameLen && printable(name) {
 		return name
 	}
-	b := make([]byte, 0, min(len(name), MaxNameLen))
+	b := make([]byte, 0, min(len(name), maxNameLen))
 	return string(appendSanitized(b, name, false))
 }
 
@@ -40,7 +40,7 @@ func appendString(b []byte, name string) []byte {
 // escape is set.
 func appendSanitized(b []byte, name string, escape bool) []byte {
 	n := 0
-	for i := 0; i < len(name) && n < MaxNameLen; n++ {
+	for i := 0; i < len(name) && n < maxNameLen; n++ {
 		c := name[i]
 		if c < utf8.RuneSelf {
 			i++

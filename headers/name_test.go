@@ -23,9 +23,9 @@ func TestSanitizeName(t *testing.T) {
 		{"bad\xff\xfe", "bad??"},
 		{"trunc\xe6\x97", "trunc??"}, // a cut-off rune: one '?' per byte
 		{"\ufffd", "?"},
-		{strings.Repeat("x", headers.MaxNameLen), strings.Repeat("x", headers.MaxNameLen)},
-		{strings.Repeat("x", headers.MaxNameLen+1), strings.Repeat("x", headers.MaxNameLen)},
-		{strings.Repeat("é", 100), strings.Repeat("?", headers.MaxNameLen)},
+		{strings.Repeat("x", maxNameLen), strings.Repeat("x", maxNameLen)},
+		{strings.Repeat("x", maxNameLen+1), strings.Repeat("x", maxNameLen)},
+		{strings.Repeat("é", 100), strings.Repeat("?", maxNameLen)},
 	} {
 		if got := headers.SanitizeName(tc.in); got != tc.want {
 			t.Errorf("SanitizeName(%q) = %q, want %q", tc.in, got, tc.want)

@@ -7,10 +7,10 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
-// MaxInteger is the largest Integer a Structured Field can carry (RFC 9651
+// maxInteger is the largest Integer a Structured Field can carry (RFC 9651
 // §3.3.1: at most 15 digits). Every number this package writes, in every
-// mode, is clamped to the range [0, MaxInteger].
-const MaxInteger = 999_999_999_999_999
+// mode, is clamped to the range [0, maxInteger].
+const maxInteger = 999_999_999_999_999
 
 // maxScale bounds how many periods an exact window may span; see [Quota].
 const maxScale = 10
@@ -34,7 +34,8 @@ const second = int64(time.Second)
 // reported apart, as sluice-burst (see [Write]). Limits that [sluice.Limit.Validate]
 // rejects still map to valid syntax: a negative Rate counts as 0, a Period
 // that is not positive counts as one second, and q and w are clamped to
-// [MaxInteger]. w is always at least 1.
+// 999,999,999,999,999, the largest Integer a Structured Field carries. w
+// is always at least 1.
 func Quota(l sluice.Limit) (q, w int64) {
 	rate := max(l.Rate, 0)
 	p := int64(l.Period)
@@ -46,7 +47,7 @@ func Quota(l sluice.Limit) (q, w int64) {
 		// k periods are p/g whole seconds.
 		hi, lo := bits.Mul64(uint64(rate), uint64(k))
 		if hi != 0 {
-			return MaxInteger, clamp(p / g)
+			return maxInteger, clamp(p / g)
 		}
 		return clampU(lo), clamp(p / g)
 	}
@@ -57,7 +58,7 @@ func Quota(l sluice.Limit) (q, w int64) {
 	// floor(rate × w s / p) in 128 bits; w s < p + 1 s fits in a uint64.
 	hi, lo := bits.Mul64(uint64(rate), uint64(w)*uint64(second))
 	if hi >= uint64(p) {
-		return MaxInteger, clamp(w)
+		return maxInteger, clamp(w)
 	}
 	quo, _ := bits.Div64(hi, lo, uint64(p))
 	return clampU(quo), clamp(w)
@@ -70,7 +71,8 @@ func gcd(a, b int64) int64 {
 	return a
 }
 
-// clamp limits v to [0, MaxInteger].
-func clamp(v int64) int64 { return min(max(v, 0), MaxInteger) }
+// clamp limits v to [0, maxInteger].
+func clamp(v int64) int64 { return min(max(v, 0), maxInteger) }
 
-func clampU(v uint64) int64 { return int64(min(v, MaxInteger)) }
+// clampU limits v to maxInteger.
+func clampU(v uint64) int64 { return int64(min(v, maxInteger)) }

@@ -44,12 +44,12 @@ func TestQuota(t *testing.T) {
 		{sluice.Limit{Rate: 3, Period: -time.Second}, 3, 1},
 		{sluice.Limit{Rate: 3}, 3, 1},
 		// Clamping.
-		{sluice.Limit{Rate: math.MaxInt64, Period: time.Second}, headers.MaxInteger, 1},
-		{sluice.Limit{Rate: math.MaxInt64, Period: 100 * time.Millisecond}, headers.MaxInteger, 1},
-		{sluice.Limit{Rate: math.MaxInt64, Period: 7 * time.Millisecond}, headers.MaxInteger, 1},
-		{sluice.Limit{Rate: math.MaxInt64, Period: math.MaxInt64}, headers.MaxInteger, 9223372037},
+		{sluice.Limit{Rate: math.MaxInt64, Period: time.Second}, maxInteger, 1},
+		{sluice.Limit{Rate: math.MaxInt64, Period: 100 * time.Millisecond}, maxInteger, 1},
+		{sluice.Limit{Rate: math.MaxInt64, Period: 7 * time.Millisecond}, maxInteger, 1},
+		{sluice.Limit{Rate: math.MaxInt64, Period: math.MaxInt64}, maxInteger, 9223372037},
 		{sluice.Limit{Rate: 1, Period: math.MaxInt64}, 1, 9223372037},
-		{sluice.Limit{Rate: headers.MaxInteger, Period: 500 * time.Millisecond}, headers.MaxInteger, 1},
+		{sluice.Limit{Rate: maxInteger, Period: 500 * time.Millisecond}, maxInteger, 1},
 	} {
 		q, w := headers.Quota(tc.l)
 		if q != tc.q || w != tc.w {

@@ -19,27 +19,14 @@ func RetryAfterSeconds(d time.Duration) int64 {
 
 // SetRetryAfter sets Retry-After to [RetryAfterSeconds](d), as
 // delay-seconds (never an HTTP-date). It writes whatever d it is given:
-// for a request that can never pass (a [sluice.Result] that is
-// Unsatisfiable) the caller should not call it; [SetRetryAfterFor] makes
-// that check. When several rules denied a request, pass the longest of
-// their RetryAfter: the value is then at least the t [Write] gives any of
-// them.
+// call it for a denied [sluice.Result] with its RetryAfter, and not for one
+// that is Unsatisfiable (the request's cost exceeds the capacity, so no
+// wait would help). The value then equals the t parameter [Write] gives the
+// same result, as draft-ietf-httpapi-ratelimit-headers asks. When several
+// rules denied a request, pass the longest of their RetryAfter: the value
+// is then at least the t [Write] gives any of them.
 func SetRetryAfter(h http.Header, d time.Duration) {
 	h.Set(fieldRetryAfter, strconv.FormatInt(RetryAfterSeconds(d), 10))
-}
-
-// SetRetryAfterFor sets Retry-After from r.RetryAfter if r was denied and
-// can pass later, and reports whether it did. It writes nothing for an
-// allowed result, nor for an Unsatisfiable one (the request's cost exceeds
-// the capacity, so no wait would help). The value equals the t parameter
-// [Write] gives the same result, as draft-ietf-httpapi-ratelimit-headers
-// asks.
-func SetRetryAfterFor(h http.Header, r sluice.Result) bool {
-	if r.Allowed || r.Unsatisfiable {
-		return false
-	}
-	SetRetryAfter(h, r.RetryAfter)
-	return true
 }
 
 // ceilSeconds returns d in whole seconds rounded up, 0 if d is not

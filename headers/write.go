@@ -49,7 +49,7 @@ const burstParam = ";sluice-burst="
 // now is the current time; only XRateLimit mode, whose reset is a Unix
 // time, reads it. Each field Write sets replaces any earlier value. Write
 // sets nothing if mode selects no fields, policies is empty or binding is
-// out of range. It never sets Retry-After: see [SetRetryAfterFor].
+// out of range. It never sets Retry-After: see [SetRetryAfter].
 func Write(h http.Header, mode Mode, policies []Policy, binding int, now time.Time) {
 	if mode&allModes == 0 || binding < 0 || binding >= len(policies) {
 		return
@@ -125,7 +125,7 @@ func appendPolicyParams(b []byte, l sluice.Limit, qKey string) []byte {
 }
 
 // epochCeil returns t as Unix seconds rounded up, clamped to
-// [0, MaxInteger].
+// [0, maxInteger].
 func epochCeil(t time.Time) int64 {
 	s := t.Unix()
 	if t.Nanosecond() != 0 {

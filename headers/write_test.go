@@ -215,8 +215,8 @@ func TestWriteIETF(t *testing.T) {
 			mode:     headers.IETF,
 			policies: one(strings.Repeat("n", 100), allowed(perMin, 1, time.Second)),
 			want: map[string]string{
-				"RateLimit-Policy": `"` + strings.Repeat("n", headers.MaxNameLen) + `";q=100;w=60`,
-				"RateLimit":        `"` + strings.Repeat("n", headers.MaxNameLen) + `";r=1;t=1`,
+				"RateLimit-Policy": `"` + strings.Repeat("n", maxNameLen) + `";q=100;w=60`,
+				"RateLimit":        `"` + strings.Repeat("n", maxNameLen) + `";r=1;t=1`,
 			},
 		},
 		{
