@@ -12,3 +12,6 @@ func HotTracked(s *Store) (rules, keys int) {
 	}
 	return len(s.hot.rules), keys
 }
+
+// SplitLimit is splitLimit, for the tests of package lease_test.
+var SplitLimit = splitLimit

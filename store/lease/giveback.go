@@ -220,7 +220,7 @@ func (s *Store) withSubBuckets(hits []sluice.Hit) []sluice.Hit {
 		if pol == nil || pol.HotKeys.Split < 2 {
 			continue
 		}
-		sub, ok := SplitLimit(h.Limit, h.Algorithm, pol.HotKeys.Split, 1)
+		sub, ok := splitLimit(h.Limit, h.Algorithm, pol.HotKeys.Split, 1)
 		if !ok {
 			continue
 		}

@@ -247,7 +247,7 @@ func subKeys(key string, n int) []string {
 	return sub
 }
 
-// SplitLimit returns the limit of each of n sub-buckets of a bucket with
+// splitLimit returns the limit of each of n sub-buckets of a bucket with
 // limit l under algorithm alg: rate and capacity divided by n, rounded
 // down. ok is false, and the bucket is not split, when the rate or the
 // capacity is below n (a sub-bucket of at least 1 each would multiply the
@@ -255,7 +255,7 @@ func subKeys(key string, n int) []string {
 // that turns hot start full, as any new bucket: for one period after the
 // split the key may admit up to its capacity once more on top of what its
 // bucket had already admitted.
-func SplitLimit(l sluice.Limit, alg sluice.Algorithm, n int, cost int64) (sub sluice.Limit, ok bool) {
+func splitLimit(l sluice.Limit, alg sluice.Algorithm, n int, cost int64) (sub sluice.Limit, ok bool) {
 	if n < 2 || l.Rate < int64(n) || l.Capacity() < int64(n) {
 		return sluice.Limit{}, false
 	}

@@ -263,7 +263,7 @@ func (s *Store) hotKey(pol *sluice.LeasePolicy, h *sluice.Hit, now, kmax, c int6
 	if len(slot.sub) == 0 || h.Peek || leased && kmax > 0 && c <= h.Limit.Capacity() {
 		return true, d
 	}
-	if sub, ok := SplitLimit(h.Limit, h.Algorithm, len(slot.sub), c); ok {
+	if sub, ok := splitLimit(h.Limit, h.Algorithm, len(slot.sub), c); ok {
 		p.sub = *h
 		p.sub.Key, p.sub.Limit = slot.sub[slot.next%len(slot.sub)], sub
 		slot.next++
