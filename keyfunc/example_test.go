@@ -75,8 +75,14 @@ func ExampleXFF() {
 
 // Behind Cloudflare, read CF-Connecting-IP, but only from Cloudflare.
 func ExampleTrustedHeader() {
-	cloudflare := keyfunc.Must(keyfunc.ParsePrefixes("173.245.48.0/20", "2400:cb00::/32"))
-	resolver := keyfunc.Must(keyfunc.TrustedHeader("CF-Connecting-IP", cloudflare))
+	cloudflare, err := keyfunc.ParsePrefixes("173.245.48.0/20", "2400:cb00::/32")
+	if err != nil {
+		panic(err)
+	}
+	resolver, err := keyfunc.TrustedHeader("CF-Connecting-IP", cloudflare)
+	if err != nil {
+		panic(err)
+	}
 
 	r := httptest.NewRequest("GET", "/", nil)
 	r.Header.Set("CF-Connecting-IP", "203.0.113.1")

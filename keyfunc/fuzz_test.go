@@ -59,8 +59,8 @@ func FuzzResolveIP(f *testing.F) {
 	f.Add("[::ffff:10.0.0.1]:1", "::ffff:10.0.0.2, ::ffff:203.0.113.1", "", "::ffff:1.2.3.4", uint8(32))
 	f.Add("[64:ff9b::10.0.0.1]:1", "2002:c000:201::1", "", "", uint8(64))
 
-	xff := keyfunc.Must(keyfunc.XFF(fuzzTrusted))
-	hdr := keyfunc.Must(keyfunc.TrustedHeader("CF-Connecting-IP", fuzzTrusted))
+	xff := must(keyfunc.XFF(fuzzTrusted))
+	hdr := must(keyfunc.TrustedHeader("CF-Connecting-IP", fuzzTrusted))
 	f.Fuzz(func(t *testing.T, remote, xff1, xff2, cf string, bits uint8) {
 		prefix := keyfunc.MinIPv6Prefix + int(bits)%(129-keyfunc.MinIPv6Prefix)
 		r := &http.Request{Method: "GET", URL: &url.URL{Path: "/"}, RemoteAddr: remote, Header: http.Header{}}
@@ -88,7 +88,7 @@ func FuzzResolveIP(f *testing.F) {
 				t.Fatalf("%s: resolved %s without a peer address", name, a)
 			}
 
-			key, kerr := keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{Resolver: res, IPv6Prefix: prefix})).Identity(r)
+			key, kerr := must(keyfunc.IP(keyfunc.IPConfig{Resolver: res, IPv6Prefix: prefix})).Identity(r)
 			if (kerr == nil) != (err == nil) {
 				t.Fatalf("%s: resolver error %v but key error %v", name, err, kerr)
 			}

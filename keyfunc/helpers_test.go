@@ -86,3 +86,12 @@ func wantPanic(t *testing.T, what string, fn func()) {
 	}()
 	fn()
 }
+
+// must returns v, or panics if err is not nil: for configuration fixed in
+// a test.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -39,7 +39,7 @@ func withUser(r *http.Request, user string) *http.Request {
 // operator types is read into exactly the identity the key gives a request
 // of that identity.
 func TestParseGivesTheLiveIdentity(t *testing.T) {
-	ip48 := keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{IPv6Prefix: 48}))
+	ip48 := must(keyfunc.IP(keyfunc.IPConfig{IPv6Prefix: 48}))
 	lower := keyfunc.New("tenant", func(r *http.Request) (string, error) {
 		return strings.ToLower(r.Header.Get("X-Tenant")), nil
 	}).ParseWith(func(s string) (string, error) { return strings.ToLower(s), nil })

@@ -71,7 +71,11 @@ func IP(cfg IPConfig) (Key, error) {
 // TCP peer address (see [RemoteAddr]), IPv6 grouped by /64. It is
 // IP(IPConfig{}). Behind a proxy use [IP] with [XFF] or [TrustedHeader].
 func ClientIP() Key {
-	return Must(IP(IPConfig{}))
+	k, err := IP(IPConfig{})
+	if err != nil {
+		panic(err) // cannot happen: the zero IPConfig is valid
+	}
+	return k
 }
 
 // IPKey returns the key [IP] derives from address a with IPv6 grouped by

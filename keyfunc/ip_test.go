@@ -104,7 +104,7 @@ func TestIPKeyNormalisesCustomResolverOutput(t *testing.T) {
 	res := func(*http.Request) (netip.Addr, error) {
 		return netip.MustParseAddr("::ffff:192.0.2.9"), nil
 	}
-	fn := keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{Resolver: res}))
+	fn := must(keyfunc.IP(keyfunc.IPConfig{Resolver: res}))
 	if got := keyOf(t, fn, newReq("@")); got != "192.0.2.9" {
 		t.Fatalf("key %q", got)
 	}

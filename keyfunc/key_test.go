@@ -17,7 +17,7 @@ func TestKinds(t *testing.T) {
 		want string
 	}{
 		{keyfunc.ClientIP(), "ip"},
-		{keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{IPv6Prefix: 48})), "ip"},
+		{must(keyfunc.IP(keyfunc.IPConfig{IPv6Prefix: 48})), "ip"},
 		{keyfunc.Global(), "global"},
 		{keyfunc.APIKey("X-API-Key"), "api_key"},
 		{keyfunc.Header("x-tenant"), "header:X-Tenant"},

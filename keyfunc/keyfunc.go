@@ -50,17 +50,6 @@ func Strict(fn KeyFunc) KeyFunc {
 	}
 }
 
-// Must returns v, or panics if err is not nil. It is meant for
-// configuration known at compile time:
-//
-//	ip := keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{Resolver: keyfunc.Must(keyfunc.XFF(keyfunc.Must(keyfunc.ParsePrefixes("10.0.0.0/8"))))}))
-func Must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
 // noKey returns an error that wraps ErrNoKey, with the message
 // "keyfunc: no key: " followed by the formatted text.
 func noKey(format string, args ...any) error {

@@ -3,7 +3,6 @@ package keyfunc_test
 import (
 	"errors"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/keyfunc"
@@ -51,17 +50,4 @@ func TestStrict(t *testing.T) {
 		}
 	}()
 	keyfunc.Strict(nil)
-}
-
-func TestMust(t *testing.T) {
-	if got := keyfunc.Must(42, nil); got != 42 {
-		t.Fatalf("Must = %d", got)
-	}
-	defer func() {
-		err, ok := recover().(error)
-		if !ok || !strings.Contains(err.Error(), "boom") {
-			t.Fatalf("Must panicked with %v, want the error", err)
-		}
-	}()
-	keyfunc.Must(0, errors.New("boom"))
 }

@@ -28,7 +28,7 @@ func TestTrustedHeader(t *testing.T) {
 		{"list_value", "173.245.48.1:1", []string{"CF-Connecting-IP: 203.0.113.1, 1.1.1.1"}, ""},
 		{"unix_peer", "@", []string{"CF-Connecting-IP: 203.0.113.1"}, ""},
 	}
-	fn := keyfunc.Must(keyfunc.TrustedHeader("cf-connecting-ip", prefixes(t, "173.245.48.0/20")))
+	fn := must(keyfunc.TrustedHeader("cf-connecting-ip", prefixes(t, "173.245.48.0/20")))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := fn(newReq(tc.peer, tc.headers...))

@@ -27,10 +27,10 @@ func TestSpoofedHeadersIgnoredFromUntrustedPeer(t *testing.T) {
 	trusted := prefixes(t, "10.0.0.0/8", "2001:db8:ffff::/48")
 	resolvers := map[string]keyfunc.IPResolver{
 		"default":           nil,
-		"xff":               keyfunc.Must(keyfunc.XFF(trusted)),
-		"cf_header":         keyfunc.Must(keyfunc.TrustedHeader("CF-Connecting-IP", trusted)),
-		"x_real_ip_header":  keyfunc.Must(keyfunc.TrustedHeader("X-Real-IP", trusted)),
-		"true_client_ip_hd": keyfunc.Must(keyfunc.TrustedHeader("True-Client-IP", trusted)),
+		"xff":               must(keyfunc.XFF(trusted)),
+		"cf_header":         must(keyfunc.TrustedHeader("CF-Connecting-IP", trusted)),
+		"x_real_ip_header":  must(keyfunc.TrustedHeader("X-Real-IP", trusted)),
+		"true_client_ip_hd": must(keyfunc.TrustedHeader("True-Client-IP", trusted)),
 	}
 	peers := map[string]string{
 		"198.51.100.7:5555":      "198.51.100.7",
@@ -38,7 +38,7 @@ func TestSpoofedHeadersIgnoredFromUntrustedPeer(t *testing.T) {
 		"198.51.100.7":           "198.51.100.7",
 	}
 	for rname, res := range resolvers {
-		fn := keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{Resolver: res}))
+		fn := must(keyfunc.IP(keyfunc.IPConfig{Resolver: res}))
 		for peer, want := range peers {
 			base := keyOf(t, fn, newReq(peer))
 			if base != want {
@@ -96,7 +96,7 @@ func TestXFF(t *testing.T) {
 		{"trusted_peer_empty_xff_fails_closed", "10.0.0.1:1", []string{"X-Forwarded-For: , ,"}, ""},
 		{"unix_peer", "@", []string{"X-Forwarded-For: 203.0.113.1"}, ""},
 	}
-	fn := keyfunc.Must(keyfunc.XFF(prefixes(t, trusted...)))
+	fn := must(keyfunc.XFF(prefixes(t, trusted...)))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := fn(newReq(tc.peer, tc.headers...))
@@ -118,7 +118,7 @@ func TestXFF(t *testing.T) {
 }
 
 func TestXFFHopLimit(t *testing.T) {
-	fn := keyfunc.Must(keyfunc.XFF(prefixes(t, "10.0.0.0/8")))
+	fn := must(keyfunc.XFF(prefixes(t, "10.0.0.0/8")))
 	hops := func(n int) string {
 		s := make([]string, n)
 		for i := range s {
@@ -142,7 +142,7 @@ func TestXFFHopLimit(t *testing.T) {
 }
 
 func TestXFFErrorDoesNotEchoHugeInput(t *testing.T) {
-	fn := keyfunc.Must(keyfunc.XFF(prefixes(t, "10.0.0.0/8")))
+	fn := must(keyfunc.XFF(prefixes(t, "10.0.0.0/8")))
 	bad := strings.Repeat("x", 64<<10)
 	_, err := fn(newReq("10.0.0.1:1", "X-Forwarded-For: "+bad))
 	wantNoKey(t, err)
@@ -178,7 +178,7 @@ func TestTrustedPrefixNormalisation(t *testing.T) {
 	// the caller's slice is left alone.
 	in := []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104"), netip.MustParsePrefix("192.168.1.1/16")}
 	orig := append([]netip.Prefix(nil), in...)
-	fn := keyfunc.Must(keyfunc.XFF(in))
+	fn := must(keyfunc.XFF(in))
 	for _, peer := range []string{"10.2.3.4:1", "192.168.77.1:1", "[::ffff:10.2.3.4]:1"} {
 		got, err := fn(newReq(peer, "X-Forwarded-For: 203.0.113.1"))
 		if err != nil || got.String() != "203.0.113.1" {
@@ -191,7 +191,7 @@ func TestTrustedPrefixNormalisation(t *testing.T) {
 		}
 	}
 	// An IPv6 prefix does not make IPv4 peers trusted.
-	fn = keyfunc.Must(keyfunc.XFF(prefixes(t, "::/0")))
+	fn = must(keyfunc.XFF(prefixes(t, "::/0")))
 	if got, err := fn(newReq("198.51.100.7:1", "X-Forwarded-For: 203.0.113.1")); err != nil || got.String() != "198.51.100.7" {
 		t.Fatalf("::/0 trusted an IPv4 peer: %s, %v", got, err)
 	}

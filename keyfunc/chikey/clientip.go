@@ -38,7 +38,11 @@ var errNoChiIP = keyfuncError("no client IP in the request context: install a ch
 // IPv6 grouped by /64. For another grouping use
 // keyfunc.IP(keyfunc.IPConfig{Resolver: chikey.ClientIPAddr, IPv6Prefix: n}).
 func ClientIP() keyfunc.Key {
-	return keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{Resolver: ClientIPAddr}))
+	k, err := keyfunc.IP(keyfunc.IPConfig{Resolver: ClientIPAddr})
+	if err != nil {
+		panic(err) // cannot happen: the default IPv6 grouping is valid
+	}
+	return k
 }
 
 // keyfuncError returns an error wrapping keyfunc.ErrNoKey with the same

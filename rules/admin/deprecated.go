@@ -2,12 +2,9 @@ package admin
 
 import (
 	"fmt"
-	"net/netip"
 
 	"github.com/sluicehq/sluice/keyfunc"
 )
-
-var ipv6Probe = netip.MustParseAddr("2001:db8::1")
 
 // WithIPv6Prefix sets how the identities of ip rules are grouped,
 // replacing the grouping of each rule's key.
@@ -18,10 +15,14 @@ var ipv6Probe = netip.MustParseAddr("2001:db8::1")
 // [WithIdentity] for kind "ip".
 func WithIPv6Prefix(bits int) Option {
 	return func(c *config) error {
-		if _, err := keyfunc.IPKey(keyfunc.Normalize(ipv6Probe), bits); err != nil {
+		key, err := keyfunc.IP(keyfunc.IPConfig{IPv6Prefix: bits})
+		if err != nil {
 			return fmt.Errorf("%w: WithIPv6Prefix: %w", ErrInvalidConfig, err)
 		}
-		c.ipv6Prefix = bits
+		c.ipParse = nil
+		if bits != 0 {
+			c.ipParse = key.Parse
+		}
 		return nil
 	}
 }

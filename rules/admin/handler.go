@@ -54,8 +54,8 @@ func New(store sluice.Store, src Source, opts ...Option) (http.Handler, error) {
 			return nil, err
 		}
 	}
-	if _, set := h.parsers["ip"]; !set && h.ipv6Prefix != 0 {
-		h.parsers["ip"] = ipParser(h.ipv6Prefix)
+	if _, set := h.parsers["ip"]; !set && h.ipParse != nil {
+		h.parsers["ip"] = h.ipParse
 	}
 	if h.secret == nil {
 		h.secret = make([]byte, 32)

@@ -86,9 +86,3 @@ func describe(err error) string {
 	}
 	return "want " + fe.Form
 }
-
-// ipParser reads ip identities grouping IPv6 addresses by bits.
-func ipParser(bits int) IdentityParser {
-	key := keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{IPv6Prefix: bits}))
-	return key.Parse
-}

@@ -97,8 +97,8 @@ type kindCase struct {
 }
 
 func kindCases() []kindCase {
-	ip48 := keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{
-		Resolver:   keyfunc.Must(keyfunc.TrustedHeader("X-Real-IP", keyfunc.Must(keyfunc.ParsePrefixes("127.0.0.1", "::1")))),
+	ip48 := must(keyfunc.IP(keyfunc.IPConfig{
+		Resolver:   must(keyfunc.TrustedHeader("X-Real-IP", must(keyfunc.ParsePrefixes("127.0.0.1", "::1")))),
 		IPv6Prefix: 48,
 	}))
 	user := keyfunc.User(userOf)
@@ -351,7 +351,7 @@ func TestOneHandlerForSeveralLimiters(t *testing.T) {
 // prefix of the rule's key; the deprecated WithIPv6Prefix still replaces
 // that grouping.
 func TestIPIdentitiesGroupAsTheirKey(t *testing.T) {
-	ip48 := keyfunc.Must(keyfunc.IP(keyfunc.IPConfig{IPv6Prefix: 48}))
+	ip48 := must(keyfunc.IP(keyfunc.IPConfig{IPv6Prefix: 48}))
 	for _, tc := range []struct {
 		name string
 		key  keyfunc.Key
@@ -374,4 +374,13 @@ func TestIPIdentitiesGroupAsTheirKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// must returns v, or panics if err is not nil: for configuration fixed in
+// a test.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

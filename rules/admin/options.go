@@ -18,12 +18,12 @@ var ErrInvalidConfig = errors.New("admin: invalid configuration")
 type Option func(*config) error
 
 type config struct {
-	log        *slog.Logger
-	observer   sluice.Observer
-	ipv6Prefix int // 0: each ip key groups as it does itself
-	secret     []byte
-	parsers    map[string]IdentityParser
-	srcs       []Source
+	log      *slog.Logger
+	observer sluice.Observer
+	ipParse  IdentityParser // WithIPv6Prefix's; nil: each ip key groups as it does itself
+	secret   []byte
+	parsers  map[string]IdentityParser
+	srcs     []Source
 }
 
 // IdentityParser turns an identity as an operator types it into the key a
