@@ -7,7 +7,8 @@ import (
 )
 
 // TestImportDirection enforces DESIGN.md's import rules on non-test code:
-// the root imports the standard library only, only store/redisstore (and
+// the root imports the standard library only, keyfunc the standard library
+// and internal/ident, which imports the standard library only, only store/redisstore (and
 // the test helpers under internal/redistest) imports go-redis, stores import no HTTP-facing package, rules leaves the file
 // format to rules/rulefile, and nothing imports middleware, rules/rulefile
 // or the examples.
@@ -39,8 +40,10 @@ func TestImportDirection(t *testing.T) {
 				t.Errorf("%s imports an example", pkg)
 			case strings.HasPrefix(rel, "store/") && rel != "store/storetest" && (strings.HasPrefix(imp, mod+"/keyfunc") || strings.HasPrefix(imp, mod+"/rules") || strings.HasPrefix(imp, mod+"/headers")):
 				t.Errorf("%s imports %s: stores depend on the root only", pkg, imp)
-			case rel == "keyfunc" && external:
+			case rel == "keyfunc" && external && imp != mod+"/internal/ident":
 				t.Errorf("keyfunc imports %s: it must use the standard library only", imp)
+			case rel == "internal/ident" && external:
+				t.Errorf("internal/ident imports %s: it must use the standard library only", imp)
 			case rel == "rules" && external && !strings.HasPrefix(imp, mod):
 				t.Errorf("rules imports %s: the rule-file format, and its YAML parser, belong to rules/rulefile", imp)
 			case imp == mod+"/rules/rulefile" && !strings.HasPrefix(rel, "examples/"):

@@ -3,38 +3,13 @@ package keyfunc
 import (
 	"net/netip"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/ident"
 )
 
-// Normalize returns the form of a that trust checks and keys use: an
-// IPv4-mapped IPv6 address (::ffff:a.b.c.d) becomes the IPv4 address
-// a.b.c.d, and an IPv6 zone (fe80::1%eth0) is dropped. The zero Addr stays
-// the zero Addr.
-func Normalize(a netip.Addr) netip.Addr {
-	return a.WithZone("").Unmap()
-}
-
-// ParseAddr parses one address as it appears in r.RemoteAddr or in a
-// forwarding header entry and normalises it with [Normalize]. It accepts
-//
-//	192.0.2.1            an IPv4 address
-//	192.0.2.1:8080       an IPv4 address and port
-//	2001:db8::1          an IPv6 address, optionally with a zone (fe80::1%eth0)
-//	[2001:db8::1]        a bracketed IPv6 address
-//	[2001:db8::1]:8080   a bracketed IPv6 address and port
-//
-// The port, if any, must be a decimal number no larger than 65535 and is
-// discarded. Host names, obfuscated identifiers ("_hidden", "unknown"),
-// IPv4 addresses with leading zeros and anything else fail with an error
-// wrapping [ErrNoKey] that quotes at most a short prefix of s.
-func ParseAddr(s string) (netip.Addr, error) {
-	a, ok := parseAddr(s)
-	if !ok {
-		return netip.Addr{}, noKey("%s is not an IP address", clip(s))
-	}
-	return a, nil
-}
-
-// parseAddr is ParseAddr without the error message.
+// parseAddr parses one address as it appears in r.RemoteAddr or in a
+// forwarding header entry, in the forms [RemoteAddr] lists, and normalises
+// it: an IPv4-mapped IPv6 address becomes IPv4 and a zone is dropped.
 func parseAddr(s string) (netip.Addr, bool) {
 	var a netip.Addr
 	switch {
@@ -60,5 +35,5 @@ func parseAddr(s string) (netip.Addr, bool) {
 			return netip.Addr{}, false
 		}
 	}
-	return Normalize(a), true
+	return ident.Normalize(a), true
 }

@@ -29,7 +29,7 @@
 // fails with [ErrNotRouted], a mistake in the server's set-up that the
 // middleware reports as such.
 //
-// The package imports the standard library only; chi-specific key functions live in
+// The package depends on the standard library only; chi-specific key functions live in
 // the sub-package keyfunc/chikey.
 //
 // # Threat model
@@ -67,7 +67,7 @@
 //   - Endpoint keys use the route pattern ("GET /users/{id}"), never the raw
 //     path, which would give an attacker a bucket per URL. Unmatched requests
 //     share one key per method ([Unmatched]) and unusual methods are folded
-//     into one ([OtherMethod]).
+//     into one (see [Endpoint]).
 //   - Error messages start with "keyfunc: " and never echo more than a short,
 //     quoted prefix of attacker input; header values used as keys (API keys,
 //     tenant ids) are never echoed at all.

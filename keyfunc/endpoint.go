@@ -4,41 +4,29 @@ import (
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/ident"
 )
 
 // Unmatched stands in for the route pattern of a request no route matches
 // (404, 405, or a redirect to a canonical path): its endpoint key is the
-// method, a space and Unmatched, e.g. "GET <unmatched>". All such requests
-// share one bucket per method instead of one per URL.
-const Unmatched = "<unmatched>"
-
-// OtherMethod replaces, in endpoint keys, a request method that is not one
-// of GET, HEAD, POST, PUT, PATCH, DELETE, CONNECT, OPTIONS, TRACE and QUERY
-// and is not named by the matched pattern, so a client cannot mint a fresh
-// bucket per invented method. Neither it nor Unmatched is a valid method or
-// pattern, so they cannot collide with real ones.
-const OtherMethod = "<other>"
-
-// EndpointKey returns the endpoint key for a request method and the route
-// pattern that matched it: the method, a space and the pattern, e.g.
-// "GET /users/{id}". An empty pattern means no route matched and gives
-// method + " " + [Unmatched]. A pattern that names a method, as
-// http.ServeMux patterns may ("GET /users/{id}"), contributes only its host
-// and path; the request's own method is used, so HEAD requests served by a
-// GET pattern are keyed "HEAD /users/{id}". Methods are folded as described
-// for [OtherMethod]. It is exported for routers other than http.ServeMux
-// and chi (see the chikey sub-package).
-func EndpointKey(method, pattern string) string {
-	patMethod, rest := splitPattern(pattern)
-	method = keyMethod(method, patMethod)
-	if rest == "" {
-		return method + " " + Unmatched
-	}
-	return method + " " + rest
-}
+// method, a space and Unmatched, "<unmatched>", e.g. "GET <unmatched>". All
+// such requests share one bucket per method instead of one per URL.
+const Unmatched = ident.Unmatched
 
 // Endpoint returns the Key, of kind "endpoint", whose identity is the route pattern the request was
-// routed by, read from r.Pattern (see [EndpointKey] for the format).
+// routed by, read from r.Pattern.
+//
+// The identity is the method, a space and the pattern, e.g.
+// "GET /users/{id}"; a request no route matches gives the method and
+// [Unmatched]. A pattern that names a method, as http.ServeMux patterns may
+// ("GET /users/{id}"), contributes only its host and path: the request's
+// own method is used, so HEAD requests served by a GET pattern are keyed
+// "HEAD /users/{id}". A method other than GET, HEAD, POST, PUT, PATCH,
+// DELETE, CONNECT, OPTIONS, TRACE and QUERY that the pattern does not name
+// becomes "<other>", so a client cannot mint a fresh bucket per invented
+// method; neither "<other>" nor "<unmatched>" is a valid method or pattern,
+// so they cannot collide with real ones.
 //
 // r.Pattern is set by http.ServeMux, and by chi, just before the matched
 // handler runs, so Endpoint works only in middleware that runs after
@@ -54,7 +42,7 @@ func Endpoint() Key {
 		if r.Pattern == "" {
 			return "", ErrNotRouted
 		}
-		return EndpointKey(r.Method, r.Pattern), nil
+		return ident.EndpointKey(r.Method, r.Pattern), nil
 	}}
 }
 
@@ -83,7 +71,7 @@ func (notRoutedError) Is(target error) bool { return target == ErrNoKey }
 const endpointKind = "endpoint"
 
 // EndpointFromMux returns the Key, of kind "endpoint", whose identity is the pattern of the route
-// that mux selects for the request (see [EndpointKey] for the format), found
+// that mux selects for the request (in the format of [Endpoint]), found
 // with mux.Handler. It works wherever the limiter is installed, also in
 // front of the mux (limit(mux)) where routing has not happened yet, and
 // gives the same key there as after routing. Requests the mux would answer
@@ -107,7 +95,7 @@ func EndpointFromMux(mux *http.ServeMux) Key {
 			// which is the request's own path: never key on that.
 			pattern = ""
 		}
-		return EndpointKey(r.Method, pattern), nil
+		return ident.EndpointKey(r.Method, pattern), nil
 	}}
 }
 
@@ -136,28 +124,4 @@ func cleanPath(p string) string {
 		np += "/"
 	}
 	return np
-}
-
-// splitPattern splits a ServeMux pattern "[METHOD ][HOST]/[PATH]" into its
-// method, if any, and the rest, the way ServeMux parses it.
-func splitPattern(pattern string) (method, rest string) {
-	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
-		return pattern[:i], strings.TrimLeft(pattern[i+1:], " \t")
-	}
-	return "", pattern
-}
-
-// keyMethod folds a request method into a bounded set.
-func keyMethod(method, patternMethod string) string {
-	switch method {
-	case "":
-		return http.MethodGet // net/http: an empty method means GET
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
-		http.MethodPatch, http.MethodDelete, http.MethodConnect,
-		http.MethodOptions, http.MethodTrace, "QUERY":
-		return method
-	case patternMethod:
-		return method // a custom method a registered pattern names
-	}
-	return OtherMethod
 }

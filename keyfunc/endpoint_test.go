@@ -10,35 +10,6 @@ import (
 	"github.com/sluicehq/sluice/keyfunc"
 )
 
-func TestEndpointKey(t *testing.T) {
-	cases := []struct {
-		method, pattern, want string
-	}{
-		{"GET", "/users/{id}", "GET /users/{id}"},
-		{"POST", "/users/{id}", "POST /users/{id}"},
-		{"GET", "GET /users/{id}", "GET /users/{id}"},
-		{"HEAD", "GET /users/{id}", "HEAD /users/{id}"},
-		{"GET", "GET\t /x", "GET /x"},
-		{"GET", "example.com/x/", "GET example.com/x/"},
-		{"GET", "GET example.com/x/", "GET example.com/x/"},
-		{"QUERY", "/search", "QUERY /search"},
-		{"", "/x", "GET /x"},
-		// unusual methods fold, unless the pattern names them
-		{"FROBNICATE", "/x", "<other> /x"},
-		{"get", "/x", "<other> /x"},
-		{"PURGE", "PURGE /cache", "PURGE /cache"},
-		// unmatched
-		{"GET", "", "GET <unmatched>"},
-		{"DELETE", "", "DELETE <unmatched>"},
-		{"X-RANDOM-1234", "", "<other> <unmatched>"},
-	}
-	for _, tc := range cases {
-		if got := keyfunc.EndpointKey(tc.method, tc.pattern); got != tc.want {
-			t.Errorf("EndpointKey(%q, %q) = %q, want %q", tc.method, tc.pattern, got, tc.want)
-		}
-	}
-}
-
 func TestEndpointReadsRoutedPattern(t *testing.T) {
 	fn := keyfunc.Endpoint()
 	r := httptest.NewRequest(http.MethodGet, "/users/1", nil)

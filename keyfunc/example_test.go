@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 
 	"github.com/sluicehq/sluice/keyfunc"
 )
@@ -148,9 +147,16 @@ func ExampleAPIKey() {
 	// k_123 <nil>
 }
 
-func ExampleIPKey() {
+// An ip key groups IPv6 clients by prefix and keys an address that embeds
+// an IPv4 address by that address; Parse shows the identity it gives an
+// address.
+func ExampleIP_grouping() {
+	key, err := keyfunc.IP(keyfunc.IPConfig{IPv6Prefix: 48})
+	if err != nil {
+		panic(err)
+	}
 	for _, s := range []string{"2001:db8:1:2:3:4:5:6", "::ffff:192.0.2.1", "64:ff9b::192.0.2.1"} {
-		k, _ := keyfunc.IPKey(netip.MustParseAddr(s), 48)
+		k, _ := key.Parse(s)
 		fmt.Println(k)
 	}
 	// Output:

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/ident"
 )
 
 // form is how an operator writes the identity of a key.
@@ -165,8 +167,7 @@ func ipForm(bits int) *form {
 		if !ok {
 			return "", false
 		}
-		id, err := IPKey(a, bits)
-		return id, err == nil
+		return ident.IPKey(a, bits), true
 	}}
 }
 
@@ -187,7 +188,7 @@ func nonEmpty(s string) (string, bool) { return s, s != "" }
 
 // readEndpoint reads "METHOD /pattern" into the key the endpoint keys
 // give: a standard method in upper case, or as typed (a custom method a
-// pattern names, or OtherMethod), a space and the pattern.
+// pattern names, or ident.OtherMethod), a space and the pattern.
 func readEndpoint(s string) (string, bool) {
 	i := strings.IndexAny(s, " \t")
 	if i < 0 {
@@ -198,20 +199,10 @@ func readEndpoint(s string) (string, bool) {
 		pattern != Unmatched && !strings.Contains(pattern, "/") {
 		return "", false
 	}
-	if up := strings.ToUpper(method); keyMethod(up, "") == up {
+	if up := strings.ToUpper(method); ident.KeyMethod(up, "") == up {
 		method = up // GET, post, ...: the standard methods
-	} else if method != OtherMethod && !isToken(method) {
+	} else if method != ident.OtherMethod && !ident.IsToken(method) {
 		return "", false
 	}
 	return method + " " + pattern, true
-}
-
-// isToken reports whether s is an RFC 9110 token, such as a method.
-func isToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !isTokenChar(s[i]) {
-			return false
-		}
-	}
-	return s != ""
 }

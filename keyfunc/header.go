@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/sluicehq/sluice/internal/ident"
 )
 
 // Header returns the Key, of kind "header:" and the canonical header name,
@@ -23,17 +25,10 @@ import (
 // verifies it, a client can pick a fresh key per request.
 //
 // Header panics if name is not a valid header field name, as
-// regexp.MustCompile does for a bad pattern: names are fixed in code. Check
-// a name read at run time with [CheckHeaderName] first.
+// regexp.MustCompile does for a bad pattern: names are fixed in code. A
+// valid name is an RFC 9110 token: letters, digits and !#$%&'*+-.^_`|~.
 func Header(name string) Key {
 	return headerKey("header:", name)
-}
-
-// CheckHeaderName returns an error if name is not a valid header field
-// name (an RFC 9110 token), which [Header] and [APIKey] would panic on.
-func CheckHeaderName(name string) error {
-	_, err := headerName(name)
-	return err
 }
 
 func headerKey(kindPrefix, name string) Key {
@@ -91,23 +86,8 @@ func headerName(name string) (string, error) {
 	if name == "" {
 		return "", errors.New("keyfunc: empty header name")
 	}
-	for i := 0; i < len(name); i++ {
-		if !isTokenChar(name[i]) {
-			return "", fmt.Errorf("keyfunc: invalid header name %s", clip(name))
-		}
+	if !ident.IsToken(name) {
+		return "", fmt.Errorf("keyfunc: invalid header name %s", clip(name))
 	}
 	return http.CanonicalHeaderKey(name), nil
-}
-
-// isTokenChar reports whether c may appear in an RFC 9110 token.
-func isTokenChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	switch c {
-	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
-		return true
-	}
-	return false
 }

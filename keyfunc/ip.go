@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+
+	"github.com/sluicehq/sluice/internal/ident"
 )
 
 // IPResolver finds the client address of a request. The resolvers of this
-// package return normalised addresses (see [Normalize]) or an error wrapping
-// [ErrNoKey]: [RemoteAddr], [XFF] and [TrustedHeader].
+// package, [RemoteAddr], [XFF] and [TrustedHeader], return normalised
+// addresses (an IPv4-mapped IPv6 address becomes IPv4, an IPv6 zone is
+// dropped) or an error wrapping [ErrNoKey].
 type IPResolver func(*http.Request) (netip.Addr, error)
 
 // IPv6 grouping bounds, in prefix bits; see [IPConfig].
@@ -39,8 +42,12 @@ type IPConfig struct {
 }
 
 // IP returns the Key, of kind "ip", whose identity is the client address
-// found by cfg.Resolver, in the canonical text form [IPKey] gives it: for example
-// "192.0.2.1", or "2001:db8:1:2::" for any address in 2001:db8:1:2::/64.
+// found by cfg.Resolver, normalised (as [IPResolver] says) whatever the
+// resolver, in canonical text form: IPv4 addresses whole ("192.0.2.1"),
+// IPv6 addresses masked to the grouping and printed in RFC 5952 form
+// ("2001:db8:1:2::" for any address in 2001:db8:1:2::/64), and addresses
+// that embed an IPv4 address (NAT64 64:ff9b::/96, 6to4 2002::/16) as that
+// IPv4 address, since one IPv4 client or site owns all of them.
 // Resolution failures wrap [ErrNoKey]. IP returns an error if cfg is
 // invalid (an IPv6 prefix out of range, which may come from configuration).
 func IP(cfg IPConfig) (Key, error) {
@@ -63,7 +70,7 @@ func IP(cfg IPConfig) (Key, error) {
 		if !a.IsValid() {
 			return "", noKey("the IP resolver returned no address")
 		}
-		return groupAddr(Normalize(a), bits).String(), nil
+		return ident.IPKey(a, bits), nil
 	}}, nil
 }
 
@@ -78,51 +85,10 @@ func ClientIP() Key {
 	return k
 }
 
-// IPKey returns the key [IP] derives from address a with IPv6 grouped by
-// ipv6Prefix bits (0 means DefaultIPv6Prefix). The address is normalised
-// first (see [Normalize]). IPv4 addresses are returned whole; IPv6
-// addresses are masked to the prefix and printed in canonical RFC 5952 form
-// ("2001:db8:1:2::"); addresses that embed an IPv4 address (NAT64
-// 64:ff9b::/96 and 6to4 2002::/16) give that IPv4 address, because one
-// IPv4 client or site owns all of them. It is useful for keys derived from
-// addresses obtained elsewhere, such as chi's client IP middlewares.
-func IPKey(a netip.Addr, ipv6Prefix int) (string, error) {
-	if ipv6Prefix == 0 {
-		ipv6Prefix = DefaultIPv6Prefix
-	}
-	if err := checkIPv6Prefix(ipv6Prefix); err != nil {
-		return "", err
-	}
-	if !a.IsValid() {
-		return "", noKey("invalid IP address")
-	}
-	return groupAddr(Normalize(a), ipv6Prefix).String(), nil
-}
-
+// checkIPv6Prefix checks an IPv6 grouping.
 func checkIPv6Prefix(bits int) error {
 	if bits < MinIPv6Prefix || bits > 128 {
 		return fmt.Errorf("keyfunc: IPv6 prefix /%d out of range /%d to /128", bits, MinIPv6Prefix)
 	}
 	return nil
-}
-
-var (
-	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFour   = netip.MustParsePrefix("2002::/16")
-)
-
-// groupAddr maps a normalised address to the address that names its group.
-func groupAddr(a netip.Addr, ipv6Prefix int) netip.Addr {
-	if a.Is4() {
-		return a
-	}
-	b := a.As16()
-	switch {
-	case nat64Prefix.Contains(a):
-		return netip.AddrFrom4([4]byte(b[12:16]))
-	case sixToFour.Contains(a):
-		return netip.AddrFrom4([4]byte(b[2:6]))
-	}
-	p, _ := a.Prefix(ipv6Prefix) // cannot fail: a is IPv6 without a zone, bits checked
-	return p.Addr()
 }

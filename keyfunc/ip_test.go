@@ -64,9 +64,6 @@ func TestIPv6PrefixConfigurable(t *testing.T) {
 		if _, err := keyfunc.IP(keyfunc.IPConfig{IPv6Prefix: bad}); err == nil {
 			t.Errorf("IPv6Prefix %d accepted", bad)
 		}
-		if _, err := keyfunc.IPKey(netip.MustParseAddr("2001:db8::1"), bad); err == nil {
-			t.Errorf("IPKey with prefix %d accepted", bad)
-		}
 	}
 }
 
@@ -99,19 +96,15 @@ func TestIPUnresolvable(t *testing.T) {
 }
 
 func TestIPKeyNormalisesCustomResolverOutput(t *testing.T) {
-	// A custom resolver that returns a mapped, zoned address still gets
+	// A custom resolver that returns a mapped or zoned address still gets
 	// the canonical key.
-	res := func(*http.Request) (netip.Addr, error) {
-		return netip.MustParseAddr("::ffff:192.0.2.9"), nil
+	for addr, want := range map[string]string{"::ffff:192.0.2.9": "192.0.2.9", "fe80::1:2:3:4%eth0": "fe80::1:2:3:4"} {
+		res := func(*http.Request) (netip.Addr, error) {
+			return netip.MustParseAddr(addr), nil
+		}
+		fn := must(keyfunc.IP(keyfunc.IPConfig{Resolver: res, IPv6Prefix: 128}))
+		if got := keyOf(t, fn, newReq("@")); got != want {
+			t.Fatalf("%s: key %q, want %q", addr, got, want)
+		}
 	}
-	fn := must(keyfunc.IP(keyfunc.IPConfig{Resolver: res}))
-	if got := keyOf(t, fn, newReq("@")); got != "192.0.2.9" {
-		t.Fatalf("key %q", got)
-	}
-	got, err := keyfunc.IPKey(netip.MustParseAddr("fe80::1:2:3:4%eth0"), 128)
-	if err != nil || got != "fe80::1:2:3:4" {
-		t.Fatalf("IPKey = %q, %v", got, err)
-	}
-	_, err = keyfunc.IPKey(netip.Addr{}, 0)
-	wantNoKey(t, err)
 }

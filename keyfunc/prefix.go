@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/ident"
 )
 
 // ParsePrefixes parses trusted proxy ranges for [XFF] and [TrustedHeader].
@@ -38,18 +40,6 @@ func ParsePrefixes(cidrs ...string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// NormalizePrefix returns p with its host bits masked off and, for a prefix
-// inside the IPv4-mapped range (::ffff:0:0/96 or longer), as the equivalent
-// IPv4 prefix: addresses are unmapped before they are compared with it (see
-// [Normalize]).
-func NormalizePrefix(p netip.Prefix) netip.Prefix {
-	p = p.Masked()
-	if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
-		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
-	}
-	return p
-}
-
 // trustSet is a validated, normalised list of trusted proxy prefixes.
 type trustSet []netip.Prefix
 
@@ -66,7 +56,7 @@ func newTrustSet(prefixes []netip.Prefix) (trustSet, error) {
 		if !p.IsValid() {
 			return nil, fmt.Errorf("keyfunc: trusted prefix #%d is not a valid prefix", i+1)
 		}
-		set = append(set, NormalizePrefix(p))
+		set = append(set, ident.NormalizePrefix(p))
 	}
 	return set, nil
 }

@@ -15,7 +15,7 @@ import (
 // trusted prefix; from any other peer it is ignored completely and the peer
 // is the client. If the header arrives more than once, the last value wins:
 // it was written by the hop closest to the server. A missing header, or a
-// last value that is not exactly one address (see [ParseAddr]), is an error
+// last value that is not exactly one address (in a form [RemoteAddr] lists), is an error
 // wrapping [ErrNoKey]; earlier values are never used instead.
 //
 // Name only a header your edge overwrites. True-Client-IP,

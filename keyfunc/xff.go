@@ -26,7 +26,7 @@ const xffHeader = "X-Forwarded-For"
 //     walked from the right, skipping entries inside trusted prefixes. The
 //     first entry that is not trusted is the client. Empty list elements are
 //     skipped. Entries may carry a port ("192.0.2.1:4711",
-//     "[2001:db8::1]:4711"); see [ParseAddr].
+//     "[2001:db8::1]:4711"), in the forms [RemoteAddr] lists.
 //  3. A malformed entry stops the walk with an error wrapping [ErrNoKey]; it
 //     never falls back to an entry further left, which the client wrote.
 //  4. If every entry, and the peer, is a trusted proxy (including a trusted
@@ -40,8 +40,9 @@ const xffHeader = "X-Forwarded-For"
 //     the limiter or exempt them with a bypass rule.
 //  5. More than [MaxXFFHops] entries walked fails closed as well.
 //
-// Addresses are normalised ([Normalize]) before they are compared with the
-// prefixes and before they are returned. Prefixes are validated here: at
+// Addresses are normalised (an IPv4-mapped IPv6 address becomes IPv4, an
+// IPv6 zone is dropped) before they are compared with the prefixes and
+// before they are returned. Prefixes are validated here: at
 // least one is required, each must be valid, host bits are ignored and an
 // IPv4-mapped prefix (::ffff:10.0.0.0/104) means its IPv4 equivalent
 // (10.0.0.0/8). An IPv6 prefix never matches an IPv4 client and vice versa.

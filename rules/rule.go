@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/ascii"
+	"github.com/sluicehq/sluice/internal/ident"
 	"github.com/sluicehq/sluice/keyfunc"
 )
 
@@ -140,9 +141,9 @@ func (r *Rule) Validate() error {
 		return fail("max_cost", "%d is below the cost %d", r.MaxCost, r.cost())
 	case r.OnFail > FailClosed:
 		return fail("on_fail", "unknown policy %d", r.OnFail)
-	case !r.Colocate.IsZero() && !Colocatable(r.Key.Kind()):
+	case !r.Colocate.IsZero() && !ident.Colocatable(r.Key.Kind()):
 		return fail("colocate", "a rule keyed by %s cannot be colocated: its buckets must spread over the cluster; only buckets of one identity (a user, an API key) may share a slot", r.Key.Kind())
-	case !r.Colocate.IsZero() && !Colocatable(r.Colocate.Kind()):
+	case !r.Colocate.IsZero() && !ident.Colocatable(r.Colocate.Kind()):
 		return fail("colocate", "cannot colocate by %s: every bucket of the service would share one slot; colocate by an identity such as a user or an API key", r.Colocate.Kind())
 	}
 	if err := r.Algorithm.ValidateLimit(r.Limit); err != nil {
@@ -158,17 +159,6 @@ func (r *Rule) Validate() error {
 		return fail("cost", "%d exceeds the capacity %d: no request could ever pass", cost, r.Limit.Capacity())
 	}
 	return nil
-}
-
-// Colocatable reports whether rules whose key kind is kind may colocate
-// their buckets (see [Rule.Colocate]): not IP, endpoint or global buckets,
-// which many identities share or which a whole service shares.
-func Colocatable(kind string) bool {
-	switch kind {
-	case "ip", "endpoint", "global":
-		return false
-	}
-	return true
 }
 
 func (r *Rule) cost() int64 {

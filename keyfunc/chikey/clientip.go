@@ -7,13 +7,15 @@ import (
 
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/sluicehq/sluice/internal/ident"
 	"github.com/sluicehq/sluice/keyfunc"
 )
 
 // ClientIPAddr is a keyfunc.IPResolver that reads the client address stored
 // by one of chi's ClientIPFrom* middlewares (ClientIPFromRemoteAddr,
 // ClientIPFromXFF, ClientIPFromHeader, ClientIPFromXFFTrustedProxies) with
-// middleware.GetClientIPAddr, normalised with keyfunc.Normalize. Install
+// middleware.GetClientIPAddr, normalised as keyfunc's resolvers normalise
+// addresses (an IPv4-mapped IPv6 address becomes IPv4, a zone is dropped). Install
 // that middleware before the limiter:
 //
 //	r.Use(middleware.ClientIPFromXFF("10.0.0.0/8"))
@@ -29,7 +31,7 @@ func ClientIPAddr(r *http.Request) (netip.Addr, error) {
 	if !a.IsValid() {
 		return netip.Addr{}, errNoChiIP
 	}
-	return keyfunc.Normalize(a), nil
+	return ident.Normalize(a), nil
 }
 
 var errNoChiIP = keyfuncError("no client IP in the request context: install a chi middleware.ClientIPFrom* before the limiter")

@@ -7,12 +7,13 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/sluicehq/sluice/internal/ident"
 	"github.com/sluicehq/sluice/keyfunc"
 )
 
 // Endpoint returns the Key, of kind "endpoint", whose identity is the method and the full chi route
-// pattern of the request, e.g. "GET /api/users/{id}" (see
-// keyfunc.EndpointKey), never the raw path. Requests no route matches (404,
+// pattern of the request, e.g. "GET /api/users/{id}" (the format of
+// keyfunc.Endpoint), never the raw path. Requests no route matches (404,
 // 405, methods chi does not know) get the keyfunc.Unmatched key, such as
 // "GET <unmatched>".
 //
@@ -68,7 +69,7 @@ func Endpoint(router chi.Routes) keyfunc.Key {
 		rc := chi.NewRouteContext()
 		pattern := routes.Find(rc, method, routePath)
 		pattern = stubs.get(routes).resolve(rc, method, pattern)
-		return keyfunc.EndpointKey(method, normalize(pattern)), nil
+		return ident.EndpointKey(method, normalize(pattern)), nil
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/sluicehq/sluice/internal/ident"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/keyfunc/chikey"
 )
@@ -55,7 +56,7 @@ func FuzzEndpointMatchesRouting(f *testing.F) {
 		}
 		routed = ""
 		r.ServeHTTP(discard{}, req)
-		if want := keyfunc.EndpointKey(method, routed); got != want {
+		if want := ident.EndpointKey(method, routed); got != want {
 			t.Fatalf("%q %q: lookup key %q, routed key %q", method, path, got, want)
 		}
 		if _, p, _ := strings.Cut(got, " "); p != keyfunc.Unmatched && !strings.HasPrefix(p, "/") {

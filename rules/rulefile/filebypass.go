@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/sluicehq/sluice/internal/ident"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
@@ -123,7 +124,7 @@ func checkPrefix(s string) (string, error) {
 	if err != nil || strings.TrimSpace(s) != s {
 		return "", fmt.Errorf("%s is not a CIDR prefix or IP address", quote(s))
 	}
-	return keyfunc.NormalizePrefix(ps[0]).String(), nil
+	return ident.NormalizePrefix(ps[0]).String(), nil
 }
 
 // checkKeyHash accepts "sha256:" and 64 hex digits, returned without the
@@ -173,11 +174,10 @@ func (fb *fileBypass) identify(r *http.Request) (string, bool) {
 			resolve = keyfunc.RemoteAddr
 		}
 		if a, err := resolve(r); err == nil && a.IsValid() {
-			a = keyfunc.Normalize(a)
+			a = ident.Normalize(a)
 			for _, p := range fb.prefixes {
 				if p.Contains(a) {
-					key, _ := keyfunc.IPKey(a, fb.env.cfg.IPv6Prefix)
-					return "ip:" + key, true
+					return "ip:" + ident.IPKey(a, fb.env.ipv6Prefix), true
 				}
 			}
 		}

@@ -2,6 +2,7 @@ package rulefile
 
 import (
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/ident"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
@@ -156,14 +157,14 @@ func (d *decoder) colocate(n *yaml.Node, kind string) (keyfunc.Key, error) {
 	if err != nil {
 		return keyfunc.Key{}, err
 	}
-	if !rules.Colocatable(kind) {
+	if !ident.Colocatable(kind) {
 		return keyfunc.Key{}, d.fail(deref(n), "colocate", "a rule keyed by %s cannot be colocated: its buckets must spread over the cluster", kind)
 	}
 	k, err := d.env.keySpec(s)
 	if err != nil {
 		return keyfunc.Key{}, d.fail(deref(n), "colocate", "%v", err)
 	}
-	if !rules.Colocatable(k.Kind()) {
+	if !ident.Colocatable(k.Kind()) {
 		return keyfunc.Key{}, d.fail(deref(n), "colocate", "cannot colocate by %s: every bucket of the service would share one slot; colocate by an identity such as user or api_key", k.Kind())
 	}
 	return k, nil

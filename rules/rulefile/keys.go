@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sluicehq/sluice/internal/ident"
 	"github.com/sluicehq/sluice/keyfunc"
 )
 
@@ -31,7 +32,7 @@ func (e *env) keySpec(s string) (keyfunc.Key, error) {
 		return e.user, nil
 	}
 	if name, ok := strings.CutPrefix(s, "header:"); ok {
-		if err := keyfunc.CheckHeaderName(name); err != nil {
+		if !ident.IsToken(name) {
 			return keyfunc.Key{}, fmt.Errorf("%q: not a valid header name", name)
 		}
 		return keyfunc.Header(name), nil

@@ -1,12 +1,14 @@
 package rulefile
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/internal/ident"
 	"github.com/sluicehq/sluice/keyfunc"
 )
 
@@ -45,7 +47,7 @@ type LoadConfig struct {
 	// request context. nil: files using plans are refused.
 	Plan func(*http.Request) string
 	// Endpoint returns a request's endpoint key in the format of
-	// [keyfunc.EndpointKey] ("GET /users/{id}"), for endpoint and
+	// [keyfunc.Endpoint] ("GET /users/{id}"), for endpoint and
 	// user_endpoint keys and for match.routes. The zero Key means
 	// [keyfunc.Endpoint], which reads r.Pattern and so works only after
 	// routing (chi's r.With, a handler wrapped on its own). Where the
@@ -69,6 +71,7 @@ var builtinKinds = []string{"ip", "user", "api_key", "user_endpoint", "endpoint"
 type env struct {
 	cfg          LoadConfig
 	ip           keyfunc.Key
+	ipv6Prefix   int    // cfg.IPv6Prefix, or keyfunc.DefaultIPv6Prefix
 	apiHeader    string // canonical
 	apiKey       keyfunc.Key
 	user         keyfunc.Key // zero without cfg.User
@@ -87,8 +90,9 @@ func (c LoadConfig) env() (*env, error) {
 	if e.ip, err = keyfunc.IP(keyfunc.IPConfig{Resolver: c.ClientIP, IPv6Prefix: c.IPv6Prefix}); err != nil {
 		return nil, fmt.Errorf("rulefile: LoadConfig.IPv6Prefix: %w", err)
 	}
-	if err = keyfunc.CheckHeaderName(apiHeader); err != nil {
-		return nil, fmt.Errorf("rulefile: LoadConfig.APIKeyHeader: %w", err)
+	e.ipv6Prefix = cmp.Or(c.IPv6Prefix, keyfunc.DefaultIPv6Prefix)
+	if !ident.IsToken(apiHeader) {
+		return nil, fmt.Errorf("rulefile: LoadConfig.APIKeyHeader: %q is not a valid header name", apiHeader)
 	}
 	e.apiKey = keyfunc.APIKey(apiHeader)
 	e.apiHeader = http.CanonicalHeaderKey(apiHeader)
