@@ -53,7 +53,7 @@
 // When the shared store fails, a leased bucket keeps serving its lease
 // until it expires; the request that needs the shared store gets its error,
 // so the rule's on_fail applies. A return of unused tokens that fails is
-// counted ([Store.FailedRefunds], [Observer.LeaseLost]) and logged, never
+// counted ([RefundObserver], [Observer.LeaseLost]) and logged, never
 // retried.
 //
 // # Hot keys

@@ -15,3 +15,6 @@ func HotTracked(s *Store) (rules, keys int) {
 
 // SplitLimit is splitLimit, for the tests of package lease_test.
 var SplitLimit = splitLimit
+
+// Len returns the number of keys holding lease state.
+func (s *Store) Len() int { return s.table.len() }

@@ -152,9 +152,9 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	return nil
 }
 
-// refundFailed counts refunds the backing store failed to take.
+// refundFailed tells the observer of refunds the backing store failed to
+// take.
 func (s *Store) refundFailed(refunds []sluice.Refund) {
-	s.refunds.Add(int64(len(refunds)))
 	ro, ok := s.obs.(RefundObserver)
 	if !ok {
 		return

@@ -112,7 +112,7 @@ func TestFloodOfKeysStaysBounded(t *testing.T) {
 		}
 		clock.Advance(time.Microsecond)
 	}
-	if n := s.Leased(); n > 1024 {
+	if n := s.Len(); n > 1024 {
 		t.Fatalf("%d keys hold lease state, want at most MaxKeys = 1024", n)
 	}
 	if _, keys := lease.HotTracked(s); keys > 16 {

@@ -286,8 +286,8 @@ func TestFailedReturnIsNeverRetried(t *testing.T) {
 	if n := back.refunds.Load(); n != 0 {
 		t.Fatalf("%d refunds reached the backing store after the failed one, want none", n)
 	}
-	if s.FailedRefunds() != 1 || rec.lost != held || rec.returned != 0 {
-		t.Fatalf("failed %d, lost %d, returned %d: want 1 failed and the %d held lost", s.FailedRefunds(), rec.lost, rec.returned, held)
+	if rec.refundFailures != 1 || rec.lost != held || rec.returned != 0 {
+		t.Fatalf("failed %d, lost %d, returned %d: want 1 failed and the %d held lost", rec.refundFailures, rec.lost, rec.returned, held)
 	}
 	if got := peek(t, back, h); got != 100-10-held {
 		t.Fatalf("the bucket holds %d, want %d: the failed return must not have applied", got, 100-10-held)

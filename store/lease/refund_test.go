@@ -103,9 +103,8 @@ func TestFailedRefundsCounted(t *testing.T) {
 	if err := s.Close(context.Background()); err == nil {
 		t.Fatal("Close gave leases back to a store that is down")
 	}
-	if rec.refundFailures < 2 || rec.lost == 0 || s.FailedRefunds() != int64(rec.refundFailures) {
-		t.Fatalf("after Close: %d refund failures (store: %d), %d tokens lost; want ≥ 2, equal, and > 0",
-			rec.refundFailures, s.FailedRefunds(), rec.lost)
+	if rec.refundFailures < 2 || rec.lost == 0 {
+		t.Fatalf("after Close: %d refund failures, %d tokens lost; want ≥ 2 and > 0", rec.refundFailures, rec.lost)
 	}
 }
 
@@ -236,7 +235,7 @@ func TestRefundOfForgottenLease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := s.Leased(); n != 0 {
+	if n := s.Len(); n != 0 {
 		t.Fatalf("%d keys hold lease state after two expiries, want 0", n)
 	}
 	for range 30 { // the key's leases anew

@@ -31,7 +31,6 @@ type Store struct {
 	calls     sync.RWMutex // held for reading by calls that may change leases; Close takes it to wait for them
 	stop      chan struct{}
 	done      sync.WaitGroup
-	refunds   atomic.Int64           // refunds that failed: counted, logged, never retried
 	gens      atomic.Int64           // the last lease generation: generations are never reused, even by a key forgotten and seen again
 	refusals  *refusal.Memory        // nil when off or over an in-process store
 	counter   sluice.InstanceCounter // the backing store's, or nil
@@ -324,11 +323,3 @@ func (s *Store) sweepLoop(every time.Duration) {
 		}
 	}
 }
-
-// Leased returns the number of keys holding lease state.
-func (s *Store) Leased() int { return s.table.len() }
-
-// FailedRefunds returns how many refunds the backing store failed to
-// take: returns of unused tokens and callers' refunds passed through (each
-// counted once, never retried).
-func (s *Store) FailedRefunds() int64 { return s.refunds.Load() }
