@@ -46,7 +46,7 @@ type Config struct {
 	TopK int
 	// SweepInterval is how often a background goroutine gives back the
 	// unused tokens of expired leases. Default: 1 s. Negative disables
-	// it; then only [Store.Expire] gives them back.
+	// it; then only [Store.Sweep] gives them back.
 	SweepInterval time.Duration
 	// Observer receives lease and hot-key events (the metrics package's
 	// LeaseCollector implements it). Default: none.

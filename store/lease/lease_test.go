@@ -121,7 +121,7 @@ func TestQuietKeyHoldsNothing(t *testing.T) {
 	}
 }
 
-// Leased tokens go back on Close, and on expiry through Expire; a store
+// Leased tokens go back on Close, and on expiry through Sweep; a store
 // dropped without Close loses at most what it held.
 func TestGiveBack(t *testing.T) {
 	for _, tc := range []struct {
@@ -136,7 +136,7 @@ func TestGiveBack(t *testing.T) {
 		}, false},
 		{"expiry", func(t *testing.T, s *lease.Store, clock interface{ Advance(time.Duration) time.Time }) {
 			clock.Advance(2 * time.Second)
-			if err := s.Expire(context.Background()); err != nil {
+			if err := s.Sweep(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		}, false},
@@ -274,12 +274,12 @@ func TestFailedReturnIsNeverRetried(t *testing.T) {
 	}
 	back.down.Store(true)
 	clock.Advance(3 * time.Second)
-	if err := s.Expire(context.Background()); !errors.Is(err, sluice.ErrUnavailable) {
-		t.Fatalf("Expire with the backing store down: %v, want ErrUnavailable", err)
+	if err := s.Sweep(context.Background()); !errors.Is(err, sluice.ErrUnavailable) {
+		t.Fatalf("Sweep with the backing store down: %v, want ErrUnavailable", err)
 	}
 	back.down.Store(false)
 	for range 3 {
-		if err := s.Expire(context.Background()); err != nil {
+		if err := s.Sweep(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}

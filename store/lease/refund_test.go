@@ -40,7 +40,7 @@ func TestRefundAcrossRefills(t *testing.T) {
 	// Once the lease has expired and gone back, a late refund does
 	// nothing, and is counted.
 	clock.Advance(10 * time.Second)
-	if err := s.Expire(context.Background()); err != nil {
+	if err := s.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	before := rec.lost
@@ -231,7 +231,7 @@ func TestRefundOfForgottenLease(t *testing.T) {
 	old := takeFromLease(t, s, back, h)
 	for range 2 { // the lease goes back, then the key is forgotten
 		clock.Advance(3 * time.Second)
-		if err := s.Expire(context.Background()); err != nil {
+		if err := s.Sweep(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -270,12 +270,12 @@ func (s *Store) policy(h *sluice.Hit) *sluice.LeasePolicy {
 	return s.cfg.Default
 }
 
-// Expire gives back the unused tokens of every lease that has expired, in
+// Sweep gives back the unused tokens of every lease that has expired, in
 // one refund call to the backing store, and forgets keys that hold
 // nothing. The sweeper calls it every Config.SweepInterval; tests with a
 // fake clock call it directly. A refund that fails is counted and logged,
 // never retried.
-func (s *Store) Expire(ctx context.Context) error {
+func (s *Store) Sweep(ctx context.Context) error {
 	return s.giveBack(ctx, false)
 }
 
@@ -318,7 +318,7 @@ func (s *Store) sweepLoop(every time.Duration) {
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), every)
-			_ = s.Expire(ctx) // counted and logged inside
+			_ = s.Sweep(ctx) // counted and logged inside
 			cancel()
 		}
 	}

@@ -130,7 +130,7 @@ func TestCloseTimeoutCountsLateRefill(t *testing.T) {
 		take(t, s, h)
 	}
 	clock.Advance(time.Minute) // the lease expires: the next hit refills
-	if err := s.Expire(context.Background()); err != nil {
+	if err := s.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	g.open.Store(false)
