@@ -88,7 +88,7 @@ func (cfg LeaseConfig) withDefaults() LeaseConfig {
 
 // NewLease returns a lease collector configured by cfg. It fails on an
 // invalid namespace or constant label (an error wrapping
-// [ErrInvalidConfig]) and, if cfg.Registerer is set, when registration
+// [sluice.ErrInvalidConfig]) and, if cfg.Registerer is set, when registration
 // fails.
 func NewLease(cfg LeaseConfig) (*LeaseCollector, error) {
 	cfg = cfg.withDefaults()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/metrics"
 	"github.com/sluicehq/sluice/store/lease"
 )
@@ -74,7 +75,7 @@ sluice_hot_key_transitions_total{handling="lease",rule="api",to="hot"} 2
 		{ConstLabels: prometheus.Labels{"__name": "x"}},
 		{ConstLabels: prometheus.Labels{"limiter": "bad\xff"}},
 	} {
-		if c, err := metrics.NewLease(cfg); c != nil || !errors.Is(err, metrics.ErrInvalidConfig) {
+		if c, err := metrics.NewLease(cfg); c != nil || !errors.Is(err, sluice.ErrInvalidConfig) {
 			t.Errorf("%+v: %v, want an error wrapping ErrInvalidConfig", cfg, err)
 		}
 	}
@@ -126,7 +127,7 @@ func TestMustNew(t *testing.T) {
 	} {
 		func() {
 			defer func() {
-				if err, _ := recover().(error); !errors.Is(err, metrics.ErrInvalidConfig) {
+				if err, _ := recover().(error); !errors.Is(err, sluice.ErrInvalidConfig) {
 					t.Errorf("%s with a bad namespace panicked with %v, want an error wrapping ErrInvalidConfig", name, err)
 				}
 			}()

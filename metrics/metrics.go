@@ -132,13 +132,9 @@ var outcomeLabels = func() []string {
 	return labels
 }()
 
-// ErrInvalidConfig reports a configuration [New] or [NewLease] refuses,
-// such as an invalid namespace. Test for it with [errors.Is].
-var ErrInvalidConfig = errors.New("metrics: invalid configuration")
-
 // New returns a collector configured by cfg. It fails on an invalid
 // configuration (a bad namespace or constant label, buckets not strictly
-// increasing: an error wrapping [ErrInvalidConfig]) and, if
+// increasing: an error wrapping [sluice.ErrInvalidConfig]) and, if
 // cfg.Registerer is set, when registration fails.
 func New(cfg Config) (*Collector, error) {
 	cfg = cfg.withDefaults()
@@ -237,11 +233,11 @@ func (cfg Config) validate() error {
 		return err
 	}
 	if len(cfg.Buckets) == 0 {
-		return fmt.Errorf("%w: no histogram buckets", ErrInvalidConfig)
+		return fmt.Errorf("%w: metrics: no histogram buckets", sluice.ErrInvalidConfig)
 	}
 	for i := 1; i < len(cfg.Buckets); i++ {
 		if !(cfg.Buckets[i] > cfg.Buckets[i-1]) {
-			return fmt.Errorf("%w: histogram buckets not strictly increasing at %v", ErrInvalidConfig, cfg.Buckets[i])
+			return fmt.Errorf("%w: metrics: histogram buckets not strictly increasing at %v", sluice.ErrInvalidConfig, cfg.Buckets[i])
 		}
 	}
 	return nil
@@ -256,14 +252,14 @@ var collectorLabels = []string{"rule", "outcome", "result", "kind", "ambiguous",
 // collector's own labels, label values valid UTF-8.
 func validateNames(namespace string, constLabels prometheus.Labels, own []string) error {
 	if !validName(namespace) {
-		return fmt.Errorf("%w: invalid namespace %q", ErrInvalidConfig, namespace)
+		return fmt.Errorf("%w: metrics: invalid namespace %q", sluice.ErrInvalidConfig, namespace)
 	}
 	for name, value := range constLabels {
 		if !validName(name) || strings.HasPrefix(name, "__") || !utf8.ValidString(value) {
-			return fmt.Errorf("%w: invalid constant label %q=%q", ErrInvalidConfig, name, value)
+			return fmt.Errorf("%w: metrics: invalid constant label %q=%q", sluice.ErrInvalidConfig, name, value)
 		}
 		if slices.Contains(own, name) {
-			return fmt.Errorf("%w: constant label %q is a label of sluice's metrics", ErrInvalidConfig, name)
+			return fmt.Errorf("%w: metrics: constant label %q is a label of sluice's metrics", sluice.ErrInvalidConfig, name)
 		}
 	}
 	return nil

@@ -463,7 +463,7 @@ func TestConfig(t *testing.T) {
 		{ConstLabels: prometheus.Labels{"limiter": "bad\xff"}},
 	}
 	for _, cfg := range bad {
-		if c, err := metrics.New(cfg); c != nil || !errors.Is(err, metrics.ErrInvalidConfig) {
+		if c, err := metrics.New(cfg); c != nil || !errors.Is(err, sluice.ErrInvalidConfig) {
 			t.Errorf("New(%+v): %v, want an error wrapping ErrInvalidConfig", cfg, err)
 		}
 	}

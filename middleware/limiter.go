@@ -60,13 +60,14 @@ type Source interface {
 }
 
 // New returns a limiter deciding the rules of set on store. It returns an
-// error for a nil store or set, or an invalid option.
+// error wrapping [sluice.ErrInvalidConfig] for a nil store or set, or an
+// invalid option.
 func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 	if store == nil {
-		return nil, fmt.Errorf("middleware: nil store")
+		return nil, fmt.Errorf("%w: middleware: nil store", sluice.ErrInvalidConfig)
 	}
 	if set == nil || isNilSet(set) {
-		return nil, fmt.Errorf("middleware: nil rule set")
+		return nil, fmt.Errorf("%w: middleware: nil rule set", sluice.ErrInvalidConfig)
 	}
 	cfg, err := buildConfig(opts)
 	if err != nil {

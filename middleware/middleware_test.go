@@ -243,8 +243,11 @@ func TestInvalidConfiguration(t *testing.T) {
 		"zero budget":  first(middleware.New(store, set, middleware.WithBudget(0))),
 		"nil deny":     first(middleware.New(store, set, middleware.WithDenyHandler(nil))),
 		"nil on error": first(middleware.New(store, set, middleware.WithErrorHandler(nil))),
+		"nil logger":   first(middleware.New(store, set, middleware.WithLogger(nil))),
+		"nil clock":    first(middleware.New(store, set, middleware.WithClock(nil))),
+		"no instances": first(middleware.New(store, set, middleware.WithInstances(0))),
 	} {
-		if err == nil || !strings.HasPrefix(err.Error(), "middleware: ") {
+		if !errors.Is(err, sluice.ErrInvalidConfig) || !strings.Contains(err.Error(), "middleware: ") {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}

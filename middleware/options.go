@@ -77,7 +77,7 @@ func WithHeaders(m headers.Mode) Option {
 func WithBudget(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if d <= 0 {
-			return fmt.Errorf("middleware: budget %v: must be positive", d)
+			return fmt.Errorf("%w: middleware: budget %v: must be positive", sluice.ErrInvalidConfig, d)
 		}
 		c.budget = d
 		return nil
@@ -93,7 +93,7 @@ type DenyHandler func(w http.ResponseWriter, r *http.Request, d Denial)
 func WithDenyHandler(h DenyHandler) Option {
 	return optionFunc(func(c *config) error {
 		if h == nil {
-			return fmt.Errorf("middleware: nil deny handler")
+			return fmt.Errorf("%w: middleware: nil deny handler", sluice.ErrInvalidConfig)
 		}
 		c.deny = h
 		return nil
@@ -109,7 +109,7 @@ type ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
 func WithErrorHandler(h ErrorHandler) Option {
 	return optionFunc(func(c *config) error {
 		if h == nil {
-			return fmt.Errorf("middleware: nil error handler")
+			return fmt.Errorf("%w: middleware: nil error handler", sluice.ErrInvalidConfig)
 		}
 		c.onError = h
 		return nil
@@ -129,7 +129,7 @@ func WithObserver(o sluice.Observer) Option {
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) error {
 		if l == nil {
-			return fmt.Errorf("middleware: nil logger")
+			return fmt.Errorf("%w: middleware: nil logger", sluice.ErrInvalidConfig)
 		}
 		c.logger = l
 		return nil
@@ -142,7 +142,7 @@ func WithLogger(l *slog.Logger) Option {
 func WithClock(c sluice.Clock) Option {
 	return optionFunc(func(cfg *config) error {
 		if c == nil {
-			return fmt.Errorf("middleware: nil clock")
+			return fmt.Errorf("%w: middleware: nil clock", sluice.ErrInvalidConfig)
 		}
 		cfg.now = c.Now
 		return nil
@@ -159,7 +159,7 @@ func WithClock(c sluice.Clock) Option {
 func WithInstances(n int) Option {
 	return optionFunc(func(c *config) error {
 		if n < 1 {
-			return fmt.Errorf("middleware: instances %d: must be at least 1", n)
+			return fmt.Errorf("%w: middleware: instances %d: must be at least 1", sluice.ErrInvalidConfig, n)
 		}
 		c.instances = n
 		return nil

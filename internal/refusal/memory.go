@@ -45,7 +45,7 @@ const (
 // "redisstore".
 func Validate(pkg string, size int) error {
 	if size < 0 {
-		return fmt.Errorf("%s: %w: Config.RefusalMemory %d: must not be negative (0 means %d)", pkg, sluice.ErrInvalidConfig, size, DefaultSize)
+		return fmt.Errorf("%w: %s: Config.RefusalMemory %d: must not be negative (0 means %d)", sluice.ErrInvalidConfig, pkg, size, DefaultSize)
 	}
 	return nil
 }

@@ -363,7 +363,7 @@ func TestNewRefusesBadConfiguration(t *testing.T) {
 			if tc.opt != nil {
 				opts = append(opts, tc.opt)
 			}
-			if h, err := admin.New(tc.store, tc.src, opts...); h != nil || !errors.Is(err, admin.ErrInvalidConfig) {
+			if h, err := admin.New(tc.store, tc.src, opts...); h != nil || !errors.Is(err, sluice.ErrInvalidConfig) {
 				t.Fatalf("got %v, %v; want an error wrapping ErrInvalidConfig", h, err)
 			}
 		})
@@ -377,7 +377,7 @@ func TestMustNew(t *testing.T) {
 		t.Fatal("MustNew with a valid configuration: nil handler")
 	}
 	defer func() {
-		if err, _ := recover().(error); !errors.Is(err, admin.ErrInvalidConfig) {
+		if err, _ := recover().(error); !errors.Is(err, sluice.ErrInvalidConfig) {
 			t.Fatalf("MustNew with a nil store panicked with %v, want an error wrapping ErrInvalidConfig", err)
 		}
 	}()

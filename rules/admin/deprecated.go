@@ -3,6 +3,7 @@ package admin
 import (
 	"fmt"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/keyfunc"
 )
 
@@ -17,7 +18,7 @@ func WithIPv6Prefix(bits int) Option {
 	return func(c *config) error {
 		key, err := keyfunc.IP(keyfunc.IPConfig{IPv6Prefix: bits})
 		if err != nil {
-			return fmt.Errorf("%w: WithIPv6Prefix: %w", ErrInvalidConfig, err)
+			return fmt.Errorf("%w: admin: WithIPv6Prefix: %w", sluice.ErrInvalidConfig, err)
 		}
 		c.ipParse = nil
 		if bits != 0 {

@@ -41,11 +41,11 @@ type handler struct {
 // with several limiters on the store (chi's r.Use for every route, r.With
 // for one) passes the rules of the others with [WithRules], so that one
 // handler covers them all. New refuses a nil store or source and an
-// invalid option, with an error wrapping [ErrInvalidConfig]. See the
+// invalid option, with an error wrapping [sluice.ErrInvalidConfig]. See the
 // package documentation for the routes.
 func New(store sluice.Store, src Source, opts ...Option) (http.Handler, error) {
 	if store == nil || src == nil || isNilSet(src) {
-		return nil, fmt.Errorf("%w: New: nil store or rule source", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: admin: New: nil store or rule source", sluice.ErrInvalidConfig)
 	}
 	h := &handler{store: store, config: config{log: slog.Default(), srcs: []Source{src}}}
 	h.parsers = map[string]IdentityParser{}

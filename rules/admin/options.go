@@ -1,18 +1,12 @@
 package admin
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/keyfunc"
 )
-
-// ErrInvalidConfig reports an argument or option [New] cannot work with,
-// such as a nil store or an empty hash secret. Test for it with
-// [errors.Is].
-var ErrInvalidConfig = errors.New("admin: invalid configuration")
 
 // Option configures [New].
 type Option func(*config) error
@@ -35,7 +29,7 @@ type IdentityParser = keyfunc.IdentityParser
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
-			return fmt.Errorf("%w: WithLogger: nil logger", ErrInvalidConfig)
+			return fmt.Errorf("%w: admin: WithLogger: nil logger", sluice.ErrInvalidConfig)
 		}
 		c.log = l
 		return nil
@@ -55,7 +49,7 @@ func WithObserver(o sluice.Observer) Option {
 func WithHashSecret(secret []byte) Option {
 	return func(c *config) error {
 		if len(secret) == 0 {
-			return fmt.Errorf("%w: WithHashSecret: empty secret", ErrInvalidConfig)
+			return fmt.Errorf("%w: admin: WithHashSecret: empty secret", sluice.ErrInvalidConfig)
 		}
 		c.secret = append([]byte(nil), secret...)
 		return nil
@@ -71,7 +65,7 @@ func WithHashSecret(secret []byte) Option {
 func WithIdentity(kind string, parse IdentityParser) Option {
 	return func(c *config) error {
 		if kind == "" || parse == nil {
-			return fmt.Errorf("%w: WithIdentity: empty kind or nil parser", ErrInvalidConfig)
+			return fmt.Errorf("%w: admin: WithIdentity: empty kind or nil parser", sluice.ErrInvalidConfig)
 		}
 		c.parsers[kind] = parse
 		return nil

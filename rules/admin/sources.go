@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/rules"
 )
 
@@ -21,7 +22,7 @@ func WithRules(srcs ...Source) Option {
 	return func(c *config) error {
 		for _, src := range srcs {
 			if src == nil || isNilSet(src) {
-				return fmt.Errorf("%w: WithRules: nil rule source", ErrInvalidConfig)
+				return fmt.Errorf("%w: admin: WithRules: nil rule source", sluice.ErrInvalidConfig)
 			}
 		}
 		c.srcs = append(c.srcs, srcs...)

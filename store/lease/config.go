@@ -85,7 +85,7 @@ const (
 
 func (c Config) withDefaults() (Config, error) {
 	fail := func(field, format string, args ...any) (Config, error) {
-		return c, fmt.Errorf("%w: Config.%s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+		return c, fmt.Errorf("%w: lease: Config.%s: %s", sluice.ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case c.Instances < 0:

@@ -65,11 +65,11 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{lease.Config{Default: &sluice.LeasePolicy{HotKeys: sluice.HotKeyPolicy{Lease: true}}}, "hot_keys.threshold"},
 	} {
 		_, err := lease.New(back, tc.cfg)
-		if !errors.Is(err, lease.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
+		if !errors.Is(err, sluice.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%+v: %v, want ErrInvalidConfig naming %s", tc.cfg, err, tc.field)
 		}
 	}
-	if _, err := lease.New(nil, lease.Config{}); !errors.Is(err, lease.ErrInvalidConfig) {
+	if _, err := lease.New(nil, lease.Config{}); !errors.Is(err, sluice.ErrInvalidConfig) {
 		t.Errorf("no backing store: %v", err)
 	}
 }

@@ -1,7 +1,5 @@
 package lease
 
-import "errors"
-
 // Observer receives what a lease store does, for metrics. The metrics
 // package's LeaseCollector implements it. Implementations must be safe
 // for concurrent use and must not block. rule is the policy's
@@ -31,10 +29,6 @@ type Observer interface {
 type RefundObserver interface {
 	RefundFailed(rule string, refunds int)
 }
-
-// ErrInvalidConfig reports a Config or a policy New refuses; the message
-// names the field.
-var ErrInvalidConfig = errors.New("lease: invalid configuration")
 
 type nopObserver struct{}
 

@@ -97,7 +97,7 @@ func isLocal(rc sluice.Receipt) bool { return rc.Seq < 0 }
 // implements [sluice.Refunder]: a refill takes up to K tokens with a
 // partial hit, whose receipt says how many it took, and unused tokens go
 // back by refund. Over any other store every hit passes through. An
-// invalid cfg is an error wrapping [ErrInvalidConfig] naming the field.
+// invalid cfg is an error wrapping [sluice.ErrInvalidConfig] naming the field.
 // When it leases, cfg.Instances is 0 and backing does not count its
 // instances ([sluice.InstanceCounter]), New logs a warning: the drift
 // bound depends on the real instance count.
@@ -105,7 +105,7 @@ func isLocal(rc sluice.Receipt) bool { return rc.Seq < 0 }
 // which Close stops.
 func New(backing sluice.Store, cfg Config) (*Store, error) {
 	if backing == nil {
-		return nil, fmt.Errorf("%w: no backing store", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: lease: no backing store", sluice.ErrInvalidConfig)
 	}
 	defaultInstances := cfg.Instances == 0
 	cfg, err := cfg.withDefaults()
