@@ -1,0 +1,73 @@
+// Package sluicegrpc rate-limits gRPC servers with sluice's rules and
+// stores, the same [rules.Set] and [sluice.Store] as the HTTP middleware:
+// one set of rules, one store, the same buckets behind HTTP and gRPC.
+//
+//	import sluicegrpc "github.com/sluicehq/sluice/grpc"
+//
+//	l, err := sluicegrpc.New(store, set)
+//	if err != nil { ... }
+//	srv := grpc.NewServer(
+//		grpc.ChainUnaryInterceptor(auth, l.UnaryServerInterceptor()),
+//		grpc.ChainStreamInterceptor(l.StreamServerInterceptor()),
+//	)
+//
+// Install the limiter after the interceptors that authenticate, so that a
+// rule keyed by user finds the identity they put in the context.
+//
+// # Calls as requests
+//
+// Rules and key functions read an *http.Request. The interceptors present
+// each call as one ([NewRequest]): method POST, path and route pattern the
+// full method name ("/package.Service/Method"), headers the incoming
+// metadata, RemoteAddr the peer address, and the call's context. So every
+// key of the keyfunc package works unchanged:
+//
+//   - keyfunc.ClientIP and keyfunc.IP key by the peer address, IPv6
+//     grouped by /64; forwarded metadata (x-forwarded-for, or an edge's
+//     single header) is trusted only from the proxies named with
+//     keyfunc.XFF or keyfunc.TrustedHeader, exactly as for HTTP;
+//   - keyfunc.APIKey("x-api-key") and keyfunc.Header read metadata;
+//   - keyfunc.User reads the authenticated identity from the context;
+//   - keyfunc.Endpoint keys by the full method name, "POST
+//     /package.Service/Method", and a rule file's match.routes lists full
+//     method names (match.methods: [POST] matches every call).
+//
+// A rule file's key: ip, api_key, user, endpoint and user_endpoint work
+// the same way. A call that cannot be keyed (a required identity missing,
+// a peer without an IP address for an IP rule) is never counted in a
+// shared bucket: it fails with codes.InvalidArgument ([ErrorStatus]).
+//
+// # Answers
+//
+// Each call is decided once, before its handler runs, all of its rules in
+// one store call under a latency budget ([WithBudget]):
+//
+//   - admitted: the handler runs; the response header metadata carries the
+//     rate-limit fields the HTTP middleware sends as headers, under the
+//     same names in lower case ("ratelimit-policy" and "ratelimit" by
+//     default; see [WithHeaders]);
+//   - refused by a rule: codes.ResourceExhausted with a google.rpc.RetryInfo
+//     detail carrying the exact retry delay, and a google.rpc.QuotaFailure
+//     naming the rules ([DenialStatus]); the header metadata also carries
+//     "retry-after" (whole seconds, rounded up) and the rate-limit fields,
+//     and the trailer carries grpc-retry-pushback-ms, which gRPC's own
+//     retries honour (see [WithoutPushback]);
+//   - the store failed: each rule applies its on_fail policy, as in the
+//     HTTP middleware. local (the default) decides in process on the
+//     rule's share of its limit; open lets the call through; closed ends
+//     it with codes.Unavailable and a RetryInfo (the store's expected
+//     outage, at least a second). The store's error never reaches the
+//     client.
+//
+// Every decision is reported to the observer ([WithObserver], or the
+// store's own), so the Prometheus and OpenTelemetry collectors count gRPC
+// calls as they count HTTP requests.
+//
+// # Clients
+//
+// [UnaryClientInterceptor] waits out refusals that carry a retry delay
+// and sends the call again, bounded by a number of retries, a total wait
+// and the call's deadline. [RetryDelay] and [Violations] read the details
+// of a refusal, for streaming calls and for callers that decide
+// themselves.
+package sluicegrpc

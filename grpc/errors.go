@@ -1,0 +1,74 @@
+package sluicegrpc
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"google.golang.org/grpc/status"
+)
+
+// Errors an [ErrorHandler] receives, wrapping the cause. Test with
+// [errors.Is].
+var (
+	// ErrKeyFailed: a rule's key function could not key the call (a
+	// required identity is missing, a metadata value is sent twice, the
+	// peer has no IP address).
+	ErrKeyFailed = errors.New("sluicegrpc: cannot key call")
+	// ErrStoreFailed: the store failed and a matched rule's on_fail policy
+	// is closed. The store's error (a *sluice.StoreError) is wrapped too.
+	ErrStoreFailed = errors.New("sluicegrpc: store failed")
+	// ErrInvalidCost: the call's context set a negative cost
+	// (sluice.WithCost): a bug in the server, not the client.
+	ErrInvalidCost = errors.New("sluicegrpc: invalid call cost")
+)
+
+// ErrWaitTooLong reports a server asking for a wait longer than the client
+// interceptor's maximum (see [WithMaxWait]). It arrives inside a
+// [*RefusedError].
+var ErrWaitTooLong = errors.New("sluicegrpc: server asks for a wait beyond the maximum")
+
+// configError is an argument or option a constructor refuses. It wraps
+// [sluice.ErrInvalidConfig].
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return "sluicegrpc: " + e.msg }
+
+// Unwrap returns [sluice.ErrInvalidConfig].
+func (e *configError) Unwrap() error { return sluice.ErrInvalidConfig }
+
+func invalidConfig(format string, args ...any) error {
+	return &configError{msg: fmt.Sprintf(format, args...)}
+}
+
+// RefusedError reports a call the server refused with a retry delay
+// ([RetryDelay]) that the client interceptor did not send again, because
+// the wait would exceed its maximum ([ErrWaitTooLong]) or outlast the
+// call's context (an error wrapping [context.DeadlineExceeded]).
+//
+// It carries the server's status: status.Code, status.FromError and
+// status.Convert see the server's code (ResourceExhausted or Unavailable),
+// so code that switches on the code needs no change.
+type RefusedError struct {
+	// Status is the status the server answered the last attempt with.
+	Status *status.Status
+	// Wait is the wait the server asked for (plus jitter).
+	Wait time.Duration
+	// Attempts is how many times the call was sent.
+	Attempts int
+	// Err says why the interceptor did not wait.
+	Err error
+}
+
+// Error describes the refusal.
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("sluicegrpc: %v after %d attempts, not retried (wait %v): %v", e.Status.Code(), e.Attempts, e.Wait, e.Err)
+}
+
+// Unwrap returns the reason and the server's status as an error.
+func (e *RefusedError) Unwrap() []error { return []error{e.Err, e.Status.Err()} }
+
+// GRPCStatus returns the server's status, so that [status.FromError] and
+// [status.Code] report the server's code.
+func (e *RefusedError) GRPCStatus() *status.Status { return e.Status }

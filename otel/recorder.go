@@ -1,0 +1,314 @@
+package sluiceotel
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sluicehq/sluice"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// ScopeName is the instrumentation scope of the recorder's meter.
+const ScopeName = "github.com/sluicehq/sluice/otel"
+
+// The attribute keys of the recorder's instruments.
+const (
+	keyRule      = attribute.Key("sluice.rule")
+	keyOutcome   = attribute.Key("sluice.outcome")
+	keyErrorType = attribute.Key("error.type")
+	keyAmbiguous = attribute.Key("sluice.store.ambiguous")
+	keyEndpoint  = attribute.Key("sluice.store.endpoint")
+	keyState     = attribute.Key("sluice.breaker.state")
+	keyFrom      = attribute.Key("sluice.breaker.from")
+	keyTo        = attribute.Key("sluice.breaker.to")
+	keyPolicy    = attribute.Key("sluice.store.eviction_policy")
+	keyHandling  = attribute.Key("sluice.hot_key.handling")
+	keyHotKeyTo  = attribute.Key("sluice.hot_key.state")
+)
+
+// Recorder records sluice's decisions, store calls, store events and
+// lease events as OpenTelemetry instruments (see the package
+// documentation for the list). Attach it where the metrics package's
+// Collector would go: it implements [sluice.Observer],
+// [sluice.StoreCallObserver], [sluice.ResetObserver],
+// [sluice.StoreEvents], [sluice.StateHealedEvents],
+// [sluice.EvictionPolicyEvents], the memory store's Events and the lease
+// store's Observer and RefundObserver. Create it with [New]. It is safe
+// for concurrent use.
+type Recorder struct {
+	cfg  config
+	base []attribute.KeyValue // WithAttributes
+
+	decisions      metric.Int64Counter
+	remembered     metric.Int64Counter
+	latency        metric.Float64Histogram
+	storeErrors    metric.Int64Counter
+	breaker        metric.Int64Gauge
+	transitions    metric.Int64Counter
+	reloads        metric.Int64Counter
+	heals          metric.Int64Counter
+	evicting       metric.Int64Gauge
+	evictions      metric.Int64Counter
+	resets         metric.Int64Counter
+	refills        metric.Int64Counter
+	refilled       metric.Int64Counter
+	returned       metric.Int64Counter
+	lost           metric.Int64Counter
+	refundFailures metric.Int64Counter
+	leasedKeys     metric.Int64Gauge
+	hotKeys        metric.Int64UpDownCounter
+	hotTransitions metric.Int64Counter
+
+	// The hot path reads rules without locking: an immutable table,
+	// replaced whole (under mu) when a rule name is first seen.
+	rules   atomic.Pointer[ruleTable]
+	full    atomic.Bool // the table takes no more names: unknown names are folded
+	mu      sync.Mutex
+	other   atomic.Pointer[ruleAttrs] // set before full
+	tracked int                       // names with attributes of their own (under mu)
+
+	latencyOK  []metric.RecordOption
+	latencyErr [numKinds][]metric.RecordOption
+	errOpts    [numKinds][2][]metric.AddOption // [kind][ambiguous]
+	baseAdd    []metric.AddOption
+	baseRecord []metric.RecordOption
+}
+
+// ruleTable maps rule names to their attributes.
+type ruleTable struct {
+	byName map[string]*ruleAttrs
+}
+
+// ruleAttrs are the measurement options of one sluice.rule value.
+type ruleAttrs struct {
+	label    string
+	outcomes [][]metric.AddOption // by sluice.Outcome
+	unknown  []metric.AddOption   // an outcome out of range
+	rule     []metric.AddOption   // sluice.rule alone
+}
+
+// outcomeLabels are the labels of every known sluice.Outcome, in order,
+// read from Outcome.String.
+var outcomeLabels = func() []string {
+	var labels []string
+	for o := 0; o < 256; o++ {
+		s := sluice.Outcome(o).String()
+		if s == "unknown" {
+			break
+		}
+		labels = append(labels, s)
+	}
+	return labels
+}()
+
+// New returns a recorder whose instruments come from mp's meter of scope
+// [ScopeName]. A nil provider, an invalid option, or an instrument the
+// provider refuses is an error; the first two wrap
+// [sluice.ErrInvalidConfig].
+func New(mp metric.MeterProvider, opts ...Option) (*Recorder, error) {
+	if mp == nil {
+		return nil, invalidConfig("New: nil meter provider")
+	}
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	r := &Recorder{cfg: cfg, base: cfg.attrs}
+	if err := r.instruments(mp.Meter(ScopeName)); err != nil {
+		return nil, fmt.Errorf("sluiceotel: %w", err)
+	}
+	r.latencyOK = []metric.RecordOption{r.set()}
+	for k := range numKinds {
+		r.latencyErr[k] = []metric.RecordOption{r.set(keyErrorType.String(kindLabels[k]))}
+		for a := range 2 {
+			r.errOpts[k][a] = []metric.AddOption{r.set(keyErrorType.String(kindLabels[k]), keyAmbiguous.Bool(a == 1))}
+		}
+	}
+	r.baseAdd = []metric.AddOption{r.set()}
+	r.baseRecord = []metric.RecordOption{r.set()}
+	r.rules.Store(&ruleTable{byName: map[string]*ruleAttrs{}})
+	return r, nil
+}
+
+// set returns the measurement option of the base attributes and kvs.
+func (r *Recorder) set(kvs ...attribute.KeyValue) metric.MeasurementOption {
+	all := make([]attribute.KeyValue, 0, len(r.base)+len(kvs))
+	all = append(all, r.base...)
+	all = append(all, kvs...)
+	return metric.WithAttributeSet(attribute.NewSet(all...))
+}
+
+// instruments creates the recorder's instruments on m.
+func (r *Recorder) instruments(m metric.Meter) error {
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	gauge := func(name, unit, desc string) metric.Int64Gauge {
+		g, err := m.Int64Gauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return g
+	}
+	r.decisions = counter("sluice.decisions", "{decision}", "Rate-limit decisions, one per rule per request, by rule and outcome.")
+	r.remembered = counter("sluice.refusals.remembered", "{refusal}", "Denials a store answered in process from its memory of an earlier refusal, with no store call, by rule.")
+	var err error
+	r.latency, err = m.Float64Histogram("sluice.store.call.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of store calls, one per request; error.type is set on failed calls."),
+		metric.WithExplicitBucketBoundaries(r.cfg.buckets...))
+	errs = append(errs, err)
+	r.storeErrors = counter("sluice.store.errors", "{error}", "Failed store calls, by error type and whether the call may have been applied.")
+	r.breaker = gauge("sluice.breaker.state", "1", "Circuit breaker state of a store endpoint: 1 for its current state, 0 for the others.")
+	r.transitions = counter("sluice.breaker.transitions", "{transition}", "Circuit breaker state changes of a store endpoint.")
+	r.reloads = counter("sluice.store.script.reloads", "{reload}", "Times a store endpoint had lost the limiter script and it was loaded again.")
+	r.heals = counter("sluice.store.heals", "{key}", "Bucket keys of a store endpoint found holding something that is not a bucket's state, and replaced.")
+	r.evicting = gauge("sluice.store.evicting", "1", "1 when a store endpoint's eviction policy can evict rate-limit keys, 0 when it cannot, -1 when the endpoint refuses to tell.")
+	r.evictions = counter("sluice.memstore.evictions", "{bucket}", "Buckets the in-process store evicted, full, to make room for new ones.")
+	r.resets = counter("sluice.resets", "{bucket}", "Buckets an operator reset, by rule.")
+	r.refills = counter("sluice.lease.refills", "{refill}", "Calls to the shared store that took a local lease.")
+	r.refilled = counter("sluice.lease.tokens.refilled", "{token}", "Tokens taken by lease refills.")
+	r.returned = counter("sluice.lease.tokens.returned", "{token}", "Unused lease tokens given back to the shared store.")
+	r.lost = counter("sluice.lease.tokens.lost", "{token}", "Unused lease tokens that did not go back.")
+	r.refundFailures = counter("sluice.lease.refund_failures", "{refund}", "Refunds the shared store failed to take, never retried.")
+	r.leasedKeys = gauge("sluice.lease.keys", "{key}", "Keys holding lease state, after each sweep.")
+	r.hotKeys, err = m.Int64UpDownCounter("sluice.hot_keys", metric.WithUnit("{key}"), metric.WithDescription("Keys hot right now, by rule."))
+	errs = append(errs, err)
+	r.hotTransitions = counter("sluice.hot_key.transitions", "{transition}", "Keys turning hot or cooling, by how the rule handles them.")
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Observe records d in sluice.decisions under its rule and outcome, and a
+// denial a store answered from memory ([sluice.Result.Remembered]) in
+// sluice.refusals.remembered too. When ctx carries a recording span and d
+// refused the request (denied, failed closed, or denied by the local
+// fallback), it adds the span event sluice.refused, with sluice.rule,
+// sluice.outcome and, when the request can pass later,
+// sluice.retry_after (seconds); see [WithoutSpanEvents]. It implements
+// [sluice.Observer]. After a rule's first decision it takes no lock.
+func (r *Recorder) Observe(ctx context.Context, d sluice.Decision) {
+	ra := r.rule(d.Rule)
+	if int(d.Outcome) >= len(ra.outcomes) {
+		r.decisions.Add(ctx, 1, ra.unknown...)
+		return
+	}
+	r.decisions.Add(ctx, 1, ra.outcomes[d.Outcome]...)
+	if d.Result.Remembered && d.Outcome == sluice.OutcomeDenied {
+		r.remembered.Add(ctx, 1, ra.rule...)
+	}
+	if r.cfg.spanEvents && refused(d) {
+		spanEvent(ctx, ra.label, d)
+	}
+}
+
+// refused reports whether d refused its request.
+func refused(d sluice.Decision) bool {
+	switch d.Outcome {
+	case sluice.OutcomeDenied, sluice.OutcomeFailedClosed:
+		return true
+	case sluice.OutcomeLocal:
+		return !d.Shadow && !d.Result.Allowed
+	}
+	return false
+}
+
+// rule returns the attributes of rule name, adding them to the table
+// while it has room.
+func (r *Recorder) rule(name string) *ruleAttrs {
+	if ra, ok := r.rules.Load().byName[name]; ok {
+		return ra
+	}
+	if r.full.Load() {
+		return r.other.Load()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.rules.Load()
+	if ra, ok := t.byName[name]; ok {
+		return ra
+	}
+	var ra *ruleAttrs
+	if limit := r.cfg.maxRules; limit < 0 || r.tracked < limit {
+		ra = r.newRuleAttrs(name)
+		r.tracked++
+	} else {
+		ra = r.otherLocked()
+		// Folded names are remembered too, up to as many again as the
+		// cap; past that, any unknown name is folded without a look-up.
+		if len(t.byName) >= 2*r.cfg.maxRules {
+			r.full.Store(true)
+			return ra
+		}
+	}
+	byName := make(map[string]*ruleAttrs, len(t.byName)+1)
+	for k, v := range t.byName {
+		byName[k] = v
+	}
+	byName[strings.Clone(name)] = ra
+	r.rules.Store(&ruleTable{byName: byName})
+	return ra
+}
+
+func (r *Recorder) otherLocked() *ruleAttrs {
+	if ra := r.other.Load(); ra != nil {
+		return ra
+	}
+	ra := r.newRuleAttrs(OtherRule)
+	r.other.Store(ra)
+	return ra
+}
+
+// newRuleAttrs builds the measurement options of a rule name.
+func (r *Recorder) newRuleAttrs(name string) *ruleAttrs {
+	label := strings.ToValidUTF8(name, "\uFFFD")
+	ra := &ruleAttrs{label: label, outcomes: make([][]metric.AddOption, len(outcomeLabels))}
+	for i, o := range outcomeLabels {
+		ra.outcomes[i] = []metric.AddOption{r.set(keyRule.String(label), keyOutcome.String(o))}
+	}
+	ra.unknown = []metric.AddOption{r.set(keyRule.String(label), keyOutcome.String("unknown"))}
+	ra.rule = []metric.AddOption{r.set(keyRule.String(label))}
+	return ra
+}
+
+// ObserveStoreCall records c's latency in sluice.store.call.duration
+// (with error.type for a failed call) and counts a failed call in
+// sluice.store.errors. It implements [sluice.StoreCallObserver].
+func (r *Recorder) ObserveStoreCall(ctx context.Context, c sluice.StoreCall) {
+	secs := c.Latency.Seconds()
+	if c.Err == nil {
+		r.latency.Record(ctx, secs, r.latencyOK...)
+		return
+	}
+	k, ambiguous := classify(c.Err)
+	r.latency.Record(ctx, secs, r.latencyErr[k]...)
+	a := 0
+	if ambiguous {
+		a = 1
+	}
+	r.storeErrors.Add(ctx, 1, r.errOpts[k][a]...)
+}
+
+// ObserveReset counts a bucket an operator reset in sluice.resets under
+// rule. It implements [sluice.ResetObserver].
+func (r *Recorder) ObserveReset(ctx context.Context, rule string) {
+	r.resets.Add(ctx, 1, r.rule(rule).rule...)
+}
+
+// The interfaces of the root package a Recorder implements.
+var (
+	_ sluice.Observer             = (*Recorder)(nil)
+	_ sluice.StoreCallObserver    = (*Recorder)(nil)
+	_ sluice.ResetObserver        = (*Recorder)(nil)
+	_ sluice.StoreEvents          = (*Recorder)(nil)
+	_ sluice.StateHealedEvents    = (*Recorder)(nil)
+	_ sluice.EvictionPolicyEvents = (*Recorder)(nil)
+)
