@@ -26,12 +26,19 @@ type Limiter struct {
 }
 
 // LimiterOption configures a [Limiter].
-type LimiterOption func(*Limiter)
+type LimiterOption interface {
+	apply(*Limiter) error
+}
+
+// limiterOption adapts a function to [LimiterOption].
+type limiterOption func(*Limiter) error
+
+func (f limiterOption) apply(l *Limiter) error { return f(l) }
 
 // WithAlgorithm selects the algorithm that enforces the limit. Default:
 // [TokenBucket].
 func WithAlgorithm(a Algorithm) LimiterOption {
-	return func(l *Limiter) { l.alg = a }
+	return limiterOption(func(l *Limiter) error { l.alg = a; return nil })
 }
 
 // WaitClock is the time [Limiter.WaitN] waits in. Now is the time a
@@ -47,9 +54,16 @@ type WaitClock interface {
 
 // WithWaitClock sets the clock [Limiter.WaitN] reads deadlines in and
 // sleeps on. Default: the system clock and [time.NewTimer]. Tests pass a
-// fake clock whose timers step it, so a wait takes no real time.
+// fake clock whose timers step it, so a wait takes no real time. A nil
+// clock is an error wrapping [ErrInvalidConfig].
 func WithWaitClock(c WaitClock) LimiterOption {
-	return func(l *Limiter) { l.clock = c }
+	return limiterOption(func(l *Limiter) error {
+		if c == nil {
+			return fmt.Errorf("%w: NewLimiter: nil wait clock", ErrInvalidConfig)
+		}
+		l.clock = c
+		return nil
+	})
 }
 
 // systemWaitClock is the system clock and its timers.
@@ -76,10 +90,9 @@ func NewLimiter(store Store, limit Limit, opts ...LimiterOption) (*Limiter, erro
 	}
 	l := &Limiter{store: store, limit: limit, clock: systemWaitClock{}}
 	for _, o := range opts {
-		o(l)
-	}
-	if l.clock == nil {
-		return nil, fmt.Errorf("%w: NewLimiter: nil wait clock", ErrInvalidConfig)
+		if err := o.apply(l); err != nil {
+			return nil, err
+		}
 	}
 	if !l.alg.Valid() {
 		return nil, fmt.Errorf("%w: unknown algorithm %v", ErrInvalidLimit, l.alg)

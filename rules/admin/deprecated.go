@@ -15,7 +15,7 @@ import (
 // leave this option out. To read ip identities otherwise, use
 // [WithIdentity] for kind "ip".
 func WithIPv6Prefix(bits int) Option {
-	return func(c *config) error {
+	return optionFunc(func(c *config) error {
 		key, err := keyfunc.IP(keyfunc.IPConfig{IPv6Prefix: bits})
 		if err != nil {
 			return fmt.Errorf("%w: admin: WithIPv6Prefix: %w", sluice.ErrInvalidConfig, err)
@@ -25,5 +25,5 @@ func WithIPv6Prefix(bits int) Option {
 			c.ipParse = key.Parse
 		}
 		return nil
-	}
+	})
 }

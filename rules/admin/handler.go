@@ -50,7 +50,7 @@ func New(store sluice.Store, src Source, opts ...Option) (http.Handler, error) {
 	h := &handler{store: store, config: config{log: slog.Default(), srcs: []Source{src}}}
 	h.parsers = map[string]IdentityParser{}
 	for _, o := range opts {
-		if err := o(&h.config); err != nil {
+		if err := o.apply(&h.config); err != nil {
 			return nil, err
 		}
 	}

@@ -9,7 +9,14 @@ import (
 )
 
 // Option configures [New].
-type Option func(*config) error
+type Option interface {
+	apply(*config) error
+}
+
+// optionFunc adapts a function to [Option].
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
 
 type config struct {
 	log      *slog.Logger
@@ -27,33 +34,33 @@ type IdentityParser = keyfunc.IdentityParser
 
 // WithLogger sets where resets are logged. Default: [slog.Default].
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
+	return optionFunc(func(c *config) error {
 		if l == nil {
 			return fmt.Errorf("%w: admin: WithLogger: nil logger", sluice.ErrInvalidConfig)
 		}
 		c.log = l
 		return nil
-	}
+	})
 }
 
 // WithObserver reports each reset to o, if o implements
 // [sluice.ResetObserver] (the metrics package's Collector does). Default:
 // none.
 func WithObserver(o sluice.Observer) Option {
-	return func(c *config) error { c.observer = o; return nil }
+	return optionFunc(func(c *config) error { c.observer = o; return nil })
 }
 
 // WithHashSecret sets the key of the hash under which resets log
 // identities. Give every instance the same secret to correlate their
 // logs. Default: a random key per handler.
 func WithHashSecret(secret []byte) Option {
-	return func(c *config) error {
+	return optionFunc(func(c *config) error {
 		if len(secret) == 0 {
 			return fmt.Errorf("%w: admin: WithHashSecret: empty secret", sluice.ErrInvalidConfig)
 		}
 		c.secret = append([]byte(nil), secret...)
 		return nil
-	}
+	})
 }
 
 // WithIdentity sets the parser of the identities of every rule whose key
@@ -63,11 +70,11 @@ func WithHashSecret(secret []byte) Option {
 // whole key's: for a joined key, such as "user_endpoint", the parser reads
 // the whole text.
 func WithIdentity(kind string, parse IdentityParser) Option {
-	return func(c *config) error {
+	return optionFunc(func(c *config) error {
 		if kind == "" || parse == nil {
 			return fmt.Errorf("%w: admin: WithIdentity: empty kind or nil parser", sluice.ErrInvalidConfig)
 		}
 		c.parsers[kind] = parse
 		return nil
-	}
+	})
 }

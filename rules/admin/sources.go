@@ -19,7 +19,7 @@ import (
 // rule in two sets) is one bucket, inspected and reset once. It refuses a
 // nil source.
 func WithRules(srcs ...Source) Option {
-	return func(c *config) error {
+	return optionFunc(func(c *config) error {
 		for _, src := range srcs {
 			if src == nil || isNilSet(src) {
 				return fmt.Errorf("%w: admin: WithRules: nil rule source", sluice.ErrInvalidConfig)
@@ -27,7 +27,7 @@ func WithRules(srcs ...Source) Option {
 		}
 		c.srcs = append(c.srcs, srcs...)
 		return nil
-	}
+	})
 }
 
 // rules returns the rules of every source, each set once.
