@@ -129,7 +129,7 @@ func (l *Limiter) refuse(r *http.Request, h http.Header, s *scratch, decided []b
 		d.RetryAfter = max(d.RetryAfter, res.RetryAfter)
 		if rule.Exposed() {
 			d.Violations = append(d.Violations, Violation{
-				Rule: headers.SanitizeName(rule.Name), Kind: rule.Key.Kind(), Limit: res.Limit,
+				Rule: headers.SanitizeName(rule.Name), Kind: rule.Key.Kind(), Limit: rule.Limit,
 			})
 		}
 	}

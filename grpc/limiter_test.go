@@ -313,6 +313,12 @@ func TestOnFail(t *testing.T) {
 			if !ok || d > tt.retry || d < tt.retry-time.Second {
 				t.Errorf("RetryDelay = %v, %v; want about %v", d, ok, tt.retry)
 			}
+			if status.Code(last.err) == codes.ResourceExhausted {
+				// The rule's limit, not the instance's share of it.
+				if v := sluicegrpc.Violations(last.err); len(v) != 1 || v[0].GetQuotaId() != "r" || v[0].GetQuotaValue() != 4 {
+					t.Errorf("violations %v, want rule r of 4", v)
+				}
+			}
 			if status.Code(last.err) == codes.Unavailable {
 				if msg := status.Convert(last.err).Message(); strings.Contains(msg, "test: take") {
 					t.Errorf("the store's error reaches the client: %q", msg)
