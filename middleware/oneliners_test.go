@@ -21,7 +21,9 @@ func TestOneLiners(t *testing.T) {
 		mw   func(sluice.Store) func(http.Handler) http.Handler
 		reqs []req
 	}{
-		{"by IP", func(s sluice.Store) func(http.Handler) http.Handler { return middleware.LimitByIP(s, sluice.PerMinute(1)) }, []req{
+		{"by IP", func(s sluice.Store) func(http.Handler) http.Handler {
+			return middleware.LimitByIP(s, sluice.PerMinute(1))
+		}, []req{
 			{"192.0.2.1:1", "", "", 200}, {"192.0.2.1:2", "", "", 429}, {"192.0.2.2:1", "", "", 200},
 		}},
 		{"by real IP behind trusted proxies", func(s sluice.Store) func(http.Handler) http.Handler {
@@ -33,7 +35,9 @@ func TestOneLiners(t *testing.T) {
 			{"192.0.2.9:1", "198.51.100.9", "", 200},  // an untrusted peer: keyed by itself,
 			{"192.0.2.9:2", "198.51.100.10", "", 429}, // whatever it claims
 		}},
-		{"all", func(s sluice.Store) func(http.Handler) http.Handler { return middleware.LimitAll(s, sluice.PerMinute(2)) }, []req{
+		{"all", func(s sluice.Store) func(http.Handler) http.Handler {
+			return middleware.LimitAll(s, sluice.PerMinute(2))
+		}, []req{
 			{"192.0.2.1:1", "", "", 200}, {"192.0.2.2:1", "", "", 200}, {"192.0.2.3:1", "", "", 429},
 		}},
 		{"by API key", func(s sluice.Store) func(http.Handler) http.Handler {
