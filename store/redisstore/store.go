@@ -61,7 +61,7 @@ func New(client Client, cfg Config) (*Store, error) {
 	publicSecret := len(cfg.Secret) == 0
 	cfg = cfg.withDefaults()
 	if strings.ContainsAny(cfg.Prefix, "{}") {
-		return nil, fmt.Errorf("redisstore: prefix %q contains a brace, which would change the keys' hash tag", cfg.Prefix)
+		return nil, fmt.Errorf("%w: redisstore: Config.Prefix %q contains a brace, which would change the keys' hash tag", sluice.ErrInvalidConfig, cfg.Prefix)
 	}
 	if err := refusal.Validate("redisstore", cfg.RefusalMemory); err != nil {
 		return nil, err
