@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// marker is the line before a Go block in README.md that names the file the
-// block shows: in full ("file") or in part ("excerpt").
+// marker is the line before a Go block in README.md or docs/*.md that names
+// the file the block shows: in full ("file") or in part ("excerpt").
 var marker = regexp.MustCompile(`^<!-- (file|excerpt): (\S+\.go) -->$`)
 
 // readmeBlock is one fenced Go block of a Markdown file.
@@ -100,28 +100,35 @@ func checkBlock(b readmeBlock, src string) error {
 	}
 }
 
-// TestREADMEGoBlocks keeps README.md true: every Go block shows a file that
-// compiles (go vet ./... builds it), whole or an excerpt of it.
+// TestREADMEGoBlocks keeps README.md and the guides in docs/ true: every Go
+// block shows a file that compiles (go vet ./... builds it), whole or an
+// excerpt of it. README.md must have some; a guide may have none.
 func TestREADMEGoBlocks(t *testing.T) {
-	md, err := os.ReadFile("README.md")
+	docs, err := filepath.Glob(filepath.Join("docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, err := goBlocks(string(md))
-	if err != nil {
-		t.Fatalf("README.md: %v", err)
-	}
-	if len(blocks) == 0 {
-		t.Fatal("README.md: no go blocks found")
-	}
-	for _, b := range blocks {
-		src, err := os.ReadFile(filepath.FromSlash(b.path))
+	for _, name := range append([]string{"README.md"}, docs...) {
+		md, err := os.ReadFile(name)
 		if err != nil {
-			t.Errorf("README.md: line %d: %v", b.line, err)
-			continue
+			t.Fatal(err)
 		}
-		if err := checkBlock(b, string(src)); err != nil {
-			t.Errorf("README.md: %v", err)
+		blocks, err := goBlocks(string(md))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(blocks) == 0 && name == "README.md" {
+			t.Fatal("README.md: no go blocks found")
+		}
+		for _, b := range blocks {
+			src, err := os.ReadFile(filepath.FromSlash(b.path))
+			if err != nil {
+				t.Errorf("%s: line %d: %v", name, b.line, err)
+				continue
+			}
+			if err := checkBlock(b, string(src)); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
 		}
 	}
 }

@@ -167,9 +167,9 @@ func TestRuleFileReload(t *testing.T) {
 	}
 }
 
-// The README documents the file format with this very file.
-func TestREADMEShowsRulesYAML(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// docs/rules.md documents the file format with this very file.
+func TestDocsShowRulesYAML(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/rules.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestREADMEShowsRulesYAML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), "```yaml\n"+string(data)+"```\n") {
-		t.Fatal("README.md does not show examples/gateway/rules.yaml verbatim in a yaml code block")
+	if !strings.Contains(string(doc), "```yaml\n"+string(data)+"```\n") {
+		t.Fatal("docs/rules.md does not show examples/gateway/rules.yaml verbatim in a yaml code block")
 	}
 }
