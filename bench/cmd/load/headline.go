@@ -9,9 +9,10 @@ import (
 
 // The headline is one short table of a run: each figure a ratio to the
 // peers or to the floor measured in the same run, beside that run's own
-// noise. -publish writes it into BENCHMARKS.md and README.md between the
-// headline markers, from the same results as the tables, so neither file
-// carries a figure copied by hand (TestPublishedHeadlineMatchesResults).
+// noise. -publish writes it into BENCHMARKS.md between the headline
+// markers, from the same results as the tables, so no figure there is
+// copied by hand (TestPublishedHeadlineMatchesResults). README.md links to
+// BENCHMARKS.md and carries no generated figure.
 const (
 	headlineBegin = "<!-- BEGIN GENERATED headline by bench/cmd/load -publish: do not edit by hand -->"
 	headlineEnd   = "<!-- END GENERATED headline -->"
@@ -49,7 +50,7 @@ func renderHeadline(res *Results) string {
 	}
 	fmt.Fprintf(&b, "From the run of %s (sluice %s; %d CPUs shared by the load generator, Redis and the HTTP server; "+
 		"load average %s before the run). Every figure is a ratio within that run; the last column is the noise the "+
-		"run measured in itself. Written by `go run ./cmd/load -publish`, like the tables in BENCHMARKS.md.\n\n",
+		"run measured in itself. Written by `go run ./cmd/load -publish`, like the tables under Results.\n\n",
 		res.Machine.Date, rev, res.Machine.NumCPU, orDash(res.Machine.LoadBefore))
 	t := table{&b}
 	t.head("what", "this run", "noise in this run")

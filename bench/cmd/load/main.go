@@ -4,7 +4,7 @@
 //	go run ./cmd/load            # every phase (about 4 minutes); prints the headline and the
 //	                             # tables, and writes results/{results.json,tables.md,*.svg}
 //	go run ./cmd/load -publish   # also report/{*.svg,results.json} and the generated sections
-//	                             # of ../BENCHMARKS.md and ../README.md
+//	                             # of ../BENCHMARKS.md
 //	go run ./cmd/load -rerender  # measure nothing: publish report/results.json again
 //
 // Phases (-phases, comma-separated, in this order):
@@ -83,7 +83,6 @@ type config struct {
 	rerender      bool
 	reportDir     string
 	benchmarks    string
-	readme        string
 	timeout       time.Duration
 	quiet         bool
 	// stdout receives the tables when the run ends (nil: nowhere).
@@ -130,11 +129,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&cfg.e2eConc, "e2e-conc", 32, "clients in the closed-loop HTTP run")
 	fs.IntVar(&cfg.e2eWorkers, "e2e-workers", 64, "connections, each with its own sender, in the open-loop HTTP run")
 	fs.StringVar(&cfg.out, "out", "results", "directory for results.json and tables.md")
-	fs.BoolVar(&cfg.publish, "publish", false, "also write the charts and results.json to -report, the tables and headline into -benchmarks, and the headline into -readme")
+	fs.BoolVar(&cfg.publish, "publish", false, "also write the charts and results.json to -report, and the tables and headline into -benchmarks")
 	fs.BoolVar(&cfg.rerender, "rerender", false, "measure nothing: rewrite the charts, tables and headline of -publish from -report's results.json")
 	fs.StringVar(&cfg.reportDir, "report", "report", "directory of the published charts and results.json (committed)")
 	fs.StringVar(&cfg.benchmarks, "benchmarks", "../BENCHMARKS.md", "file whose generated sections (tables, headline) -publish rewrites")
-	fs.StringVar(&cfg.readme, "readme", "../README.md", "file whose generated headline -publish rewrites")
 	fs.DurationVar(&cfg.timeout, "timeout", 20*time.Minute, "stop everything after this long")
 	fs.BoolVar(&cfg.quiet, "q", false, "no progress on stderr")
 	if err := fs.Parse(args); err != nil {
@@ -534,11 +532,10 @@ func checkPublishTargets(cfg config) error {
 	}{
 		{cfg.benchmarks, beginMarker, endMarker},
 		{cfg.benchmarks, headlineBegin, headlineEnd},
-		{cfg.readme, headlineBegin, headlineEnd},
 	} {
 		text, err := os.ReadFile(f.path)
 		if err != nil {
-			return fmt.Errorf("-publish: %w (run the tool in bench/, or set -benchmarks and -readme)", err)
+			return fmt.Errorf("-publish: %w (run the tool in bench/, or set -benchmarks)", err)
 		}
 		if _, _, ok := findSection(string(text), f.begin, f.end); !ok {
 			return fmt.Errorf("-publish: %s has no section between %q and %q", f.path, f.begin, f.end)
@@ -593,12 +590,9 @@ func writeOutputs(cfg config, res *Results) error {
 	if err := spliceGenerated(cfg.benchmarks, beginMarker, endMarker, renderMarkdown(res, filepath.ToSlash(rel), charts)); err != nil {
 		return err
 	}
-	headline := renderHeadline(res)
-	for _, path := range []string{cfg.benchmarks, cfg.readme} {
-		if err := spliceGenerated(path, headlineBegin, headlineEnd, headline); err != nil {
-			return err
-		}
+	if err := spliceGenerated(cfg.benchmarks, headlineBegin, headlineEnd, renderHeadline(res)); err != nil {
+		return err
 	}
-	logf("published %s, and the headline in %s and %s", cfg.reportDir, cfg.benchmarks, cfg.readme)
+	logf("published %s, and the tables and headline in %s", cfg.reportDir, cfg.benchmarks)
 	return nil
 }

@@ -36,19 +36,16 @@ func needRedis(t *testing.T) {
 func TestRunEveryPhase(t *testing.T) {
 	needRedis(t)
 	dir := t.TempDir()
-	bm, readme := filepath.Join(dir, "BENCHMARKS.md"), filepath.Join(dir, "README.md")
+	bm := filepath.Join(dir, "BENCHMARKS.md")
 	headline := headlineBegin + "\nold headline\n" + headlineEnd
 	if err := os.WriteFile(bm, []byte("# Title\n\n"+headline+"\n\nhand-written\n\n"+beginMarker+"\nold\n"+endMarker+"\n\ntail\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(readme, []byte("# README\n\n"+headline+"\n\nmore\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := parseFlags(flag.NewFlagSet("load", flag.ContinueOnError), []string{
 		"-q", "-rounds", "2", "-conc", "1,2", "-duration", "150ms", "-warmup", "50ms", "-multi-duration", "100ms",
 		"-benchtime", "200x", "-race-instances", "2", "-race-goroutines", "2", "-race-attempts", "150",
 		"-e2e-rate", "300", "-e2e-duration", "200ms", "-e2e-conc", "2", "-e2e-workers", "4", "-keys", "100",
-		"-out", filepath.Join(dir, "results"), "-publish", "-report", filepath.Join(dir, "report"), "-benchmarks", bm, "-readme", readme,
+		"-out", filepath.Join(dir, "results"), "-publish", "-report", filepath.Join(dir, "report"), "-benchmarks", bm,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -134,22 +131,18 @@ func TestRunEveryPhase(t *testing.T) {
 		strings.Contains(s, "\nold\n") || strings.Contains(s, "old headline") || !strings.Contains(s, "(report/redis.svg)") {
 		t.Errorf("BENCHMARKS.md not spliced as expected:\n%s", s)
 	}
-	want := renderHeadline(&res)
-	for _, path := range []string{bm, readme} {
-		text, _ := os.ReadFile(path)
-		if h, ok := generatedSection(string(text), headlineBegin, headlineEnd); !ok || h != want {
-			t.Errorf("%s: headline %q, want %q", path, h, want)
-		}
+	if h, ok := generatedSection(s, headlineBegin, headlineEnd); !ok || h != renderHeadline(&res) {
+		t.Errorf("BENCHMARKS.md: headline %q, want %q", h, renderHeadline(&res))
 	}
-	if text, _ := os.ReadFile(readme); !strings.HasPrefix(string(text), "# README\n\n") || !strings.HasSuffix(string(text), headlineEnd+"\n\nmore\n") {
-		t.Errorf("README.md not spliced as expected:\n%s", text)
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 { // BENCHMARKS.md, results, report
+		t.Errorf("files beside BENCHMARKS.md: %v", entries)
 	}
 }
 
 func TestPublishNeedsItsFiles(t *testing.T) {
 	dir := t.TempDir()
 	cfg, err := parseFlags(flag.NewFlagSet("load", flag.ContinueOnError), []string{"-q", "-publish",
-		"-benchmarks", filepath.Join(dir, "BENCHMARKS.md"), "-readme", filepath.Join(dir, "README.md")})
+		"-benchmarks", filepath.Join(dir, "BENCHMARKS.md")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,17 +156,15 @@ func TestPublishNeedsItsFiles(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("files created: %v", entries)
 	}
-	// A README without the headline's markers: refused before anything is
-	// written, so BENCHMARKS.md is not published alone.
-	bm := "# B\n\n" + headlineBegin + "\n" + headlineEnd + "\n\n" + beginMarker + "\n" + endMarker + "\n"
+	// A BENCHMARKS.md with the tables' markers but not the headline's:
+	// refused before anything is written, so the tables are not published
+	// without their headline.
+	bm := "# B\n\n" + beginMarker + "\n" + endMarker + "\n"
 	if err := os.WriteFile(cfg.benchmarks, []byte(bm), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(cfg.readme, []byte("# README\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "README.md has no section") {
-		t.Fatalf("run with -publish and a README without markers: %v, want an error naming it", err)
+	if err := run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "BENCHMARKS.md has no section") {
+		t.Fatalf("run with -publish and a BENCHMARKS.md without the headline's markers: %v, want an error naming it", err)
 	}
 	if b, _ := os.ReadFile(cfg.benchmarks); string(b) != bm {
 		t.Errorf("BENCHMARKS.md was rewritten:\n%s", b)
@@ -225,8 +216,9 @@ func TestSpliceGeneratedNeedsMarkers(t *testing.T) {
 }
 
 // TestPublishedHeadlineMatchesResults checks that the headline in
-// README.md and BENCHMARKS.md is the one the published results give: no
-// figure there was edited by hand or left behind by a later run.
+// BENCHMARKS.md is the one the published results give: no figure there was
+// edited by hand or left behind by a later run. README.md carries none: it
+// links to BENCHMARKS.md.
 func TestPublishedHeadlineMatchesResults(t *testing.T) {
 	b, err := os.ReadFile("../../report/results.json")
 	if err != nil {
@@ -237,17 +229,22 @@ func TestPublishedHeadlineMatchesResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := renderHeadline(&res)
-	for _, path := range []string{"../../../README.md", "../../../BENCHMARKS.md"} {
-		text, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, ok := generatedSection(string(text), headlineBegin, headlineEnd)
-		if !ok {
-			t.Errorf("%s: no generated headline", path)
-		} else if got != want {
-			t.Errorf("%s: the headline differs from bench/report/results.json's; run `go run ./cmd/load -publish` in bench/\ngot:\n%s\nwant:\n%s", path, got, want)
-		}
+	text, err := os.ReadFile("../../../BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := generatedSection(string(text), headlineBegin, headlineEnd)
+	if !ok {
+		t.Error("BENCHMARKS.md: no generated headline")
+	} else if got != want {
+		t.Errorf("BENCHMARKS.md: the headline differs from bench/report/results.json's; run `go run ./cmd/load -publish` in bench/\ngot:\n%s\nwant:\n%s", got, want)
+	}
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(readme), headlineBegin) || strings.Contains(string(readme), beginMarker) {
+		t.Error("README.md holds a generated section: it links to BENCHMARKS.md instead")
 	}
 }
 
@@ -267,16 +264,13 @@ func TestRerenderPublishesTheSameRun(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(report, "results.json"), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bm, readme := filepath.Join(dir, "BENCHMARKS.md"), filepath.Join(dir, "README.md")
+	bm := filepath.Join(dir, "BENCHMARKS.md")
 	headline := headlineBegin + "\nold headline\n" + headlineEnd
 	if err := os.WriteFile(bm, []byte(headline+"\n"+beginMarker+"\nold\n"+endMarker+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(readme, []byte(headline+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	cfg, err := parseFlags(flag.NewFlagSet("load", flag.ContinueOnError), []string{"-q", "-rerender",
-		"-out", filepath.Join(dir, "results"), "-report", report, "-benchmarks", bm, "-readme", readme})
+		"-out", filepath.Join(dir, "results"), "-report", report, "-benchmarks", bm})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,11 +285,9 @@ func TestRerenderPublishesTheSameRun(t *testing.T) {
 	if err := json.Unmarshal(src, &res); err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{bm, readme} {
-		text, _ := os.ReadFile(path)
-		if got, _ := generatedSection(string(text), headlineBegin, headlineEnd); got != renderHeadline(&res) {
-			t.Errorf("%s: headline not rendered from the published results:\n%s", path, got)
-		}
+	text, _ := os.ReadFile(bm)
+	if got, _ := generatedSection(string(text), headlineBegin, headlineEnd); got != renderHeadline(&res) {
+		t.Errorf("BENCHMARKS.md: headline not rendered from the published results:\n%s", got)
 	}
 	if after, _ := os.ReadFile(filepath.Join(report, "results.json")); string(after) != string(src) {
 		t.Error("-rerender changed results.json")
