@@ -21,59 +21,20 @@
 //
 // # Metrics
 //
-// With the default namespace "sluice":
-//
-//	sluice_decisions_total{rule, outcome}                counter
-//	    One per rule per request: how the rule took part in the decision.
-//	    outcome is the Outcome's String: allowed, denied, shadow_denied,
-//	    failed_open, failed_closed, local or bypassed ("unknown" for a
-//	    value out of range, in a series that exists only if that happens).
-//	sluice_refusals_remembered_total{rule}               counter
-//	    The denied decisions a store answered in process, from its memory
-//	    of an earlier refusal of the bucket, with no store call (see
-//	    redisstore.Config.RememberRefusals); counted in decisions_total
-//	    too. Such a request makes no store call: the calls below leave it
-//	    out.
-//	sluice_store_call_duration_seconds{result}           histogram
-//	    One per store call (per request, not per rule); result is "ok" or
-//	    "error". Default buckets: DefaultBuckets, 50 µs to 1 s.
-//	sluice_store_errors_total{kind, ambiguous}           counter
-//	    One per failed store call. kind is ErrorKind's answer; ambiguous
-//	    is "true" when the store could not know whether the call was
-//	    applied (as sluice.IsAmbiguous reports).
-//	sluice_breaker_state{endpoint}                       gauge
-//	    The circuit breaker of a store endpoint: 0 closed, 1 open,
-//	    2 half-open (the values of sluice.BreakerState).
-//	sluice_breaker_transitions_total{endpoint, from, to} counter
-//	    Breaker state changes; from and to are "closed", "open" or
-//	    "half_open".
-//	sluice_script_reloads_total{endpoint}                counter
-//	    Times an endpoint had lost the store's script and it was sent again.
-//	sluice_state_healed_total{endpoint}                  counter
-//	    Bucket keys an endpoint held with something that is not a bucket's
-//	    state (another type, a value that does not parse), which the store
-//	    replaced with an empty bucket.
-//	sluice_store_evicting{endpoint}                      gauge
-//	    1 when the endpoint's eviction policy (a maxmemory limit with a
-//	    policy other than noeviction) can evict rate-limit keys, 0 when it
-//	    cannot, -1 when the endpoint refuses to tell (CONFIG forbidden, as
-//	    managed services often do); read at start and every
-//	    redisstore.Config.PolicyCheckInterval.
-//	sluice_memstore_evictions_total                      counter
-//	    Buckets the in-process store evicted at its bound (memstore's
-//	    Config.MaxBuckets), each forgiven what it had used. Give the
-//	    Collector to memstore.Config's Events field.
-//	sluice_resets_total{rule}                            counter
-//	    Buckets an operator reset (see the rules/admin package), by rule.
-//
-// A single gauge carries the breaker state, rather than one series per
-// state, so that "sluice_breaker_state > 0" selects every endpoint whose
-// breaker is not closed, and max_over_time shows the worst state of a range.
-//
-// Every series of sluice_store_errors_total and both result series of the
-// histogram exist, at zero, from the start; a rule's seven outcome series
-// appear, at zero, the first time the rule is observed, so that rate() and
-// alerts see the first denial or failure of a rule.
+// With the default namespace "sluice" the collector exports
+// sluice_decisions_total{rule, outcome} (one per rule per request),
+// sluice_refusals_remembered_total{rule},
+// sluice_store_call_duration_seconds{result} (buckets [DefaultBuckets]),
+// sluice_store_errors_total{kind, ambiguous} (kind is [ErrorKind]'s
+// answer), sluice_breaker_state{endpoint} and
+// sluice_breaker_transitions_total{endpoint, from, to},
+// sluice_script_reloads_total{endpoint}, sluice_state_healed_total{endpoint},
+// sluice_store_evicting{endpoint}, sluice_memstore_evictions_total (give the
+// Collector to memstore.Config's Events field) and sluice_resets_total{rule};
+// [NewLease] the lease store's. What each means, the dashboard and the
+// alerts over them: docs/operations.md in the repository. The error series
+// exist at zero from the start, and a rule's outcome series from its first
+// observation, so rate() and alerts see the first denial or failure.
 //
 // The store call metrics come from [Collector.ObserveStoreCall], which the
 // middleware calls on an observer that implements
@@ -83,14 +44,11 @@
 // # Cardinality
 //
 // Label values are rule names (and bypass entry names), outcomes, error
-// kinds, breaker states and store endpoints. They are never keys, user
-// identities, API keys or client addresses: a [sluice.Decision] carries none,
-// and the collector never reads an error's message. Rule names are bounded by
-// configuration; as a safeguard, a collector labels at most
-// [Config.MaxRules] distinct rule names (default 1000) and counts the
-// decisions of any further name under the rule label [OtherRule]. Series are
-// never deleted: a rule removed by a reload, or an endpoint gone from the
-// topology, keeps its last values until the process restarts.
+// kinds, breaker states and store endpoints, never keys, identities or
+// client addresses: a [sluice.Decision] carries none, and the collector
+// never reads an error's message. A collector labels at most
+// [Config.MaxRules] distinct rule names (default 1000) and counts any
+// further name under [OtherRule]. Series are never deleted.
 //
 // # Cost
 //
