@@ -231,3 +231,45 @@ func countsAsFailure(err error) bool {
 	}
 	return errors.Is(err, sluice.ErrUnavailable) || errors.Is(err, sluice.ErrTimeout) || errors.Is(err, sluice.ErrClusterDown)
 }
+
+// breakers holds a circuit breaker per endpoint address, made on first
+// use: a cluster's masters', a Sentinel-managed primary's successive
+// ones. It is safe for concurrent use.
+type breakers struct {
+	cfg    BreakerConfig
+	events sluice.StoreEvents
+	m      sync.Map // address → *breaker
+}
+
+func newBreakers(cfg BreakerConfig, events sluice.StoreEvents) *breakers {
+	return &breakers{cfg: cfg, events: events}
+}
+
+// get returns addr's breaker, or nil when breakers are disabled.
+func (bs *breakers) get(addr string) *breaker {
+	if bs.cfg.Disabled {
+		return nil
+	}
+	if b, ok := bs.m.Load(addr); ok {
+		return b.(*breaker)
+	}
+	b, _ := bs.m.LoadOrStore(addr, newBreaker(addr, bs.cfg, bs.events))
+	return b.(*breaker)
+}
+
+// state returns the least healthy state of the breakers: open if any is
+// open.
+func (bs *breakers) state() sluice.BreakerState {
+	worst := sluice.BreakerClosed
+	bs.m.Range(func(_, b any) bool {
+		switch b.(*breaker).State() {
+		case sluice.BreakerOpen:
+			worst = sluice.BreakerOpen
+			return false
+		case sluice.BreakerHalfOpen:
+			worst = sluice.BreakerHalfOpen
+		}
+		return true
+	})
+	return worst
+}

@@ -57,14 +57,10 @@ func checkClient(c Client, allowUnsafe bool) error {
 // checkServer loads the script and warns when the server can evict the
 // store's keys. It runs once, in the background, at New.
 func (s *Store) checkServer(ctx context.Context) {
-	if s.cluster == nil {
-		info := redis.NewStringCmd(ctx, "info", "cluster")
-		_ = s.client.Process(ctx, info)
-		if v, err := info.Result(); err == nil && strings.Contains(v, "cluster_enabled:1") {
-			s.wrong.Store(true)
-			s.log.LogAttrs(ctx, slog.LevelError, "redisstore: every call fails: "+misconfigured().Error())
-			return
-		}
+	if s.b.wrongClient(ctx) {
+		s.wrong.Store(true)
+		s.log.LogAttrs(ctx, slog.LevelError, "redisstore: every call fails: "+misconfigured().Error())
+		return
 	}
 	err := s.client.ScriptLoad(ctx, takeSource).Err()
 	if err == nil {

@@ -37,23 +37,36 @@ import (
 // keeps the decided groups' decisions and names the failed hits in a
 // *sluice.PartialError (see partial.go).
 
-// cluster is the store's state for a Redis Cluster client: each master's
+// cluster is the topology of a Redis Cluster client: each master's
 // circuit breaker and reachability, and the coalescers of the slots.
 type cluster struct {
-	s *Store
-	c *redis.ClusterClient
-	// breakerCfg makes each master's breaker; disabled leaves them nil.
-	breakerCfg BreakerConfig
-	masters    sync.Map // master address → *master
-	hooked     sync.Map // node client → struct{}: its dials are watched
+	c        *redis.ClusterClient
+	label    string // its name: Config.Endpoint, or "cluster"
+	breakers *breakers
+	closed   func() bool // the store is closed: reach stops dialling
+	log      *slog.Logger
+	masters  sync.Map // master address → *master
+	hooked   sync.Map // node client → struct{}: its dials are watched
+	scripts  *decider
 	// coalescers, when the store coalesces, hold a coalescer per slot,
-	// made on first use: a batch is one script call, so one slot.
+	// made on first use: a batch is one script call, so one slot. Each
+	// batches up to batch calls with lanes in flight.
 	coalescers     *[hashSlots]atomic.Pointer[coalescer]
+	batch, lanes   int
 	refundFailures atomic.Int64
 }
 
-func newCluster(s *Store, c *redis.ClusterClient, cfg Config) *cluster {
-	cl := &cluster{s: s, c: c, breakerCfg: cfg.Breaker}
+// newCluster returns the topology of a cluster client, sending its
+// scripts through a sender counting reloads in reloads, for a store that
+// is closed once closed reports true.
+func newCluster(c *redis.ClusterClient, cfg Config, keys *keyer, reloads *atomic.Int64, closed func() bool) *cluster {
+	cl := &cluster{c: c, label: cfg.Endpoint, breakers: newBreakers(cfg.Breaker, cfg.Events), closed: closed,
+		log: cfg.Logger, batch: cfg.Coalesce, lanes: cfg.CoalesceLanes}
+	if cl.label == "" {
+		cl.label = "cluster"
+	}
+	cl.scripts = &decider{keys: keys, send: &sender{link: cl, events: cfg.Events, reloads: reloads},
+		heal: newHealer(cfg), where: cl.endpointOf}
 	if cfg.Coalesce > 1 {
 		cl.coalescers = new([hashSlots]atomic.Pointer[coalescer])
 	}
@@ -66,7 +79,7 @@ func (cl *cluster) coalescer(slot int) *coalescer {
 	if c := p.Load(); c != nil {
 		return c
 	}
-	c := newCoalescer(cl.s, nil, cl.s.coalesce.max, cl.s.coalesce.lanes)
+	c := newCoalescer(cl.scripts, nil, cl.batch, cl.lanes)
 	if p.CompareAndSwap(nil, c) {
 		return c
 	}
@@ -77,10 +90,8 @@ func (cl *cluster) coalescer(slot int) *coalescer {
 // by its address in events, logs and metrics: its circuit breaker and
 // whether it can be reached (see reach).
 type master struct {
-	addr    string
-	breaker *breaker // nil when disabled
-	reach   *reach
-	hooked  atomic.Pointer[redis.Client] // the last node client whose dials reach watches
+	route
+	hooked atomic.Pointer[redis.Client] // the last node client whose dials reach watches
 }
 
 // masterFor returns the master serving key's slot, as the client's slot
@@ -101,7 +112,7 @@ func (cl *cluster) masterFor(ctx context.Context, key string) *master {
 		cl.watchDials(node, m)
 		return m
 	}
-	m := &master{addr: addr, breaker: newBreaker(addr, cl.breakerCfg, cl.s.events), reach: newReach(addr, node, cl.s.closed.Load)}
+	m := &master{route: route{addr: addr, breaker: cl.breakers.get(addr), reach: newReach(addr, node, cl.closed)}}
 	if v, loaded := cl.masters.LoadOrStore(addr, m); loaded {
 		m = v.(*master)
 	}
@@ -122,31 +133,30 @@ func (cl *cluster) watchDials(node *redis.Client, m *master) {
 	}
 }
 
-// breakerFor returns the circuit breaker of the master serving key's slot
-// (see masterFor), or nil when breakers are disabled.
-func (cl *cluster) breakerFor(ctx context.Context, key string) *breaker {
-	return cl.masterFor(ctx, key).breaker
+// route returns where a command on key goes: the master serving its slot.
+func (cl *cluster) route(ctx context.Context, key string) route {
+	return cl.masterFor(ctx, key).route
 }
 
-// breakerState returns the least healthy state of the masters' breakers.
-func (cl *cluster) breakerState() sluice.BreakerState {
-	worst := sluice.BreakerClosed
-	cl.masters.Range(func(_, m any) bool {
-		b := m.(*master).breaker
-		if b == nil {
-			return true
-		}
-		switch b.State() {
-		case sluice.BreakerOpen:
-			worst = sluice.BreakerOpen
-			return false
-		case sluice.BreakerHalfOpen:
-			worst = sluice.BreakerHalfOpen
-		}
-		return true
-	})
-	return worst
+// endpointOf names the master serving key's slot.
+func (cl *cluster) endpointOf(key string) string {
+	return cl.masterFor(context.Background(), key).addr
 }
+
+// process sends one command through the cluster client.
+func (cl *cluster) process(ctx context.Context, cmd redis.Cmder) error {
+	return cl.c.Process(ctx, cmd)
+}
+
+// pipeline returns a cluster pipeline: one pipeline per node, the nodes
+// concurrently.
+func (cl *cluster) pipeline() redis.Pipeliner { return cl.c.Pipeline() }
+
+// breakerState returns the least healthy state of the masters' breakers.
+func (cl *cluster) breakerState() sluice.BreakerState { return cl.breakers.state() }
+
+// name names the cluster: Config.Endpoint, or "cluster".
+func (cl *cluster) name() string { return cl.label }
 
 // failed reacts to a failed call: after a failure a breaker counts (a dial
 // error, a timeout, CLUSTERDOWN) or a refusal by an open breaker, the slot
@@ -162,15 +172,10 @@ func (cl *cluster) failed(ctx context.Context, err error) {
 
 // take decides one request's hits: one script call when they share a slot,
 // otherwise one per slot in one pipeline, with refunds when a slot refuses.
-func (cl *cluster) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
-	return cl.takeWith(ctx, hits, out, false)
-}
-
-// takeWith is take; partial lets a request whose slots failed only in
-// part keep the decisions of the others (see Store.TakePartial).
-func (cl *cluster) takeWith(ctx context.Context, hits []sluice.Hit, out []sluice.Result, partial bool) error {
-	s := cl.s
-	r := s.newRequest(hits, out)
+// partial lets a request whose slots failed only in part keep the
+// decisions of the others (see Store.TakePartial).
+func (cl *cluster) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result, partial bool) error {
+	r := cl.scripts.newRequest(hits, out)
 	slot := slotOf(r.keys[0])
 	single := true
 	for _, k := range r.keys[1:] {
@@ -183,7 +188,7 @@ func (cl *cluster) takeWith(ctx context.Context, hits []sluice.Hit, out []sluice
 		if cl.coalescers != nil {
 			return cl.coalescer(slot).take(ctx, hits, out)
 		}
-		return s.decide(ctx, []*request{&r})
+		return cl.scripts.decide(ctx, []*request{&r})
 	}
 	return cl.takeSlots(ctx, r.keys, hits, out, partial)
 }
@@ -198,7 +203,7 @@ type slotGroup struct {
 
 // groupBySlot splits a request's hits, whose Redis keys are keys, by slot,
 // in the order their slots first appear.
-func (s *Store) groupBySlot(keys []string, hits []sluice.Hit) []*slotGroup {
+func (cl *cluster) groupBySlot(keys []string, hits []sluice.Hit) []*slotGroup {
 	var groups []*slotGroup
 	bySlot := make(map[int]*slotGroup, 4)
 	for i, k := range keys {
@@ -214,7 +219,7 @@ func (s *Store) groupBySlot(keys []string, hits []sluice.Hit) []*slotGroup {
 	}
 	for _, g := range groups {
 		g.out = make([]sluice.Result, len(g.hits))
-		g.req = s.newRequest(g.hits, g.out)
+		g.req = cl.scripts.newRequest(g.hits, g.out)
 	}
 	return groups
 }
@@ -222,7 +227,7 @@ func (s *Store) groupBySlot(keys []string, hits []sluice.Hit) []*slotGroup {
 // takeSlots decides a request whose hits lie in several slots. With
 // partial, failed slots fail only their hits (see partialFailure).
 func (cl *cluster) takeSlots(ctx context.Context, keys []string, hits []sluice.Hit, out []sluice.Result, partial bool) error {
-	groups := cl.s.groupBySlot(keys, hits)
+	groups := cl.groupBySlot(keys, hits)
 	var errs []error
 	if cl.coalescers != nil {
 		errs = cl.takeCoalesced(ctx, groups)
@@ -232,9 +237,7 @@ func (cl *cluster) takeSlots(ctx context.Context, keys []string, hits []sluice.H
 	var failure error
 	for i, g := range groups {
 		if errs[i] != nil {
-			if failure == nil || sluice.IsAmbiguous(errs[i]) && !sluice.IsAmbiguous(failure) {
-				failure = errs[i]
-			}
+			failure = worse(failure, errs[i])
 			continue
 		}
 		for j, at := range g.idx {
@@ -271,10 +274,10 @@ func (cl *cluster) takeGroups(ctx context.Context, groups []*slotGroup) []error 
 	for i, g := range groups {
 		cmds[i] = takeCommand([]*request{&g.req})
 	}
-	replies, errs := cl.runMany(ctx, "redisstore: take", cmds)
+	replies, errs, _ := cl.scripts.send.many(ctx, "redisstore: take", cmds)
 	for i, g := range groups {
 		if errs[i] == nil {
-			errs[i] = cl.s.finish(replies[i], []*request{&g.req})
+			errs[i] = cl.scripts.finish(replies[i], []*request{&g.req})
 		}
 	}
 	return errs
@@ -365,12 +368,26 @@ func appendRefunds(refunds []sluice.Refund, hits []sluice.Hit, out []sluice.Resu
 // refund is never retried; a failed one is counted and logged, and its
 // hits keep their takes' results without the receipts.
 func (cl *cluster) giveBack(ctx context.Context, groups []*slotGroup, hits []sluice.Hit, out []sluice.Result) {
-	s := cl.s
-	type undo struct {
-		g       *slotGroup
-		refunds []sluice.Refund
-		again   request // the slot's hits and the refusing hit
+	undos, cmds := cl.undos(groups)
+	if len(cmds) == 0 {
+		return
 	}
+	replies, errs := cl.sendUndos(ctx, cmds)
+	for i, u := range undos {
+		cl.settleUndo(ctx, u, replies[2*i:2*i+2], errs[2*i:2*i+2], hits, out)
+	}
+}
+
+// undo is one slot's part of giveBack.
+type undo struct {
+	g       *slotGroup
+	refunds []sluice.Refund
+	again   request // the slot's hits and the refusing hit
+}
+
+// undos returns the undos of the groups that took something, and their
+// commands: per undo its refund, then its hits decided again.
+func (cl *cluster) undos(groups []*slotGroup) ([]*undo, [][]any) {
 	var undos []*undo
 	var cmds [][]any
 	for _, g := range groups {
@@ -384,56 +401,63 @@ func (cl *cluster) giveBack(ctx context.Context, groups []*slotGroup, hits []slu
 			continue
 		}
 		again := append(slices.Clone(g.hits), refuser)
-		u.again = s.newRequest(again, make([]sluice.Result, len(again)))
+		u.again = cl.scripts.newRequest(again, make([]sluice.Result, len(again)))
 		// The refusing hit's key shares the slot's hash tag; it is never
 		// written, as its request is never admitted.
 		u.again.setKey(len(again)-1, u.again.keys[0]+":refuse")
 		undos = append(undos, u)
-		cmds = append(cmds, s.refundCommand(u.refunds), takeCommand([]*request{&u.again}))
+		cmds = append(cmds, cl.scripts.refundCommand(u.refunds), takeCommand([]*request{&u.again}))
 	}
-	if len(cmds) == 0 {
-		return
-	}
-	replies, errs, resent := cl.runManyReloading(ctx, "redisstore: refund", cmds)
+	return undos, cmds
+}
+
+// sendUndos sends the undos' commands in one pipeline. A decision whose
+// refund was re-sent after NOSCRIPT ran before it: it is sent again.
+func (cl *cluster) sendUndos(ctx context.Context, cmds [][]any) ([]any, []error) {
+	replies, errs, resent := cl.scripts.send.many(ctx, "redisstore: refund", cmds)
 	var stale []int // decisions that ran before their refund was re-sent
-	for i := range undos {
-		if resent[2*i] && errs[2*i] == nil {
-			stale = append(stale, i)
+	for i := 0; i < len(cmds); i += 2 {
+		if resent[i] && errs[i] == nil {
+			stale = append(stale, i+1)
 		}
 	}
 	if len(stale) > 0 {
 		again := make([][]any, len(stale))
 		for j, i := range stale {
-			again[j] = cmds[2*i+1]
+			again[j] = cmds[i]
 		}
-		r, e := cl.runMany(ctx, "redisstore: refund", again)
+		r, e, _ := cl.scripts.send.many(ctx, "redisstore: refund", again)
 		for j, i := range stale {
-			replies[2*i+1], errs[2*i+1] = r[j], e[j]
+			replies[i], errs[i] = r[j], e[j]
 		}
 	}
-	for i, u := range undos {
-		rerr, derr := errs[2*i], errs[2*i+1]
-		if rerr == nil {
-			rerr = decodeRefund(replies[2*i], len(u.refunds))
-		}
-		for _, at := range u.g.idx {
-			out[at].Receipt = sluice.Receipt{}
-		}
-		if rerr != nil {
-			cl.refundFailed(ctx, rerr, u.refunds)
-			continue
-		}
-		if derr == nil {
-			derr = s.finish(replies[2*i+1], []*request{&u.again})
-		}
-		if derr != nil {
-			continue // the takes' results stand, without receipts
-		}
-		for j, at := range u.g.idx {
-			r := u.again.out[j]
-			r.Limit, r.Receipt = hits[at].Limit, sluice.Receipt{}
-			out[at] = r
-		}
+	return replies, errs
+}
+
+// settleUndo writes into out what u's slot reports once its takes were
+// given back, from the replies and errors of its refund and decision.
+func (cl *cluster) settleUndo(ctx context.Context, u *undo, replies []any, errs []error, hits []sluice.Hit, out []sluice.Result) {
+	rerr, derr := errs[0], errs[1]
+	if rerr == nil {
+		rerr = decodeRefund(replies[0], len(u.refunds))
+	}
+	for _, at := range u.g.idx {
+		out[at].Receipt = sluice.Receipt{}
+	}
+	if rerr != nil {
+		cl.refundFailed(ctx, rerr, u.refunds)
+		return
+	}
+	if derr == nil {
+		derr = cl.scripts.finish(replies[1], []*request{&u.again})
+	}
+	if derr != nil {
+		return // the takes' results stand, without receipts
+	}
+	for j, at := range u.g.idx {
+		r := u.again.out[j]
+		r.Limit, r.Receipt = hits[at].Limit, sluice.Receipt{}
+		out[at] = r
 	}
 }
 
@@ -441,27 +465,47 @@ func (cl *cluster) giveBack(ctx context.Context, groups []*slotGroup, hits []slu
 // consume nothing.
 var refuser = sluice.Hit{Key: "refuse", Limit: sluice.PerHour(1), Cost: 2}
 
-// refundQuietly gives back refunds, grouped by slot, and counts and logs
-// what fails.
+// refund applies refunds that may lie in several slots: one refund script
+// call per slot, in one pipeline. It returns the first failure, the first
+// ambiguous one if any.
+func (cl *cluster) refund(ctx context.Context, refunds []sluice.Refund) error {
+	_, errs := cl.refundSlots(ctx, refunds)
+	var failure error
+	for _, err := range errs {
+		failure = worse(failure, err)
+	}
+	return failure
+}
+
+// refundQuietly gives back refunds and counts and logs what fails.
 func (cl *cluster) refundQuietly(ctx context.Context, refunds []sluice.Refund) {
 	if len(refunds) == 0 {
 		return
 	}
-	groups := cl.s.groupRefunds(refunds)
+	groups, errs := cl.refundSlots(ctx, refunds)
+	for i, err := range errs {
+		if err != nil {
+			cl.refundFailed(ctx, err, groups[i])
+		}
+	}
+}
+
+// refundSlots gives back refunds, grouped by the slot of their buckets:
+// one refund script call per slot, in one pipeline. It returns the groups
+// and each one's error.
+func (cl *cluster) refundSlots(ctx context.Context, refunds []sluice.Refund) ([][]sluice.Refund, []error) {
+	groups := cl.groupRefunds(refunds)
 	cmds := make([][]any, len(groups))
 	for i, g := range groups {
-		cmds[i] = cl.s.refundCommand(g)
+		cmds[i] = cl.scripts.refundCommand(g)
 	}
-	replies, errs := cl.runMany(ctx, "redisstore: refund", cmds)
+	replies, errs, _ := cl.scripts.send.many(ctx, "redisstore: refund", cmds)
 	for i, g := range groups {
-		err := errs[i]
-		if err == nil {
-			err = decodeRefund(replies[i], len(g))
-		}
-		if err != nil {
-			cl.refundFailed(ctx, err, g)
+		if errs[i] == nil {
+			errs[i] = decodeRefund(replies[i], len(g))
 		}
 	}
+	return groups, errs
 }
 
 // refundFailed counts and logs a refund that failed. It is not retried:
@@ -472,16 +516,16 @@ func (cl *cluster) refundFailed(ctx context.Context, err error, refunds []sluice
 		units += r.Amount()
 	}
 	cl.refundFailures.Add(1)
-	cl.s.log.LogAttrs(ctx, slog.LevelWarn, "redisstore: a refund of a refused cross-slot request failed; its units stay consumed until their buckets refill",
+	cl.log.LogAttrs(ctx, slog.LevelWarn, "redisstore: a refund of a refused cross-slot request failed; its units stay consumed until their buckets refill",
 		slog.Int("buckets", len(refunds)), slog.Int64("units", units), slog.String("error", err.Error()))
 }
 
 // groupRefunds splits refunds by the slot of their buckets.
-func (s *Store) groupRefunds(refunds []sluice.Refund) [][]sluice.Refund {
+func (cl *cluster) groupRefunds(refunds []sluice.Refund) [][]sluice.Refund {
 	var groups [][]sluice.Refund
 	at := make(map[int]int, 4)
 	for _, r := range refunds {
-		slot := slotOf(s.keys.key(&r.Hit))
+		slot := slotOf(cl.scripts.keys.key(&r.Hit))
 		i, ok := at[slot]
 		if !ok {
 			i = len(groups)
@@ -493,36 +537,13 @@ func (s *Store) groupRefunds(refunds []sluice.Refund) [][]sluice.Refund {
 	return groups
 }
 
-// refund applies refunds that may lie in several slots: one refund script
-// call per slot, in one pipeline. It returns the first failure, the first
-// ambiguous one if any.
-func (cl *cluster) refund(ctx context.Context, refunds []sluice.Refund) error {
-	groups := cl.s.groupRefunds(refunds)
-	cmds := make([][]any, len(groups))
-	for i, g := range groups {
-		cmds[i] = cl.s.refundCommand(g)
-	}
-	replies, errs := cl.runMany(ctx, "redisstore: refund", cmds)
-	var failure error
-	for i, g := range groups {
-		err := errs[i]
-		if err == nil {
-			err = decodeRefund(replies[i], len(g))
-		}
-		if err != nil && (failure == nil || sluice.IsAmbiguous(err) && !sluice.IsAmbiguous(failure)) {
-			failure = err
-		}
-	}
-	return failure
-}
-
 // reset deletes the buckets of hits, one DEL per slot in one pipeline.
 func (cl *cluster) reset(ctx context.Context, hits []sluice.Hit) error {
 	pipe := cl.c.Pipeline()
 	at := make(map[int][]any, 4)
 	var order []int
 	for i := range hits {
-		k := cl.s.keys.key(&hits[i])
+		k := cl.scripts.keys.key(&hits[i])
 		slot := slotOf(k)
 		if _, ok := at[slot]; !ok {
 			order = append(order, slot)
@@ -539,142 +560,38 @@ func (cl *cluster) reset(ctx context.Context, hits []sluice.Hit) error {
 	return nil
 }
 
-// runMany sends script commands, each on one slot, in one cluster pipeline
-// (one pipeline per node, the nodes concurrently), through the breakers of
-// their masters, and returns each command's reply or classified error.
-// Commands Redis answered NOSCRIPT are sent again, with the script's source,
-// in a second pipeline: Redis did not run them. Nothing else is re-sent.
-func (cl *cluster) runMany(ctx context.Context, op string, cmds [][]any) ([]any, []error) {
-	replies, errs, _ := cl.runManyReloading(ctx, op, cmds)
-	return replies, errs
-}
-
-// runManyReloading is runMany, also reporting which commands were sent
-// again after NOSCRIPT (so after the commands that followed them in the
-// first pipeline).
-func (cl *cluster) runManyReloading(ctx context.Context, op string, cmds [][]any) ([]any, []error, []bool) {
-	s := cl.s
-	replies := make([]any, len(cmds))
-	errs := make([]error, len(cmds))
-	sent := make([]scriptCmd, len(cmds))
-	resent := make([]bool, len(cmds))
-	gates := make([]*gate, len(cmds))
-	byMaster := make(map[*master]*gate, 4)
-	pipe := cl.c.Pipeline()
-	for i, cmd := range cmds {
-		m := cl.masterFor(ctx, cmd[3].(string))
-		g := byMaster[m]
-		if g == nil {
-			g = &gate{m: m, b: m.breaker}
-			byMaster[m] = g
-			if g.b != nil {
-				ok, probe, retry := g.b.allow()
-				if !ok {
-					g.err = &sluice.StoreError{Op: op, Kind: sluice.ErrBreakerOpen, RetryAfter: retry}
-				}
-				g.probe = probe
-			}
-			if g.err == nil {
-				if err := m.reach.check(op); err != nil {
-					var se *sluice.StoreError
-					if g.unsent, g.quiet = true, errors.As(err, &se); !g.quiet {
-						err = classify(op, err)
-					}
-					g.err = err
-				}
-			}
-		}
-		gates[i] = g
-		if g.err != nil && (g.unsent || errors.Is(g.err, sluice.ErrBreakerOpen)) {
-			errs[i] = g.err
-			continue
-		}
-		sent[i] = newScriptCmd(ctx, cmd...)
-		_ = pipe.Process(ctx, sent[i])
-	}
-	if pipe.Len() > 0 {
-		_, _ = pipe.Exec(ctx)
-		for try := 0; ; try++ { // TRYAGAIN: Redis ran none of them
-			var busy []int
-			for i := range sent {
-				if sent[i].Cmd != nil && redis.HasErrorPrefix(sent[i].Err(), "TRYAGAIN") {
-					busy = append(busy, i)
-				}
-			}
-			if len(busy) == 0 || !tryAgain(ctx, sent[busy[0]].Err(), try) {
-				break
-			}
-			pipe = cl.c.Pipeline()
-			for _, i := range busy {
-				sent[i] = newScriptCmd(ctx, slices.Clone(cmds[i])...)
-				_ = pipe.Process(ctx, sent[i])
-			}
-			_, _ = pipe.Exec(ctx)
-		}
-		var again []int
-		for i := range sent {
-			if sent[i].Cmd != nil && redis.HasErrorPrefix(sent[i].Err(), "NOSCRIPT") {
-				again = append(again, i)
-			}
-		}
-		if len(again) > 0 {
-			pipe = cl.c.Pipeline()
-			for _, i := range again {
-				resent[i] = true
-				s.reloads.Add(1)
-				if s.events != nil {
-					s.events.ScriptReloaded(gates[i].m.addr)
-				}
-				cmd := append([]any{"eval", scriptOf(cmds[i]).src}, cmds[i][2:]...)
-				sent[i] = newScriptCmd(ctx, cmd...)
-				_ = pipe.Process(ctx, sent[i])
-			}
-			_, _ = pipe.Exec(ctx)
-		}
-	}
-	for i := range sent {
-		if sent[i].Cmd == nil {
-			continue
-		}
-		reply, err := sent[i].Result()
+// policies reads every master's eviction policy.
+func (cl *cluster) policies(ctx context.Context) ([]policyReading, error) {
+	var mu sync.Mutex
+	var out []policyReading
+	err := cl.c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		r, err := readPolicy(ctx, c, c.Options().Addr)
 		if err != nil {
-			gates[i].m.reach.observe(err)
-			err = classify(op, err)
-			if g := gates[i]; g.err == nil {
-				g.err = err
-			}
+			return err
 		}
-		replies[i], errs[i] = reply, err
-	}
-	reloaded := false
-	for _, g := range byMaster {
-		if g.quiet { // suspect: nothing sent, nothing learnt
-			if g.probe {
-				g.b.record(true, context.Canceled) // lets another call probe
-			}
-			continue
-		}
-		if g.b != nil && !errors.Is(g.err, sluice.ErrBreakerOpen) {
-			g.b.record(g.probe, g.err)
-		}
-		if g.err != nil && !reloaded {
-			reloaded = true
-			cl.failed(ctx, g.err)
-		}
-	}
-	return replies, errs, resent
+		mu.Lock()
+		out = append(out, r)
+		mu.Unlock()
+		return nil
+	})
+	return out, err
 }
 
-// gate is one master in a runMany call: its breaker asked once and told
-// once, its reachability checked once.
-type gate struct {
-	m      *master
-	b      *breaker // m's, nil when disabled
-	probe  bool
-	err    error // the first failure among its commands
-	unsent bool  // err: the master was found unreachable; nothing was sent
-	quiet  bool  // err: the master is only suspect; the breaker is not told
+// ready loads the scripts on every master.
+func (cl *cluster) ready(ctx context.Context) error {
+	return cl.c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		return loadScripts(ctx, c)
+	})
 }
+
+// idleConns is -1: a cluster keeps no ready connections.
+func (cl *cluster) idleConns() int { return -1 }
+
+// wrongClient is false: the client is a cluster client.
+func (cl *cluster) wrongClient(context.Context) bool { return false }
+
+// loops is none: a cluster's masters are probed by requests.
+func (cl *cluster) loops() []func(ctx context.Context) { return nil }
 
 // misconfigured is the error of every call on a store whose start-up check
 // found a Redis Cluster node behind a client that is not a cluster client.

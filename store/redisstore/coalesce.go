@@ -67,7 +67,10 @@ type waiter struct {
 }
 
 type coalescer struct {
-	s     *Store
+	scripts *decider
+	// conns are the endpoint's ready connections, nil when it keeps none
+	// (see awaitConn).
+	conns *readySet
 	max   int // calls per batch
 	lanes int // script calls in flight
 	// now tells the time for budgets and round trips; nil means time.Now.
@@ -77,9 +80,9 @@ type coalescer struct {
 	// Only tests set it, through export_test.go, to free the lanes there.
 	beforeQueue func()
 	// rtt estimates a successful call's round trip. shared: it is the
-	// endpoint's, which times each command on its ready connections and
-	// their set-up (see newCoalescer); otherwise the coalescer times its
-	// calls (see observe).
+	// ready connections', which time each command and their set-up (see
+	// newCoalescer); otherwise the coalescer times its calls (see
+	// observe).
 	rtt    *rttEstimate
 	shared bool
 	mu     sync.Mutex
@@ -87,12 +90,13 @@ type coalescer struct {
 	busy   int // calls in flight or being assembled: c.lanes, and spare ones (see overdue)
 }
 
-// newCoalescer returns a coalescer of s's calls to ep, batching up to max
-// calls, with lanes calls in flight.
-func newCoalescer(s *Store, ep *endpoint, max, lanes int) *coalescer {
-	c := &coalescer{s: s, max: max, lanes: lanes, rtt: &rttEstimate{}}
-	if ep != nil && ep.ready != nil {
-		c.rtt, c.shared = &ep.rtt, true
+// newCoalescer returns a coalescer of the calls of scripts to one
+// endpoint, whose ready connections are conns (nil when it keeps none),
+// batching up to max calls, with lanes calls in flight.
+func newCoalescer(scripts *decider, conns *readySet, max, lanes int) *coalescer {
+	c := &coalescer{scripts: scripts, conns: conns, max: max, lanes: lanes, rtt: &rttEstimate{}}
+	if conns != nil {
+		c.rtt, c.shared = &conns.rtt, true
 	}
 	return c
 }
@@ -103,7 +107,7 @@ func (c *coalescer) take(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 	}
 	// Every lane is busy: queue, with the request's keys and arguments
 	// built outside the lock.
-	w := newWaiter(ctx, c.s.newRequest(hits, out))
+	w := newWaiter(ctx, c.scripts.newRequest(hits, out))
 	if c.enqueue(w) {
 		return c.takeNow(ctx, hits, out)
 	}
@@ -185,12 +189,12 @@ func (c *coalescer) claim() bool {
 // caller's own context, so its cancellation cancels only its own call.
 func (c *coalescer) takeNow(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
 	reqs := []*request{{}}
-	*reqs[0] = c.s.newRequest(hits, out)
+	*reqs[0] = c.scripts.newRequest(hits, out)
 	reply, err := c.callNow(ctx, reqs)
 	if err != nil {
 		return err
 	}
-	return c.s.finish(reply, reqs)
+	return c.scripts.finish(reply, reqs)
 }
 
 // callNow sends the lone call of takeNow and frees its lane, even if the
@@ -199,7 +203,7 @@ func (c *coalescer) callNow(ctx context.Context, reqs []*request) (reply any, er
 	defer c.handOff()
 	cmd := takeCommand(reqs)
 	start := c.clock()
-	reply, err = c.s.call(ctx, cmd)
+	reply, err = c.scripts.send.one(ctx, "redisstore: take", cmd)
 	if err == nil {
 		c.observe(c.clock().Sub(start))
 	}
@@ -257,9 +261,9 @@ func (c *coalescer) drain() {
 // idle, until one is or the last queued call's deadline passes: a batch
 // is assembled when it can be sent, so that the members left out are
 // those that no longer have time, rather than all of them timing out
-// waiting for its connection (see endpoint.process).
+// waiting for its connection (see readySet.process).
 func (c *coalescer) awaitConn() {
-	if !c.shared || c.s.ep.ready.idle() { // shared: the endpoint keeps ready connections
+	if c.conns == nil || c.conns.idle() {
 		return
 	}
 	c.mu.Lock()
@@ -280,7 +284,7 @@ func (c *coalescer) awaitConn() {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), last)
 	defer cancel()
-	c.s.ep.ready.await(ctx)
+	c.conns.await(ctx)
 }
 
 // unfit reports why a request with ctx should not join a batch assembled
@@ -333,7 +337,6 @@ func (c *coalescer) run(batch []*waiter) {
 // send runs the script for batch, writing results into the members'
 // pending outputs, and returns the batch's error.
 func (c *coalescer) send(batch []*waiter) error {
-	s := c.s
 	// The batch runs until its earliest member's deadline; no member's
 	// cancellation cancels it for the others.
 	ctx := context.Background()
@@ -353,12 +356,12 @@ func (c *coalescer) send(batch []*waiter) error {
 		reqs[i] = &w.req
 	}
 	start := c.clock()
-	reply, err := s.call(ctx, takeCommand(reqs))
+	reply, err := c.scripts.send.one(ctx, "redisstore: take", takeCommand(reqs))
 	if err != nil {
 		return err
 	}
 	c.observe(c.clock().Sub(start))
-	parts, err := s.split(reply, reqs, make([][]any, 0, len(reqs)))
+	parts, err := c.scripts.split(reply, reqs, make([][]any, 0, len(reqs)))
 	if err != nil {
 		return err
 	}

@@ -95,10 +95,10 @@ func BenchmarkScriptCPU(b *testing.B) {
 				reqs := make([]*request, vt.batch)
 				for j := range reqs {
 					at := from + j*rules
-					r := s.newRequest(hits[at:at+rules], outs[at:at+rules])
+					r := scriptsOf(s).newRequest(hits[at:at+rules], outs[at:at+rules])
 					reqs[j] = &r
 				}
-				if err := s.decide(ctx, reqs); err != nil {
+				if err := scriptsOf(s).decide(ctx, reqs); err != nil {
 					b.Fatal(err)
 				}
 				for j := from; j < from+vt.batch*rules; j++ {

@@ -10,10 +10,12 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
-// decodeStore is a store that only decodes: split reports healed keys
+// decodeStore is a decider that only decodes: split reports healed keys
 // through it.
-func decodeStore() *Store {
-	return &Store{keys: newKeyer(defaultPrefix, []byte("test")), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+func decodeStore() *decider {
+	return &decider{keys: newKeyer(defaultPrefix, []byte("test")),
+		heal:  &healer{log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		where: func(string) string { return "" }}
 }
 
 func TestDecodeTakeReply(t *testing.T) {

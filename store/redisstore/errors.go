@@ -134,3 +134,12 @@ func classifyReply(msg string) error {
 	}
 	return sluice.ErrUnavailable
 }
+
+// worse returns the failure to report of two, a the earlier: the first,
+// or the first ambiguous one.
+func worse(a, b error) error {
+	if a == nil || sluice.IsAmbiguous(b) && !sluice.IsAmbiguous(a) {
+		return b
+	}
+	return a
+}

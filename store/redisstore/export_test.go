@@ -14,13 +14,25 @@ func WaitStartupCheck(s *Store) { <-s.checked }
 
 // SetCoalesceClock makes s's coalescer read clock to judge its members'
 // budgets and to time its calls. s must coalesce; call it before any Take.
-func SetCoalesceClock(s *Store, clock func() time.Time) { s.coalesce.now = clock }
+func SetCoalesceClock(s *Store, clock func() time.Time) { coalescerOf(s).now = clock }
+
+// scriptsOf returns the decider of s's topology.
+func scriptsOf(s *Store) *decider {
+	if cl, ok := s.b.(*cluster); ok {
+		return cl.scripts
+	}
+	return s.b.(*node).scripts
+}
+
+// coalescerOf returns the coalescer of s, a single node's store.
+func coalescerOf(s *Store) *coalescer { return s.b.(*node).coalesce }
 
 // Queued returns how many calls wait in s's coalescing queue.
 func Queued(s *Store) int {
-	s.coalesce.mu.Lock()
-	defer s.coalesce.mu.Unlock()
-	return len(s.coalesce.queue)
+	c := coalescerOf(s)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue)
 }
 
 // Lanes is how many script calls a coalescing store keeps in flight by
@@ -30,22 +42,17 @@ const Lanes = defaultLanes
 // SetBeforeQueue makes s's coalescer call f when a Take found every lane
 // busy, just before it queues. s must coalesce; call it before any Take
 // that can find every lane busy.
-func SetBeforeQueue(s *Store, f func()) { s.coalesce.beforeQueue = f }
+func SetBeforeQueue(s *Store, f func()) { coalescerOf(s).beforeQueue = f }
 
 // IdleConns returns how many of s's ready connections are idle.
-func IdleConns(s *Store) int {
-	if s.ep.ready == nil {
-		return 0
-	}
-	return len(s.ep.ready.conns)
-}
+func IdleConns(s *Store) int { return max(s.b.idleConns(), 0) }
 
 // Conns returns how many ready connections s keeps (0: none).
 func Conns(s *Store) int {
-	if s.ep.ready == nil {
-		return 0
+	if n, ok := s.b.(*node); ok && n.conns != nil {
+		return n.conns.size
 	}
-	return s.ep.ready.size
+	return 0
 }
 
 // SlotOf returns the Redis Cluster hash slot of key.
@@ -59,10 +66,10 @@ const ModeLast = modeLast
 
 // RefundFailures returns how many refunds of refused cross-slot requests
 // failed.
-func RefundFailures(s *Store) int64 { return s.cluster.refundFailures.Load() }
+func RefundFailures(s *Store) int64 { return s.b.(*cluster).refundFailures.Load() }
 
 // Endpoint returns the name s gives its Redis endpoint in events and logs.
-func Endpoint(s *Store) string { return s.endpointName() }
+func Endpoint(s *Store) string { return s.b.name() }
 
 // RefundSHA returns the refund script's digest.
 func RefundSHA() any { return refundScript.sha }

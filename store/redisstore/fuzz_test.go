@@ -82,7 +82,7 @@ func ints(vs ...int64) []any {
 
 // fuzzRequests builds requests from shape: one to four hits in one or two
 // requests, each of any algorithm, forced, partial or plain.
-func fuzzRequests(s *Store, shape uint64) []*request {
+func fuzzRequests(s *decider, shape uint64) []*request {
 	n := 1 + int(shape%4)
 	shape /= 4
 	hits := make([]sluice.Hit, n)

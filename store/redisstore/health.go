@@ -56,22 +56,7 @@ func (s *Store) readyNow(ctx context.Context) error {
 	if st := s.BreakerState(); st == sluice.BreakerOpen {
 		return &sluice.StoreError{Op: "redisstore: ready", Kind: sluice.ErrBreakerOpen}
 	}
-	switch {
-	case s.cluster != nil:
-		return s.cluster.c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-			return loadScripts(ctx, c)
-		})
-	case s.ep.ready != nil:
-		s.ep.ready.await(ctx)
-		if !s.ep.ready.idle() {
-			if down := s.ep.ready.down.Load(); down != nil && *down != nil {
-				return classify("redisstore: ready", *down)
-			}
-			return errors.New("no ready connection yet")
-		}
-		return nil
-	}
-	return loadScripts(ctx, s.client)
+	return s.b.ready(ctx)
 }
 
 // loadScripts loads the store's scripts on c.
@@ -111,15 +96,13 @@ type Health struct {
 // Health reads the store's state, waiting at most for ctx to decide
 // whether it is ready.
 func (s *Store) Health(ctx context.Context) Health {
-	h := Health{Breaker: s.BreakerState().String(), IdleConns: -1, Instances: s.Instances()}
+	h := Health{Breaker: s.BreakerState().String(), Instances: s.Instances()}
 	if err := s.readyNow(ctx); err != nil {
 		h.Reason = err.Error()
 	} else {
 		h.Ready = true
 	}
-	if s.ep.ready != nil && s.cluster == nil {
-		h.IdleConns = len(s.ep.ready.conns)
-	}
+	h.IdleConns = s.b.idleConns()
 	s.policy.mu.Lock()
 	for ep, evicting := range s.policy.evicting {
 		if evicting {

@@ -18,7 +18,7 @@ func BenchmarkKey(b *testing.B) {
 // BenchmarkCommand measures building a script command: keys, arguments,
 // the slice go-redis sends, for one request of one or four hits.
 func BenchmarkCommand(b *testing.B) {
-	s := &Store{keys: newKeyer(defaultPrefix, []byte("bench secret"))}
+	s := &decider{keys: newKeyer(defaultPrefix, []byte("bench secret"))}
 	hit := sluice.Hit{Key: "6:per-ip2:ip198.51.100.77", Limit: sluice.PerSecond(10), Cost: 1}
 	window := hit
 	window.Algorithm = sluice.SlidingWindow

@@ -18,19 +18,7 @@ import (
 // gives them back with [Store.Refund]. On a single node or Sentinel, where
 // one script decides every hit, it is Take.
 func (s *Store) TakePartial(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
-	if s.cluster == nil {
-		return s.Take(ctx, hits, out)
-	}
-	if done, err := s.precheck(ctx, hits, out); done {
-		return err
-	}
-	if s.refusals.Answer(hits, out) {
-		return nil
-	}
-	sent := s.refusals.Now()
-	err := s.cluster.takeWith(ctx, hits, out, true)
-	s.remember(hits, out, sent, err)
-	return err
+	return s.take(ctx, hits, out, true)
 }
 
 // partialFailure settles a request some of whose slot groups failed (errs,

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 )
 
@@ -67,7 +66,7 @@ func (w *policyWatch) run(ctx context.Context, s *Store) {
 // check reads every endpoint's policy once, logs the changes and reports
 // the readings.
 func (w *policyWatch) check(ctx context.Context, s *Store) {
-	readings, err := s.readPolicies(ctx)
+	readings, err := s.b.policies(ctx)
 	if err != nil {
 		// Not an answer from the server (a timeout): the next check
 		// tries again.
@@ -113,34 +112,9 @@ func (w *policyWatch) check(ctx context.Context, s *Store) {
 	}
 }
 
-// readPolicies reads maxmemory and maxmemory-policy from the endpoint, or
-// from every master of a cluster. A server that answers with an error
-// (CONFIG renamed away, or refused to the user) gives a refused reading;
-// other errors are returned.
-func (s *Store) readPolicies(ctx context.Context) ([]policyReading, error) {
-	if s.cluster != nil {
-		var mu sync.Mutex
-		var out []policyReading
-		err := s.cluster.c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-			r, err := readPolicy(ctx, c, c.Options().Addr)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			out = append(out, r)
-			mu.Unlock()
-			return nil
-		})
-		return out, err
-	}
-	r, err := readPolicy(ctx, s.client, s.endpointName())
-	if err != nil {
-		return nil, err
-	}
-	return []policyReading{r}, nil
-}
-
-// readPolicy reads endpoint's eviction settings through c.
+// readPolicy reads endpoint's maxmemory and maxmemory-policy through c. A
+// server that answers with an error (CONFIG renamed away, or refused to
+// the user) gives a refused reading; other errors are returned.
 func readPolicy(ctx context.Context, c Client, endpoint string) (policyReading, error) {
 	cfg, err := c.ConfigGet(ctx, "maxmemory*").Result()
 	switch {

@@ -53,7 +53,9 @@ type readySet struct {
 	setupFor time.Duration
 	log      *slog.Logger
 	endpoint string
-	rtt      *rttEstimate // seeded by the first set-up
+	// rtt estimates a command's round trip on the ready connections, from
+	// their set-up and the commands sent on them.
+	rtt rttEstimate
 
 	// name, when set, names the endpoint in logs instead of endpoint: a
 	// Sentinel-managed primary's current address.
@@ -76,8 +78,8 @@ type readySet struct {
 	stopped  atomic.Bool   // run returned: connections given back are closed
 }
 
-func newReadySet(src conner, opt *redis.Options, size int, setupFor time.Duration, log *slog.Logger, endpoint string, rtt *rttEstimate) *readySet {
-	r := &readySet{src: src, size: size, setupFor: setupFor, log: log, endpoint: endpoint, rtt: rtt,
+func newReadySet(src conner, opt *redis.Options, size int, setupFor time.Duration, log *slog.Logger, endpoint string) *readySet {
+	r := &readySet{src: src, size: size, setupFor: setupFor, log: log, endpoint: endpoint,
 		conns: make(chan *redis.Conn, size), wake: make(chan struct{}, 1), failedCh: make(chan struct{})}
 	if opt != nil && opt.Dialer != nil {
 		network, addr, dialer := opt.Network, opt.Addr, opt.Dialer
@@ -147,6 +149,50 @@ func (r *readySet) get(ctx context.Context) (c *redis.Conn, waited bool, err err
 		default:
 		}
 	}
+}
+
+// process sends cmd on a ready connection, waiting for one within ctx.
+//
+// A command that had to wait for its connection is sent only if it has
+// more time left than a round trip takes (the estimate of rtt): one that
+// would very likely time out fails at once instead, unambiguously, since
+// nothing was sent, and the breaker does not count it. Sent, it would time
+// out ambiguously and count as Redis failing, when it only waited: as the
+// first requests of a store whose connections are still being set up do.
+func (r *readySet) process(ctx context.Context, cmd redis.Cmder) error {
+	c, waited, err := r.get(ctx)
+	if err != nil {
+		cmd.SetErr(err)
+		return err
+	}
+	start := time.Now()
+	if waited {
+		if err := tooLate(ctx, start, r.rtt.get()); err != nil {
+			r.put(c, nil)
+			cmd.SetErr(err)
+			return err
+		}
+	}
+	err = c.Process(ctx, cmd)
+	r.put(c, err)
+	if err == nil {
+		r.rtt.observe(time.Since(start))
+	}
+	return err
+}
+
+// tooLate returns the error of a command that has no more time left at
+// now, by ctx's deadline, than a round trip of rtt takes, or nil.
+func tooLate(ctx context.Context, now time.Time, rtt time.Duration) error {
+	deadline, ok := ctx.Deadline()
+	if !ok || rtt <= 0 {
+		return nil
+	}
+	if left := deadline.Sub(now); left <= rtt {
+		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrTimeout,
+			Err: fmt.Errorf("%w: %v left after waiting for a connection, a round trip takes about %v", errNoConn, max(left, 0), rtt)}
+	}
+	return nil
 }
 
 // idle reports whether a ready connection is idle.
@@ -386,9 +432,7 @@ func (r *readySet) prepare(ctx context.Context, c *redis.Conn) error {
 	if err != nil && !isReply(err) {
 		return err
 	}
-	if r.rtt != nil {
-		r.rtt.seed(time.Since(start) / 2)
-	}
+	r.rtt.seed(time.Since(start) / 2)
 	return nil
 }
 

@@ -31,35 +31,25 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 		s.refusals.Forget(refunds[i].Hit.Key)
 	}
 	var err error
-	var reply any
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		err = ctxError(ctx, false) // never sent
-	case s.cluster != nil:
-		err = s.cluster.refund(ctx, refunds)
-		if err == nil {
-			return nil
-		}
-	default:
-		reply, err = s.call(ctx, s.refundCommand(refunds))
+	} else {
+		err = s.b.refund(ctx, refunds)
 	}
-	if err != nil {
-		var se *sluice.StoreError
-		if errors.As(err, &se) {
-			se.Op = "redisstore: refund"
-		}
-		return err
+	var se *sluice.StoreError
+	if errors.As(err, &se) {
+		se.Op = "redisstore: refund"
 	}
-	return decodeRefund(reply, len(refunds))
+	return err
 }
 
 // refundCommand returns the command applying refunds in one call of the
 // refund script (see refund.lua).
-func (s *Store) refundCommand(refunds []sluice.Refund) []any {
+func (d *decider) refundCommand(refunds []sluice.Refund) []any {
 	cmd := make([]any, 0, 4+6*len(refunds))
 	cmd = append(cmd, "evalsha", refundScript.sha, len(refunds))
 	for i := range refunds {
-		cmd = append(cmd, s.keys.key(&refunds[i].Hit))
+		cmd = append(cmd, d.keys.key(&refunds[i].Hit))
 	}
 	cmd = append(cmd, "") // the server's clock
 	for i := range refunds {

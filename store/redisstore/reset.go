@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 )
 
@@ -32,18 +31,5 @@ func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 			s.refusals.Forget(hits[i].Key)
 		}
 	}()
-	if s.cluster != nil {
-		return s.cluster.reset(ctx, hits)
-	}
-	cmd := make([]any, 0, 1+len(hits))
-	cmd = append(cmd, "del")
-	for i := range hits {
-		cmd = append(cmd, s.keys.key(&hits[i]))
-	}
-	c := redis.NewCmd(ctx, cmd...)
-	_ = s.client.Process(ctx, c)
-	if err := c.Err(); err != nil {
-		return classify("redisstore: reset", err)
-	}
-	return nil
+	return s.b.reset(ctx, hits)
 }

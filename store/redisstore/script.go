@@ -5,9 +5,7 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
-	"slices"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/algo"
 )
@@ -92,8 +90,18 @@ type oneHit struct {
 	cmd  [9]any
 }
 
+// A decider builds the store's script commands, sends them through its
+// sender and reads their replies.
+type decider struct {
+	keys *keyer
+	send *sender
+	heal *healer
+	// where names the endpoint holding key, for heal.
+	where func(key string) string
+}
+
 // newRequest returns the request deciding hits into out.
-func (s *Store) newRequest(hits []sluice.Hit, out []sluice.Result) request {
+func (d *decider) newRequest(hits []sluice.Hit, out []sluice.Result) request {
 	r := request{hits: hits, out: out, replyLen: replyLen(hits)}
 	if len(hits) == 1 {
 		b := new(oneHit)
@@ -103,7 +111,7 @@ func (s *Store) newRequest(hits []sluice.Hit, out []sluice.Result) request {
 	}
 	r.cmd = append(r.cmd, "evalsha", takeScript.sha, len(hits))
 	for i := range hits {
-		r.keys[i] = s.keys.key(&hits[i])
+		r.keys[i] = d.keys.key(&hits[i])
 		r.cmd = append(r.cmd, r.keys[i])
 	}
 	r.cmd = append(r.cmd, "") // the server's clock
@@ -160,25 +168,25 @@ func takeCommand(reqs []*request) []any {
 	return cmd
 }
 
-// decide decides reqs in one call of the take script through the store's
-// client and breaker, and writes each request's results into its out: the
-// entry point for one batch of requests on one connection. Every batch is
+// decide decides reqs in one call of the take script through the sender,
+// and writes each request's results into its out: the entry point for one
+// batch of requests on one connection. Every batch is
 // takeCommand(reqs) sent as it is, its reply read by finish (or, for a
 // coalesced batch whose members may have left, by split and each member's
 // decode). A key found holding something that is not a bucket's state was
 // replaced by the script; split reports it (see heal).
-func (s *Store) decide(ctx context.Context, reqs []*request) error {
-	reply, err := s.call(ctx, takeCommand(reqs))
+func (d *decider) decide(ctx context.Context, reqs []*request) error {
+	reply, err := d.send.one(ctx, "redisstore: take", takeCommand(reqs))
 	if err != nil {
 		return err
 	}
-	return s.finish(reply, reqs)
+	return d.finish(reply, reqs)
 }
 
 // finish writes each request's results from the reply to takeCommand(reqs).
-func (s *Store) finish(reply any, reqs []*request) error {
+func (d *decider) finish(reply any, reqs []*request) error {
 	var one [1][]any // a lone request's part, without an allocation
-	parts, err := s.split(reply, reqs, one[:0])
+	parts, err := d.split(reply, reqs, one[:0])
 	if err != nil {
 		return err
 	}
@@ -192,7 +200,7 @@ func (s *Store) finish(reply any, reqs []*request) error {
 
 // split checks the shape of a take script reply for reqs, reports the keys
 // it replaced, and appends each request's part of it to parts.
-func (s *Store) split(reply any, reqs []*request, parts [][]any) ([][]any, error) {
+func (d *decider) split(reply any, reqs []*request, parts [][]any) ([][]any, error) {
 	vals, ok := reply.([]any)
 	if !ok || len(vals) == 0 {
 		return nil, badReply("take", reply)
@@ -218,7 +226,7 @@ func (s *Store) split(reply any, reqs []*request, parts [][]any) ([][]any, error
 			return nil, badReply("take", reply)
 		}
 		if key, ok := keyAt(reqs, int(i-1)); ok {
-			s.heal(key)
+			d.heal.heal(key, d.where)
 		} else {
 			return nil, badReply("take", reply)
 		}
@@ -297,46 +305,4 @@ func (r *request) decode(vals []any) error {
 		}
 	}
 	return nil
-}
-
-// run sends a script command and returns the reply. If Redis lost the
-// script (NOSCRIPT: restart, failover, SCRIPT FLUSH) it sends the source
-// once: Redis did not run the script, so this cannot apply it twice.
-//
-// On Redis Cluster, a command for a master found unreachable fails at
-// once, unsent (see reach); the error of one that was sent tells the
-// master's reachability what it found.
-func (s *Store) run(ctx context.Context, cmd []any) (reply any, err error) {
-	var m *master
-	if s.cluster != nil {
-		m = s.cluster.masterFor(ctx, cmd[3].(string))
-		if err := m.reach.check("redisstore: take"); err != nil {
-			return nil, err
-		}
-		defer func() { m.reach.observe(err) }()
-	}
-	c := newScriptCmd(ctx, cmd...)
-	_ = s.process(ctx, c)
-	reply, err = c.Result()
-	for try := 0; err != nil && tryAgain(ctx, err, try); try++ {
-		c = newScriptCmd(ctx, slices.Clone(cmd)...)
-		_ = s.client.Process(ctx, c)
-		reply, err = c.Result()
-	}
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		s.reloads.Add(1)
-		if s.events != nil {
-			name := s.endpointName()
-			if m != nil {
-				name = m.addr
-			}
-			s.events.ScriptReloaded(name)
-		}
-		// A fresh slice: a hook may keep the first command.
-		cmd = append([]any{"eval", scriptOf(cmd).src}, cmd[2:]...)
-		c = newScriptCmd(ctx, cmd...)
-		_ = s.process(ctx, c)
-		reply, err = c.Result()
-	}
-	return reply, err
 }

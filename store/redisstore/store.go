@@ -18,24 +18,19 @@ import (
 // use. Take is atomic across every client of the same Redis node.
 type Store struct {
 	client Client
+	b      backend // the topology: a node, or a cluster
 	keys   *keyer
 	log    *slog.Logger
 
 	reloads atomic.Int64 // scripts re-sent after NOSCRIPT
-	cluster *cluster     // nil unless the client is a *redis.ClusterClient
-	primary *primary     // nil unless the client is redis.NewFailoverClient's
 	// wrong, once set, fails every call: the start-up check found the
 	// server is a Redis Cluster node behind a client that is not a
 	// cluster client.
 	wrong    atomic.Bool
-	ep       *endpoint
-	coalesce *coalescer      // nil when off
 	refusals *refusal.Memory // nil when off
 	presence *presence       // nil when off
 	events   sluice.StoreEvents
-	healed   healLog // the keys whose heal was logged
 	policy   *policyWatch
-	endpoint string // ep.name
 	closed   atomic.Bool
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // background goroutines
@@ -69,107 +64,63 @@ func New(client Client, cfg Config) (*Store, error) {
 	if err := checkClient(client, cfg.AllowUnsafeClient); err != nil {
 		return nil, err
 	}
-	var opt *redis.Options
-	if oc, ok := client.(interface{ Options() *redis.Options }); ok {
-		opt = oc.Options()
-	}
-	conns, err := cfg.conns(opt)
-	if err != nil {
-		return nil, err
-	}
-	name := cfg.Endpoint
-	if name == "" {
-		name = "redis"
-		if opt != nil && opt.Addr != "" {
-			name = opt.Addr
-		}
-	}
-	ep := &endpoint{name: name, client: client, breaker: newBreaker(name, cfg.Breaker, cfg.Events)}
-	if ep.breaker != nil {
-		ep.breaker.background = true
-	}
-	// Only a client of go-redis's own type: a wrapper that overrides
-	// Process must see every command.
-	if src, ok := client.(*redis.Client); ok && conns > 0 {
-		if readySafe(opt) {
-			ep.ready = newReadySet(src, opt, conns, cfg.SetupTimeout, cfg.Logger, name, &ep.rtt)
-		} else {
-			cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn,
-				"redisstore: the client's connections are set up on first use, inside a request's budget; build it with redisstore.NewClient, or set Protocol: 2 or MaintNotificationsConfig Mode disabled in redis.Options, so that the store keeps connections ready",
-				slog.String("endpoint", name))
-		}
-	}
 	s := &Store{
 		client:   client,
 		keys:     newKeyer(cfg.Prefix, cfg.Secret),
 		log:      cfg.Logger,
-		ep:       ep,
 		events:   cfg.Events,
-		endpoint: name,
 		policy:   newPolicyWatch(cfg),
 		refusals: refusal.New(cfg.RememberRefusals, cfg.RefusalMemory, nil),
 	}
-	if cfg.Coalesce > 1 {
-		s.coalesce = newCoalescer(s, ep, cfg.Coalesce, cfg.CoalesceLanes)
-	}
 	if cc, ok := client.(*redis.ClusterClient); ok {
-		s.cluster = newCluster(s, cc, cfg)
-		s.ep.breaker = nil // one per master, in s.cluster
-		if cfg.Endpoint == "" {
-			s.endpoint = "cluster"
+		s.b = newCluster(cc, cfg, s.keys, &s.reloads, s.closed.Load)
+	} else {
+		n, err := newNode(client, cfg, s.keys, &s.reloads)
+		if err != nil {
+			return nil, err
 		}
-	}
-	if cfg.Endpoint == "" {
-		if s.primary = watchPrimary(s, client, cfg); s.primary != nil {
-			s.ep.breaker = nil // one per primary, in s.primary
-		}
+		s.b = n
 	}
 	if publicSecret {
 		warnPublicSecret(cfg.Logger)
 	}
+	s.start(cfg)
+	return s, nil
+}
+
+// start starts the store's background work: the topology's, the policy
+// check, the instance count and the start-up check.
+func (s *Store) start(cfg Config) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	if ep.ready != nil {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			ep.ready.run(ctx)
-		}()
+	for _, run := range s.b.loops() {
+		s.goRun(ctx, run)
 	}
-	if ep.breaker != nil {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			ep.watch(ctx)
-		}()
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.policy.run(ctx, s)
-	}()
+	s.goRun(ctx, func(ctx context.Context) { s.policy.run(ctx, s) })
 	if cfg.PresenceInterval > 0 {
-		s.presence = newPresence(client, cfg.Prefix, cfg.PresenceInterval, cfg.Logger)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.presence.run(ctx)
-		}()
+		s.presence = newPresence(s.client, cfg.Prefix, cfg.PresenceInterval, cfg.Logger)
+		s.goRun(ctx, s.presence.run)
 	}
 	s.checked = make(chan struct{})
 	if cfg.StartupCheckTimeout <= 0 {
 		close(s.checked)
-	} else {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer close(s.checked)
-			ctx, cancel := context.WithTimeout(ctx, cfg.StartupCheckTimeout)
-			defer cancel()
-			s.checkServer(ctx)
-		}()
+		return
 	}
-	return s, nil
+	s.goRun(ctx, func(ctx context.Context) {
+		defer close(s.checked)
+		ctx, cancel := context.WithTimeout(ctx, cfg.StartupCheckTimeout)
+		defer cancel()
+		s.checkServer(ctx)
+	})
+}
+
+// goRun runs f in a goroutine that Close waits for.
+func (s *Store) goRun(ctx context.Context, f func(ctx context.Context)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f(ctx)
+	}()
 }
 
 // Take decides hits in one script call (see [sluice.Store]), or, on Redis
@@ -179,6 +130,11 @@ func New(client Client, cfg Config) (*Store, error) {
 // have run. A request one of whose buckets the store remembers refusing is
 // refused with no script call (see Config.RememberRefusals).
 func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
+	return s.take(ctx, hits, out, false)
+}
+
+// take is Take, and with partial TakePartial.
+func (s *Store) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result, partial bool) error {
 	if done, err := s.precheck(ctx, hits, out); done {
 		return err
 	}
@@ -186,7 +142,7 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 		return nil
 	}
 	sent := s.refusals.Now()
-	err := s.take(ctx, hits, out)
+	err := s.b.take(ctx, hits, out, partial)
 	s.remember(hits, out, sent, err)
 	return err
 }
@@ -199,19 +155,6 @@ func (s *Store) remember(hits []sluice.Hit, out []sluice.Result, sent int64, err
 	if s.refusals != nil && (err == nil || errors.As(err, &pe)) {
 		s.refusals.Remember(hits, out, sent) // the failed hits' zero results are skipped
 	}
-}
-
-// take sends hits: on Cluster per slot, else through the coalescer or as
-// one script call.
-func (s *Store) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
-	if s.cluster != nil {
-		return s.cluster.take(ctx, hits, out)
-	}
-	if s.coalesce != nil {
-		return s.coalesce.take(ctx, hits, out)
-	}
-	r := s.newRequest(hits, out)
-	return s.decide(ctx, []*request{&r})
 }
 
 // precheck answers a Take that needs no script call: invalid hits, a
@@ -235,73 +178,13 @@ func (s *Store) precheck(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 	return false, nil
 }
 
-// call runs a script command (see takeCommand and refundCommand) through
-// the circuit breaker and classifies its error.
-func (s *Store) call(ctx context.Context, cmd []any) (any, error) {
-	probe, b := false, s.ep.breaker
-	switch {
-	case s.cluster != nil: // the breaker of the master of the command's slot
-		b = s.cluster.breakerFor(ctx, cmd[3].(string))
-	case s.primary != nil: // the breaker of the current primary
-		b = s.primary.breaker()
-	}
-	if b != nil {
-		ok, p, retry := b.allow()
-		if !ok {
-			if s.cluster != nil { // the slot may have moved to a promoted replica
-				s.cluster.c.ReloadState(ctx)
-			}
-			return nil, &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrBreakerOpen, RetryAfter: retry}
-		}
-		probe = p
-	}
-	reply, err := s.run(ctx, cmd)
-	var se *sluice.StoreError
-	if errors.As(err, &se) {
-		// Already classified: unsent, in a way that says nothing about
-		// Redis (see errNoConn and reach): a probe lets another call probe.
-		if b != nil && probe {
-			b.record(true, context.Canceled)
-		}
-		return nil, err
-	}
-	if err != nil {
-		err = classify("redisstore: take", err)
-		if s.cluster != nil {
-			s.cluster.failed(ctx, err)
-		}
-	}
-	if b != nil {
-		b.record(probe, err)
-	}
-	return reply, err
-}
-
-// process sends cmd to the store's endpoint: on a ready connection when
-// the store keeps them (see the package documentation).
-func (s *Store) process(ctx context.Context, cmd redis.Cmder) error {
-	return s.ep.process(ctx, cmd)
-}
-
 // BreakerState returns the state of the store's circuit breaker
 // ([sluice.BreakerClosed] when it is disabled).
 //
 // On Redis Cluster, where there is one per master, it is the least healthy
 // of them: open if any is open. With a Sentinel-managed primary it is the
 // current primary's.
-func (s *Store) BreakerState() sluice.BreakerState {
-	switch {
-	case s.cluster != nil:
-		return s.cluster.breakerState()
-	case s.primary != nil:
-		if b := s.primary.breaker(); b != nil {
-			return b.State()
-		}
-	case s.ep.breaker != nil:
-		return s.ep.breaker.State()
-	}
-	return sluice.BreakerClosed
-}
+func (s *Store) BreakerState() sluice.BreakerState { return s.b.breakerState() }
 
 // ScriptReloads returns how many times the store re-sent its script after
 // Redis reported it missing.
