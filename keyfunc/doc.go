@@ -32,61 +32,18 @@
 // The package depends on the standard library only; chi-specific key functions live in
 // the sub-package keyfunc/chikey.
 //
-// # Threat model
+// # Security
 //
-// Key extraction is a security boundary. Whoever can choose their key can
-// either evade a limit (a fresh bucket per request) or lock someone else out
-// (spend the victim's bucket). The package therefore follows these rules:
-//
-//   - No forwarding header is trusted by default. [ClientIP] and [RemoteAddr]
-//     use the TCP peer in r.RemoteAddr, which a client cannot forge.
-//     X-Forwarded-For ([XFF]) and single-IP edge headers such as
-//     CF-Connecting-IP ([TrustedHeader]) are read only when the peer itself
-//     lies inside prefixes the operator configured as trusted proxies; from
-//     any other peer they are ignored completely. True-Client-IP, X-Real-IP
-//     and friends are never read unless named explicitly.
-//   - X-Forwarded-For is walked from the right: each trusted proxy appends
-//     the address it received the connection from, so the first entry that
-//     is not a trusted proxy is the client. Entries further left were written
-//     by that client and are never used.
-//   - Fail closed. A key that cannot be resolved is an error wrapping
-//     [ErrNoKey], never an empty string: an empty key would put every client
-//     into one shared bucket. A malformed X-Forwarded-For entry stops the walk
-//     with an error instead of falling back to a (less trusted) value further
-//     left, and a chain in which every hop is a trusted proxy is an error too
-//     (see [XFF]).
-//   - Addresses are normalised before any trust check and before keying:
-//     the IPv4-mapped form ::ffff:a.b.c.d is the same client as a.b.c.d, and
-//     IPv6 zones (fe80::1%eth0) are dropped. Otherwise one client could appear
-//     under two keys, or alias a trusted proxy past the prefix check.
-//   - An IPv6 client usually controls at least a /64 (SLAAC gives it 2^64
-//     addresses), so IPv6 keys are grouped by prefix, /64 by default and
-//     configurable with [IPConfig]; IPv4 stays /32. Addresses that embed an
-//     IPv4 address (NAT64 64:ff9b::/96, 6to4 2002::/16) are keyed by that
-//     IPv4 address.
-//   - Endpoint keys use the route pattern ("GET /users/{id}"), never the raw
-//     path, which would give an attacker a bucket per URL. Unmatched requests
-//     share one key per method ([Unmatched]) and unusual methods are folded
-//     into one (see [Endpoint]).
-//   - Error messages start with "keyfunc: " and never echo more than a short,
-//     quoted prefix of attacker input; header values used as keys (API keys,
-//     tenant ids) are never echoed at all.
-//
-// Keys are identities in clear text (IP addresses, API keys). The rules and
-// store layers hash them with a keyed hash before they are stored, so nothing
-// this package returns should be logged or stored as is.
-//
-// # Choosing an IP source
-//
-//   - Exposed directly to clients: [ClientIP] (the peer address).
-//   - Behind proxies that append to X-Forwarded-For and whose address ranges
-//     you know: [XFF] with those ranges, wrapped by [IP].
-//   - Behind one edge that overwrites a single header (Cloudflare's
-//     CF-Connecting-IP, nginx's X-Real-IP): [TrustedHeader] with the edge's
-//     ranges, wrapped by [IP].
-//
-// Verify before going live: send a request from a known address and check
-// the resolved key. Requests that reach the server without passing through
-// the proxies keep their own peer address as key, so the server cannot be
-// fooled by a client that bypasses the proxies.
+// Key extraction is a security boundary: whoever can choose their key can
+// evade a limit or spend someone else's bucket. So no forwarding header is
+// trusted by default: [ClientIP] and [RemoteAddr] use the TCP peer, and
+// X-Forwarded-For ([XFF], walked from the right) and single-address edge
+// headers ([TrustedHeader]) are read only from peers inside the prefixes
+// you configure as trusted proxies, through [IP]. A key that cannot be
+// resolved fails closed, with an error wrapping [ErrNoKey], never an empty
+// string that would put every client in one bucket. Addresses are
+// normalised before any trust check; IPv6 clients are grouped by /64 by
+// default ([IPConfig]); endpoint keys use the route pattern, never the raw
+// path ([Endpoint]). Which IP source to choose, and the rest of the threat
+// model: docs/security.md in the repository.
 package keyfunc
