@@ -20,12 +20,10 @@
 // its cost, and K doubles each time a lease runs out within half its TTL
 // and halves when one expires unused or a refill finds the bucket dry (so
 // instances contending for a key over its limit share it fairly), up to
-// the bound of [MaxLease] (Instances ×
-// K within DriftBudget of burst + 60 s × rate, and K ≤ capacity /
-// Instances), Config.MaxLease and the policy's MaxLease. With N instances
-// the instances together admit at most N × K beyond the limit in any
-// window. A process that stops without Close loses what its leases held:
-// the bucket under-admits by at most that much until it refills.
+// the bound of [MaxLease], Config.MaxLease and the policy's MaxLease. N
+// instances together admit at most N × K beyond the limit; what drift,
+// a crash and a failing store cost in operation is in docs/operations.md
+// of the repository.
 //
 // # Answers under a lease
 //
@@ -47,14 +45,6 @@
 //
 // The 429 body and headers are written from these values as from any
 // store's, so their shape does not change.
-//
-// # Failure
-//
-// When the shared store fails, a leased bucket keeps serving its lease
-// until it expires; the request that needs the shared store gets its error,
-// so the rule's on_fail applies. A return of unused tokens that fails is
-// counted ([RefundObserver], [Observer.LeaseLost]) and logged, never
-// retried.
 //
 // # Hot keys
 //
