@@ -188,7 +188,7 @@ func (sd *sender) retry(ctx context.Context, cmds [][]any, sent []scriptCmd, pip
 	for try := 0; ; try++ {
 		var busy []int
 		for i := range sent {
-			if sent[i].Cmd != nil && redis.HasErrorPrefix(sent[i].Err(), "TRYAGAIN") {
+			if failedWith(sent[i], "TRYAGAIN") {
 				busy = append(busy, i)
 			}
 		}
@@ -209,7 +209,7 @@ func (sd *sender) retry(ctx context.Context, cmds [][]any, sent []scriptCmd, pip
 func (sd *sender) reload(ctx context.Context, cmds [][]any, sent []scriptCmd, gates []gate, at []int, piped bool, resent []bool) {
 	var again []int
 	for i := range sent {
-		if sent[i].Cmd == nil || !redis.HasErrorPrefix(sent[i].Err(), "NOSCRIPT") {
+		if !failedWith(sent[i], "NOSCRIPT") {
 			continue
 		}
 		again = append(again, i)
@@ -226,6 +226,17 @@ func (sd *sender) reload(ctx context.Context, cmds [][]any, sent []scriptCmd, ga
 	if len(again) > 0 {
 		sd.transmit(ctx, sent, again, piped)
 	}
+}
+
+// failedWith reports whether c was sent and Redis answered it with an
+// error reply starting with prefix. (HasErrorPrefix allocates: it is not
+// asked about a command that succeeded.)
+func failedWith(c scriptCmd, prefix string) bool {
+	if c.Cmd == nil {
+		return false
+	}
+	err := c.Err()
+	return err != nil && redis.HasErrorPrefix(err, prefix)
 }
 
 // result returns a sent command's reply or classified error, and tells
