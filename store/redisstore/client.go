@@ -2,12 +2,11 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice"
 )
 
 // Client is what the store needs of a go-redis client. The clients of
@@ -54,30 +53,25 @@ func checkClient(c Client, allowUnsafe bool) error {
 	return nil
 }
 
-// checkServer loads the script and warns when the server can evict the
-// store's keys. It runs once, in the background, at New.
-func (s *Store) checkServer(ctx context.Context) {
-	if s.b.wrongClient(ctx) {
-		s.wrong.Store(true)
-		s.log.LogAttrs(ctx, slog.LevelError, "redisstore: every call fails: "+misconfigured().Error())
-		return
+// misconfigured is the error of every call on a store whose start-up check
+// found a Redis Cluster node behind a client that is not a cluster client.
+func misconfigured() error {
+	return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable,
+		Err: fmt.Errorf("%w: the server is a Redis Cluster node (cluster_enabled:1) but the client is not a *redis.ClusterClient: build it with redisstore.NewClusterClient (one address is enough), or pass the ClusterClient itself, so that the store sends one script per hash slot", ErrUnsupportedClient)}
+}
+
+// checkClusterClient refuses cluster clients that cannot keep the store's
+// promises. Their retry settings do not matter: the store's script commands
+// say they must never be re-sent (see scriptCmd), which go-redis's cluster
+// client honours whatever MaxRetries and MaxRedirects say.
+func checkClusterClient(c *redis.ClusterClient, allowUnsafe bool) error {
+	opt := c.Options()
+	if opt.ClusterSlots != nil {
+		// redis.NewFailoverClusterClient, or a hand-made slot map.
+		return fmt.Errorf("%w: a ClusterClient with its own slot map (ClusterSlots, as redis.NewFailoverClusterClient makes) is meant to spread reads over replicas, which a limiter never does; for a Sentinel-managed primary use redis.NewFailoverClient, for Redis Cluster redis.NewClusterClient with the cluster's addresses", ErrUnsupportedClient)
 	}
-	err := s.client.ScriptLoad(ctx, takeSource).Err()
-	if err == nil {
-		err = s.client.ScriptLoad(ctx, refundSource).Err()
+	if !allowUnsafe && !opt.ContextTimeoutEnabled {
+		return fmt.Errorf("%w: set ContextTimeoutEnabled: true in redis.ClusterOptions (otherwise the request's deadline is ignored and a slow node stalls every request; redisstore.NewClusterClient sets it), or set Config.AllowUnsafeClient", ErrUnsupportedClient)
 	}
-	if errors.Is(err, context.Canceled) {
-		return // the store was closed
-	}
-	if err != nil {
-		if se := noPermission("redisstore: script load", err); se != nil {
-			err = se
-		}
-		s.log.LogAttrs(ctx, slog.LevelWarn, "redisstore: could not preload the script; it is loaded on first use",
-			slog.String("error", err.Error()))
-		if !isReply(err) {
-			return // the server did not answer: it would not answer CONFIG GET either
-		}
-	}
-	s.policy.check(ctx, s)
+	return nil
 }

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -35,7 +34,7 @@ import (
 // master, its breaker open) and the others are decided, Take gives back
 // what the decided groups took and fails as a whole; TakePartial instead
 // keeps the decided groups' decisions and names the failed hits in a
-// *sluice.PartialError (see partial.go).
+// *sluice.PartialError (see partialFailure).
 
 // cluster is the topology of a Redis Cluster client: each master's
 // circuit breaker and reachability, and the coalescers of the slots.
@@ -593,9 +592,32 @@ func (cl *cluster) wrongClient(context.Context) bool { return false }
 // loops is none: a cluster's masters are probed by requests.
 func (cl *cluster) loops() []func(ctx context.Context) { return nil }
 
-// misconfigured is the error of every call on a store whose start-up check
-// found a Redis Cluster node behind a client that is not a cluster client.
-func misconfigured() error {
-	return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable,
-		Err: fmt.Errorf("%w: the server is a Redis Cluster node (cluster_enabled:1) but the client is not a *redis.ClusterClient: build it with redisstore.NewClusterClient (one address is enough), or pass the ClusterClient itself, so that the store sends one script per hash slot", ErrUnsupportedClient)}
+// partialFailure settles a request some of whose slot groups failed (errs,
+// the first or first ambiguous failure being failure) while others were
+// decided into out: it returns the *sluice.PartialError naming the failed
+// hits, after giving back the decided groups' takes if a decided hit
+// refused. It returns nil, deciding nothing, when every group failed.
+func (cl *cluster) partialFailure(ctx context.Context, groups []*slotGroup, errs []error, failure error, hits []sluice.Hit, out []sluice.Result) error {
+	var decided []*slotGroup
+	var failed []int
+	admitted := true
+	for i, g := range groups {
+		if errs[i] != nil {
+			for _, at := range g.idx {
+				failed = append(failed, at)
+				out[at] = sluice.Result{}
+			}
+			continue
+		}
+		decided = append(decided, g)
+		admitted = admitted && sluice.Admitted(g.hits, g.out)
+	}
+	if len(decided) == 0 {
+		return nil
+	}
+	if !admitted {
+		cl.giveBack(ctx, decided, hits, out)
+	}
+	slices.Sort(failed)
+	return &sluice.PartialError{Failed: failed, Err: failure}
 }

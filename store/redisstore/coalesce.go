@@ -408,16 +408,3 @@ func (c *coalescer) observe(d time.Duration) {
 		c.rtt.observe(d)
 	}
 }
-
-func ctxError(ctx context.Context, ambiguous bool) error {
-	return &sluice.StoreError{Op: "redisstore: take", Kind: ctxKind(ctx), Ambiguous: ambiguous, Err: ctx.Err()}
-}
-
-// ctxKind is the kind of error of a call whose ctx is done: a timeout, or
-// unavailable when its caller cancelled it.
-func ctxKind(ctx context.Context) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return sluice.ErrTimeout
-	}
-	return sluice.ErrUnavailable
-}

@@ -143,3 +143,18 @@ func worse(a, b error) error {
 	}
 	return a
 }
+
+// ctxError is the error of a call whose ctx is done before its reply:
+// ambiguous when the script may have run.
+func ctxError(ctx context.Context, ambiguous bool) error {
+	return &sluice.StoreError{Op: "redisstore: take", Kind: ctxKind(ctx), Ambiguous: ambiguous, Err: ctx.Err()}
+}
+
+// ctxKind is the kind of error of a call whose ctx is done: a timeout, or
+// unavailable when its caller cancelled it.
+func ctxKind(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return sluice.ErrTimeout
+	}
+	return sluice.ErrUnavailable
+}

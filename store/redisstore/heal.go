@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 
@@ -66,11 +65,4 @@ func (l *healLog) first(key string) bool {
 		l.keys[key] = struct{}{}
 	}
 	return true
-}
-
-// badReply reports a script reply of the wrong shape for op. The script
-// ran, so the outcome is ambiguous.
-func badReply(op string, reply any) error {
-	return &sluice.StoreError{Op: "redisstore: " + op, Kind: sluice.ErrUnavailable, Ambiguous: true,
-		Err: fmt.Errorf("unexpected script reply %T", reply)}
 }

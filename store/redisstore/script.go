@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"fmt"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/algo"
@@ -305,4 +306,11 @@ func (r *request) decode(vals []any) error {
 		}
 	}
 	return nil
+}
+
+// badReply reports a script reply of the wrong shape for op. The script
+// ran, so the outcome is ambiguous.
+func badReply(op string, reply any) error {
+	return &sluice.StoreError{Op: "redisstore: " + op, Kind: sluice.ErrUnavailable, Ambiguous: true,
+		Err: fmt.Errorf("unexpected script reply %T", reply)}
 }

@@ -88,6 +88,22 @@ func New(client Client, cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// MustNew is like [New] but panics on an error, for a client and a
+// configuration fixed in code (as rules.MustNew is for rules):
+//
+//	store := redisstore.MustNew(redisstore.MustNewClient("localhost:6379"), redisstore.Config{Secret: secret})
+//
+// New's errors are all about the client and the configuration, never about
+// the server, which New does not contact: a panic here is a programming
+// error, caught the first time the program starts.
+func MustNew(client Client, cfg Config) *Store {
+	s, err := New(client, cfg)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
 // start starts the store's background work: the topology's, the policy
 // check, the instance count and the start-up check.
 func (s *Store) start(cfg Config) {
@@ -123,6 +139,34 @@ func (s *Store) goRun(ctx context.Context, f func(ctx context.Context)) {
 	}()
 }
 
+// checkServer loads the script and warns when the server can evict the
+// store's keys. It runs once, in the background, at New.
+func (s *Store) checkServer(ctx context.Context) {
+	if s.b.wrongClient(ctx) {
+		s.wrong.Store(true)
+		s.log.LogAttrs(ctx, slog.LevelError, "redisstore: every call fails: "+misconfigured().Error())
+		return
+	}
+	err := s.client.ScriptLoad(ctx, takeSource).Err()
+	if err == nil {
+		err = s.client.ScriptLoad(ctx, refundSource).Err()
+	}
+	if errors.Is(err, context.Canceled) {
+		return // the store was closed
+	}
+	if err != nil {
+		if se := noPermission("redisstore: script load", err); se != nil {
+			err = se
+		}
+		s.log.LogAttrs(ctx, slog.LevelWarn, "redisstore: could not preload the script; it is loaded on first use",
+			slog.String("error", err.Error()))
+		if !isReply(err) {
+			return // the server did not answer: it would not answer CONFIG GET either
+		}
+	}
+	s.policy.check(ctx, s)
+}
+
 // Take decides hits in one script call (see [sluice.Store]), or, on Redis
 // Cluster, one per hash slot (see the package documentation). ctx bounds the
 // call: give it the request's deadline. Failures are [*sluice.StoreError]
@@ -132,6 +176,22 @@ func (s *Store) goRun(ctx context.Context, f func(ctx context.Context)) {
 func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
 	return s.take(ctx, hits, out, false)
 }
+
+// TakePartial decides hits as Take does, except on Redis Cluster when the
+// slots of some hits fail (CLUSTERDOWN, TRYAGAIN after its retries, a
+// master that does not answer, its breaker open) and the other slots
+// decided theirs: then it returns a [*sluice.PartialError] naming the
+// failed hits, and the other hits' results are decisions (see
+// [sluice.PartialTaker]). If a decided hit refused, the other decided
+// slots' takes were given back, as for any refused request; if they all
+// passed, their takes stand, and a caller that refuses the request anyway
+// gives them back with [Store.Refund]. On a single node or Sentinel, where
+// one script decides every hit, it is Take.
+func (s *Store) TakePartial(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
+	return s.take(ctx, hits, out, true)
+}
+
+var _ sluice.PartialTaker = (*Store)(nil)
 
 // take is Take, and with partial TakePartial.
 func (s *Store) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result, partial bool) error {
@@ -189,6 +249,16 @@ func (s *Store) BreakerState() sluice.BreakerState { return s.b.breakerState() }
 // ScriptReloads returns how many times the store re-sent its script after
 // Redis reported it missing.
 func (s *Store) ScriptReloads() int64 { return s.reloads.Load() }
+
+// Observer returns Config.Events when it is also a [sluice.Observer] (the
+// metrics package's Collector is), else nil. It makes the store a
+// [sluice.ObserverSource]: the middleware reports its decisions there too
+// unless it is given an observer of its own, so a collector set as
+// Config.Events sees the decisions, the store calls and the breaker alike.
+func (s *Store) Observer() sluice.Observer {
+	o, _ := s.events.(sluice.Observer)
+	return o
+}
 
 // Close stops the store's background work (the start-up check, the breaker's
 // probe, the policy check, the instance count) and waits for it, gives its
