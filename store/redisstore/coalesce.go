@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/store/redisstore/internal/conn"
 )
 
 // Coalescing. While Config.CoalesceLanes script calls are in flight, further Take calls
@@ -70,7 +71,7 @@ type coalescer struct {
 	scripts *decider
 	// conns are the endpoint's ready connections, nil when it keeps none
 	// (see awaitConn).
-	conns *readySet
+	conns *conn.Set
 	max   int // calls per batch
 	lanes int // script calls in flight
 	// now tells the time for budgets and round trips; nil means time.Now.
@@ -83,7 +84,7 @@ type coalescer struct {
 	// ready connections', which time each command and their set-up (see
 	// newCoalescer); otherwise the coalescer times its calls (see
 	// observe).
-	rtt    *rttEstimate
+	rtt    *conn.RTT
 	shared bool
 	mu     sync.Mutex
 	queue  []*waiter
@@ -93,10 +94,10 @@ type coalescer struct {
 // newCoalescer returns a coalescer of the calls of scripts to one
 // endpoint, whose ready connections are conns (nil when it keeps none),
 // batching up to max calls, with lanes calls in flight.
-func newCoalescer(scripts *decider, conns *readySet, max, lanes int) *coalescer {
-	c := &coalescer{scripts: scripts, conns: conns, max: max, lanes: lanes, rtt: &rttEstimate{}}
+func newCoalescer(scripts *decider, conns *conn.Set, max, lanes int) *coalescer {
+	c := &coalescer{scripts: scripts, conns: conns, max: max, lanes: lanes, rtt: &conn.RTT{}}
 	if conns != nil {
-		c.rtt, c.shared = &conns.rtt, true
+		c.rtt, c.shared = conns.RTT(), true
 	}
 	return c
 }
@@ -261,9 +262,9 @@ func (c *coalescer) drain() {
 // idle, until one is or the last queued call's deadline passes: a batch
 // is assembled when it can be sent, so that the members left out are
 // those that no longer have time, rather than all of them timing out
-// waiting for its connection (see readySet.process).
+// waiting for its connection (see conn.Set.Process).
 func (c *coalescer) awaitConn() {
-	if c.conns == nil || c.conns.idle() {
+	if c.conns == nil || c.conns.Idle() {
 		return
 	}
 	c.mu.Lock()
@@ -284,7 +285,7 @@ func (c *coalescer) awaitConn() {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), last)
 	defer cancel()
-	c.conns.await(ctx)
+	c.conns.Await(ctx)
 }
 
 // unfit reports why a request with ctx should not join a batch assembled
@@ -396,7 +397,7 @@ func (c *coalescer) clock() time.Time {
 }
 
 // estimate returns the estimate of a round trip (0 until one was timed).
-func (c *coalescer) estimate() time.Duration { return c.rtt.get() }
+func (c *coalescer) estimate() time.Duration { return c.rtt.Get() }
 
 // observe folds a successful call's round trip d into the estimate, unless
 // the estimate is the endpoint's (see shared), which times its commands
@@ -405,6 +406,6 @@ func (c *coalescer) estimate() time.Duration { return c.rtt.get() }
 // scripts' runs, tens of microseconds each.
 func (c *coalescer) observe(d time.Duration) {
 	if !c.shared {
-		c.rtt.observe(d)
+		c.rtt.Observe(d)
 	}
 }

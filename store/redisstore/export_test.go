@@ -50,7 +50,7 @@ func IdleConns(s *Store) int { return max(s.b.idleConns(), 0) }
 // Conns returns how many ready connections s keeps (0: none).
 func Conns(s *Store) int {
 	if n, ok := s.b.(*node); ok && n.conns != nil {
-		return n.conns.size
+		return n.conns.Size()
 	}
 	return 0
 }

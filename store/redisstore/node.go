@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/store/redisstore/internal/conn"
 )
 
 // failoverPlaceholder is the address go-redis gives a client from
@@ -18,7 +19,7 @@ const failoverPlaceholder = "FailoverClient"
 
 // node is the topology of one Redis endpoint: a single node, or the
 // primary a Sentinel-managed client follows. One script call decides a
-// request, on a ready connection when the node keeps them (see readySet).
+// request, on a ready connection when the node keeps them (see conn.Set).
 //
 // A Sentinel-managed primary is followed by a dial hook on the client
 // that records the address of every connection it opens, so events, logs
@@ -36,7 +37,7 @@ type node struct {
 	live     func() string // n.name, made once
 	breaker  *breaker      // a single node's; nil when disabled or with Sentinel
 	breakers *breakers     // a Sentinel-managed primary's, by address
-	conns    *readySet     // nil when the client cannot hand out connections, or turned off
+	conns    *conn.Set     // nil when the client cannot hand out connections, or turned off
 	scripts  *decider
 	coalesce *coalescer // nil when off
 }
@@ -60,23 +61,26 @@ func newNode(client Client, cfg Config, keys *keyer, reloads *atomic.Int64) (*no
 		}
 	}
 	n.live = n.name
+	rc, _ := client.(*redis.Client)
+	n.sentinel = rc != nil && cfg.Endpoint == "" && rc.Options().Addr == failoverPlaceholder
 	// Only a client of go-redis's own type: a wrapper that overrides
 	// Process must see every command.
-	if src, ok := client.(*redis.Client); ok && conns > 0 {
-		if readySafe(opt) {
-			n.conns = newReadySet(src, opt, conns, cfg.SetupTimeout, cfg.Logger, n.addr)
+	if rc != nil && conns > 0 {
+		if conn.Safe(opt) {
+			o := conn.Options{Size: conns, SetupFor: cfg.SetupTimeout, Log: cfg.Logger, Endpoint: n.addr,
+				Scripts: []string{takeSource, refundSource}}
+			if n.sentinel {
+				o.Name = n.live // its logs name the primary, not the placeholder
+			}
+			n.conns = conn.New(rc, opt, o)
 		} else {
 			cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn,
 				"redisstore: the client's connections are set up on first use, inside a request's budget; build it with redisstore.NewClient, or set Protocol: 2 or MaintNotificationsConfig Mode disabled in redis.Options, so that the store keeps connections ready",
 				slog.String("endpoint", n.addr))
 		}
 	}
-	if rc, ok := client.(*redis.Client); ok && cfg.Endpoint == "" && rc.Options().Addr == failoverPlaceholder {
-		n.sentinel = true
+	if n.sentinel {
 		rc.AddHook(n)
-		if n.conns != nil {
-			n.conns.name = n.live // its logs name the primary, not the placeholder
-		}
 	} else if n.breaker = newBreaker(n.addr, cfg.Breaker, cfg.Events); n.breaker != nil {
 		n.breaker.background = true
 	}
@@ -116,7 +120,7 @@ func (n *node) process(ctx context.Context, cmd redis.Cmder) error {
 	if n.conns == nil {
 		return n.client.Process(ctx, cmd)
 	}
-	return n.conns.process(ctx, cmd)
+	return n.conns.Process(ctx, cmd)
 }
 
 // pipeline returns nil: a node sends one command per call.
@@ -179,10 +183,10 @@ func (n *node) ready(ctx context.Context) error {
 	if n.conns == nil {
 		return loadScripts(ctx, n.client)
 	}
-	n.conns.await(ctx)
-	if !n.conns.idle() {
-		if down := n.conns.down.Load(); down != nil && *down != nil {
-			return classify("redisstore: ready", *down)
+	n.conns.Await(ctx)
+	if !n.conns.Idle() {
+		if down := n.conns.Down(); down != nil {
+			return classify("redisstore: ready", down)
 		}
 		return errors.New("no ready connection yet")
 	}
@@ -193,7 +197,7 @@ func (n *node) idleConns() int {
 	if n.conns == nil {
 		return -1
 	}
-	return len(n.conns.conns)
+	return n.conns.Idles()
 }
 
 // wrongClient reports whether the server is a Redis Cluster node.
@@ -209,7 +213,7 @@ func (n *node) wrongClient(ctx context.Context) bool {
 func (n *node) loops() []func(ctx context.Context) {
 	var run []func(ctx context.Context)
 	if n.conns != nil {
-		run = append(run, n.conns.run)
+		run = append(run, n.conns.Run)
 	}
 	if n.breaker != nil {
 		run = append(run, n.watch)
@@ -236,7 +240,7 @@ func (n *node) watch(ctx context.Context) {
 			if wait <= 0 {
 				break // closed
 			}
-			if !sleep(ctx, wait) {
+			if !conn.Sleep(ctx, wait) {
 				return
 			}
 		}
@@ -254,7 +258,7 @@ func (n *node) probe(ctx context.Context) error {
 	for {
 		cmd := redis.NewStatusCmd(ctx, "ping")
 		err := n.process(ctx, cmd)
-		if err == nil || n.conns == nil || ctx.Err() != nil || isReply(err) || errors.Is(err, errNoConn) {
+		if err == nil || n.conns == nil || ctx.Err() != nil || conn.IsReply(err) || errors.Is(err, conn.ErrNoConn) {
 			return err
 		}
 	}

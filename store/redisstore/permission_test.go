@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/store/redisstore/internal/conn"
 )
 
 // reply is an error reply from Redis, as go-redis reports one.
@@ -56,7 +57,7 @@ func TestPermissionRepliesAreConfigurationErrors(t *testing.T) {
 	}
 	// A ready connection whose set-up Redis refused (a PING the user may
 	// not send) is reported as the refusal, not as an empty pool.
-	err := classify("redisstore: take", fmt.Errorf("%w: %w", errNoConn, reply("NOPERM this user has no permissions to run the 'ping' command")))
+	err := classify("redisstore: take", fmt.Errorf("%w: %w", conn.ErrNoConn, reply("NOPERM this user has no permissions to run the 'ping' command")))
 	if !errors.Is(err, ErrNoPermission) || !strings.Contains(err.Error(), "+ping") {
 		t.Fatalf("err = %v, want ErrNoPermission naming +ping", err)
 	}

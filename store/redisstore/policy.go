@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/store/redisstore/internal/conn"
 )
 
 // policyWatch reads the servers' eviction policies at start and then every
@@ -118,7 +119,7 @@ func (w *policyWatch) check(ctx context.Context, s *Store) {
 func readPolicy(ctx context.Context, c Client, endpoint string) (policyReading, error) {
 	cfg, err := c.ConfigGet(ctx, "maxmemory*").Result()
 	switch {
-	case isReply(err):
+	case conn.IsReply(err):
 		return policyReading{endpoint: endpoint, refused: err}, nil
 	case err != nil:
 		return policyReading{}, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/store/redisstore/internal/conn"
 )
 
 // An endpoint found unreachable fails calls at once. A command sent to a
@@ -26,7 +27,7 @@ import (
 // uncounted (Redis may have closed one connection only), until the
 // background dial, made at once, says whether it can be reached.
 // Endpoints with ready connections do the same through their set-up (see
-// readySet).
+// conn.Set).
 
 // errUnreachable wraps the error of a call the store did not send because
 // its endpoint was found unreachable.
@@ -116,7 +117,7 @@ func (r *reach) observe(err error) {
 	case err == nil || r.dial == nil:
 	case dialFailed(err):
 		r.setDown(err)
-	case closedByPeer(err):
+	case conn.ClosedByPeer(err):
 		if r.down.Load() == nil {
 			r.asked.Store(time.Now().UnixNano())
 			r.suspect.Store(&err)

@@ -23,7 +23,7 @@ import (
 type route struct {
 	addr    string
 	breaker *breaker // nil when disabled
-	reach   *reach   // nil when the topology's connections tell (see readySet)
+	reach   *reach   // nil when the topology's connections tell (see conn.Set)
 	// live, when set, names the endpoint as it is now, for a name that
 	// can change during a call (a Sentinel-managed primary's, as a dial
 	// finds it); otherwise addr names it.
@@ -243,7 +243,7 @@ func failedWith(c scriptCmd, prefix string) bool {
 // result returns a sent command's reply or classified error, and tells
 // its gate's reachability what it found. An error classified already
 // (the topology did not send the command, in a way that says nothing about
-// Redis: see errNoConn) makes the gate quiet.
+// Redis: see conn.ErrNoConn) makes the gate quiet.
 func result(op string, c scriptCmd, g *gate) (any, error) {
 	reply, err := c.Result()
 	if err == nil {

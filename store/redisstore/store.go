@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/refusal"
+	"github.com/sluicehq/sluice/store/redisstore/internal/conn"
 )
 
 // Store is the Redis store. Create it with [New]; it is safe for concurrent
@@ -160,7 +161,7 @@ func (s *Store) checkServer(ctx context.Context) {
 		}
 		s.log.LogAttrs(ctx, slog.LevelWarn, "redisstore: could not preload the script; it is loaded on first use",
 			slog.String("error", err.Error()))
-		if !isReply(err) {
+		if !conn.IsReply(err) {
 			return // the server did not answer: it would not answer CONFIG GET either
 		}
 	}

@@ -1,4 +1,9 @@
-package redisstore
+// Package conn keeps a Redis endpoint's ready connections for
+// redisstore: set up, PINGed and loaded with the store's scripts in the
+// background, so that no request dials or shakes hands, and sends a
+// command on one within the request's budget. go-redis keeps its pool in
+// an internal package the same way.
+package conn
 
 import (
 	"context"
@@ -29,33 +34,48 @@ import (
 // whose command failed on the wire (a timeout, a reset) is closed and
 // replaced in the background. No request ever dials or shakes hands.
 
-// readySafe reports whether dedicated connections of a client with options
+// Safe reports whether dedicated connections of a client with options
 // opt may be set up while others are in use. go-redis writes the client's
 // shared options when a handshake finds that the server refuses maintenance
 // notifications, under a lock each dedicated connection has its own copy
 // of: only a handshake that cannot ask for them is safe.
-func readySafe(opt *redis.Options) bool {
+func Safe(opt *redis.Options) bool {
 	return opt != nil && (opt.Protocol == 2 ||
 		opt.MaintNotificationsConfig != nil && opt.MaintNotificationsConfig.Mode == maintnotifications.ModeDisabled)
 }
 
-// conner is the capability of a client that can hand out a dedicated
+// Conner is the capability of a client that can hand out a dedicated
 // connection: *redis.Client has it.
-type conner interface {
+type Conner interface {
 	Conn() *redis.Conn
 }
 
-// readySet is an endpoint's set of ready connections.
-type readySet struct {
-	src      conner
+// Options configure a Set.
+type Options struct {
+	Size     int           // connections to keep
+	SetupFor time.Duration // bounds a connection's set-up
+	Log      *slog.Logger
+	Endpoint string // names the endpoint in logs
+	// Name, when set, names the endpoint in logs instead of Endpoint: a
+	// Sentinel-managed primary's current address.
+	Name func() string
+	// Scripts are loaded on every connection set up.
+	Scripts []string
+}
+
+// Set is an endpoint's set of ready connections. It is safe for
+// concurrent use.
+type Set struct {
+	src      Conner
 	dial     func(ctx context.Context) error // a TCP reachability check, or nil
 	size     int
 	setupFor time.Duration
 	log      *slog.Logger
 	endpoint string
+	scripts  []string
 	// rtt estimates a command's round trip on the ready connections, from
 	// their set-up and the commands sent on them.
-	rtt rttEstimate
+	rtt RTT
 
 	// name, when set, names the endpoint in logs instead of endpoint: a
 	// Sentinel-managed primary's current address.
@@ -78,9 +98,11 @@ type readySet struct {
 	stopped  atomic.Bool   // run returned: connections given back are closed
 }
 
-func newReadySet(src conner, opt *redis.Options, size int, setupFor time.Duration, log *slog.Logger, endpoint string) *readySet {
-	r := &readySet{src: src, size: size, setupFor: setupFor, log: log, endpoint: endpoint,
-		conns: make(chan *redis.Conn, size), wake: make(chan struct{}, 1), failedCh: make(chan struct{})}
+// New returns the set of o.Size ready connections taken from src, a
+// client with options opt. Run keeps it full.
+func New(src Conner, opt *redis.Options, o Options) *Set {
+	r := &Set{src: src, size: o.Size, setupFor: o.SetupFor, log: o.Log, endpoint: o.Endpoint, name: o.Name, scripts: o.Scripts,
+		conns: make(chan *redis.Conn, o.Size), wake: make(chan struct{}, 1), failedCh: make(chan struct{})}
 	if opt != nil && opt.Dialer != nil {
 		network, addr, dialer := opt.Network, opt.Addr, opt.Dialer
 		r.dial = func(ctx context.Context) error {
@@ -94,11 +116,11 @@ func newReadySet(src conner, opt *redis.Options, size int, setupFor time.Duratio
 	return r
 }
 
-// errNoConn is the error of a request that found no ready connection:
+// ErrNoConn is the error of a request that found no ready connection:
 // while the endpoint cannot be reached, or within its budget. Nothing was
 // sent. The breaker counts the first (the set-up failed), not the second:
 // the calls holding the connections report how Redis is doing.
-var errNoConn = fmt.Errorf("%w: no ready connection", redis.ErrPoolTimeout)
+var ErrNoConn = fmt.Errorf("%w: no ready connection", redis.ErrPoolTimeout)
 
 // get returns a ready connection, waiting for one until ctx is done, and
 // whether it waited. While the endpoint cannot be reached (the last set-up
@@ -111,7 +133,7 @@ var errNoConn = fmt.Errorf("%w: no ready connection", redis.ErrPoolTimeout)
 // than the one the last set-up failed for is named, the requests made
 // until a set-up tells about it fail at once without counting towards its
 // breaker, which the old primary's failure says nothing about.
-func (r *readySet) get(ctx context.Context) (c *redis.Conn, waited bool, err error) {
+func (r *Set) get(ctx context.Context) (c *redis.Conn, waited bool, err error) {
 	select {
 	case c := <-r.conns:
 		return c, false, nil
@@ -124,14 +146,14 @@ func (r *readySet) get(ctx context.Context) (c *redis.Conn, waited bool, err err
 					// A Sentinel-managed primary that failed; the
 					// new one's connections are being set up.
 					return nil, false, &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable,
-						Err: fmt.Errorf("%w: the primary changed from %s: %w", errNoConn, *was, *err)}
+						Err: fmt.Errorf("%w: the primary changed from %s: %w", ErrNoConn, *was, *err)}
 				}
 			}
-			return nil, false, fmt.Errorf("%w: %w", errNoConn, *err)
+			return nil, false, fmt.Errorf("%w: %w", ErrNoConn, *err)
 		}
 		if err := r.suspect.Load(); err != nil {
 			return nil, false, &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable,
-				Err: fmt.Errorf("%w: the server closed a connection: %w", errNoConn, *err)}
+				Err: fmt.Errorf("%w: the server closed a connection: %w", ErrNoConn, *err)}
 		}
 		r.mu.Lock()
 		failed := r.failedCh
@@ -141,7 +163,7 @@ func (r *readySet) get(ctx context.Context) (c *redis.Conn, waited bool, err err
 			return c, true, nil
 		case <-failed:
 		case <-ctx.Done():
-			return nil, true, &sluice.StoreError{Op: "redisstore: take", Kind: ctxKind(ctx), Err: fmt.Errorf("%w within the budget: %w", errNoConn, ctx.Err())}
+			return nil, true, &sluice.StoreError{Op: "redisstore: take", Kind: ctxKind(ctx), Err: fmt.Errorf("%w within the budget: %w", ErrNoConn, ctx.Err())}
 		}
 		select {
 		case c := <-r.conns:
@@ -151,7 +173,7 @@ func (r *readySet) get(ctx context.Context) (c *redis.Conn, waited bool, err err
 	}
 }
 
-// process sends cmd on a ready connection, waiting for one within ctx.
+// Process sends cmd on a ready connection, waiting for one within ctx.
 //
 // A command that had to wait for its connection is sent only if it has
 // more time left than a round trip takes (the estimate of rtt): one that
@@ -159,7 +181,7 @@ func (r *readySet) get(ctx context.Context) (c *redis.Conn, waited bool, err err
 // nothing was sent, and the breaker does not count it. Sent, it would time
 // out ambiguously and count as Redis failing, when it only waited: as the
 // first requests of a store whose connections are still being set up do.
-func (r *readySet) process(ctx context.Context, cmd redis.Cmder) error {
+func (r *Set) Process(ctx context.Context, cmd redis.Cmder) error {
 	c, waited, err := r.get(ctx)
 	if err != nil {
 		cmd.SetErr(err)
@@ -167,7 +189,7 @@ func (r *readySet) process(ctx context.Context, cmd redis.Cmder) error {
 	}
 	start := time.Now()
 	if waited {
-		if err := tooLate(ctx, start, r.rtt.get()); err != nil {
+		if err := tooLate(ctx, start, r.rtt.Get()); err != nil {
 			r.put(c, nil)
 			cmd.SetErr(err)
 			return err
@@ -176,7 +198,7 @@ func (r *readySet) process(ctx context.Context, cmd redis.Cmder) error {
 	err = c.Process(ctx, cmd)
 	r.put(c, err)
 	if err == nil {
-		r.rtt.observe(time.Since(start))
+		r.rtt.Observe(time.Since(start))
 	}
 	return err
 }
@@ -190,17 +212,17 @@ func tooLate(ctx context.Context, now time.Time, rtt time.Duration) error {
 	}
 	if left := deadline.Sub(now); left <= rtt {
 		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrTimeout,
-			Err: fmt.Errorf("%w: %v left after waiting for a connection, a round trip takes about %v", errNoConn, max(left, 0), rtt)}
+			Err: fmt.Errorf("%w: %v left after waiting for a connection, a round trip takes about %v", ErrNoConn, max(left, 0), rtt)}
 	}
 	return nil
 }
 
-// idle reports whether a ready connection is idle.
-func (r *readySet) idle() bool { return len(r.conns) > 0 }
+// Idle reports whether a ready connection is idle.
+func (r *Set) Idle() bool { return len(r.conns) > 0 }
 
-// await waits until a ready connection is idle, the endpoint cannot be
+// Await waits until a ready connection is idle, the endpoint cannot be
 // reached, or ctx is done. It takes no connection.
-func (r *readySet) await(ctx context.Context) {
+func (r *Set) Await(ctx context.Context) {
 	if c, _, err := r.get(ctx); err == nil {
 		r.put(c, nil)
 	}
@@ -209,7 +231,7 @@ func (r *readySet) await(ctx context.Context) {
 // setDown records the outcome of a set-up: err, or nil for success. A
 // failure wakes the requests waiting for a connection. Either way the
 // endpoint is no longer merely suspect.
-func (r *readySet) setDown(err error) {
+func (r *Set) setDown(err error) {
 	if err == nil {
 		r.down.Store(nil)
 		r.suspect.Store(nil)
@@ -224,7 +246,7 @@ func (r *readySet) setDown(err error) {
 // connection): until a set-up says whether the endpoint can be reached,
 // requests that find no ready connection fail at once. It wakes those
 // waiting for one.
-func (r *readySet) setSuspect(err error) {
+func (r *Set) setSuspect(err error) {
 	if r.down.Load() != nil {
 		return // known already
 	}
@@ -233,7 +255,7 @@ func (r *readySet) setSuspect(err error) {
 }
 
 // signal wakes the requests waiting for a connection.
-func (r *readySet) signal() {
+func (r *Set) signal() {
 	r.mu.Lock()
 	close(r.failedCh)
 	r.failedCh = make(chan struct{})
@@ -241,7 +263,7 @@ func (r *readySet) signal() {
 }
 
 // endpointName names the endpoint in logs.
-func (r *readySet) endpointName() string {
+func (r *Set) endpointName() string {
 	if r.name != nil {
 		return r.name()
 	}
@@ -257,10 +279,10 @@ func (r *readySet) endpointName() string {
 // ones are replaced as well, so that the next requests do not meet them
 // one by one, and the endpoint is suspect (see get) until the set-up of
 // their replacements, which first dials it, tells.
-func (r *readySet) put(c *redis.Conn, err error) {
-	if err != nil && !isReply(err) {
+func (r *Set) put(c *redis.Conn, err error) {
+	if err != nil && !IsReply(err) {
 		r.drop(c)
-		if closedByPeer(err) {
+		if ClosedByPeer(err) {
 			r.dropIdle()
 			r.setSuspect(err)
 		}
@@ -273,7 +295,7 @@ func (r *readySet) put(c *redis.Conn, err error) {
 }
 
 // drop closes c and asks for a replacement.
-func (r *readySet) drop(c *redis.Conn) {
+func (r *Set) drop(c *redis.Conn) {
 	_ = c.Close()
 	r.held.Add(-1)
 	select {
@@ -283,7 +305,7 @@ func (r *readySet) drop(c *redis.Conn) {
 }
 
 // dropIdle drops the idle connections.
-func (r *readySet) dropIdle() {
+func (r *Set) dropIdle() {
 	for {
 		select {
 		case c := <-r.conns:
@@ -294,20 +316,20 @@ func (r *readySet) dropIdle() {
 	}
 }
 
-// closedByPeer reports whether err says the server closed the connection.
-func closedByPeer(err error) bool {
+// ClosedByPeer reports whether err says the server closed the connection.
+func ClosedByPeer(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// isReply reports whether err is an error reply from Redis, which leaves
+// IsReply reports whether err is an error reply from Redis, which leaves
 // its connection in sync.
-func isReply(err error) bool {
+func IsReply(err error) bool {
 	var rerr redis.Error
 	return errors.As(err, &rerr)
 }
 
-// run keeps the set full until ctx is done, then closes its connections.
+// Run keeps the set full until ctx is done, then closes its connections.
 // Missing connections are set up concurrently; after a failed set-up it
 // waits, doubling the wait from 10 ms up to 100 ms. After a failed set-up,
 // or a call that found the server gone, it checks that the endpoint
@@ -316,7 +338,7 @@ func isReply(err error) bool {
 // dial breaker, which then refuses to dial for a second, and the pool
 // retries a refused dial DialerRetries times, DialerRetryTimeout apart,
 // which would leave the endpoint suspect that long.
-func (r *readySet) run(ctx context.Context) {
+func (r *Set) Run(ctx context.Context) {
 	defer func() {
 		r.stopped.Store(true)
 		r.closeIdle()
@@ -342,7 +364,7 @@ func (r *readySet) run(ctx context.Context) {
 			wg.Wait()
 			if int(ok.Load()) < missing {
 				backoff = min(max(2*backoff, 10*time.Millisecond), 100*time.Millisecond)
-				if !sleep(ctx, backoff) {
+				if !Sleep(ctx, backoff) {
 					return
 				}
 				continue
@@ -362,7 +384,7 @@ func (r *readySet) run(ctx context.Context) {
 const staleRetries = 3
 
 // add sets up one connection and makes it ready.
-func (r *readySet) add(ctx context.Context) bool {
+func (r *Set) add(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, r.setupFor)
 	defer cancel()
 	if (r.failed.Load() || r.suspect.Load() != nil) && r.dial != nil {
@@ -373,7 +395,7 @@ func (r *readySet) add(ctx context.Context) bool {
 	}
 	c := r.src.Conn()
 	err := r.prepare(ctx, c)
-	for try := 0; err != nil && closedByPeer(err) && ctx.Err() == nil && try < staleRetries; try++ {
+	for try := 0; err != nil && ClosedByPeer(err) && ctx.Err() == nil && try < staleRetries; try++ {
 		// The pool gave a connection the server had closed (as it
 		// closes them all on a restart, or when told to), which says
 		// nothing about whether it can be reached: try another.
@@ -398,7 +420,7 @@ func (r *readySet) add(ctx context.Context) bool {
 
 // setupFailed records a failed set-up: the endpoint cannot be reached. The
 // first failure after a success is logged.
-func (r *readySet) setupFailed(err error) {
+func (r *Set) setupFailed(err error) {
 	name := r.endpointName()
 	if !r.failed.Swap(true) {
 		r.log.LogAttrs(context.Background(), slog.LevelDebug, "redisstore: cannot set up a connection; retrying in the background",
@@ -417,19 +439,20 @@ func (r *readySet) setupFailed(err error) {
 // trips when the connection was dialled without delay, seeds the estimate
 // of a round trip the endpoint keeps until a command is timed: half of it,
 // which errs long by half the dial.
-func (r *readySet) prepare(ctx context.Context, c *redis.Conn) error {
+func (r *Set) prepare(ctx context.Context, c *redis.Conn) error {
 	start := time.Now()
 	var ping *redis.StatusCmd
 	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		ping = p.Ping(ctx)
-		p.ScriptLoad(ctx, takeSource)
-		p.ScriptLoad(ctx, refundSource)
+		for _, src := range r.scripts {
+			p.ScriptLoad(ctx, src)
+		}
 		return nil
 	})
 	if err := ping.Err(); err != nil {
 		return err
 	}
-	if err != nil && !isReply(err) {
+	if err != nil && !IsReply(err) {
 		return err
 	}
 	r.rtt.seed(time.Since(start) / 2)
@@ -437,7 +460,7 @@ func (r *readySet) prepare(ctx context.Context, c *redis.Conn) error {
 }
 
 // closeIdle closes the ready connections once the set stops.
-func (r *readySet) closeIdle() {
+func (r *Set) closeIdle() {
 	for {
 		select {
 		case c := <-r.conns:
@@ -448,8 +471,8 @@ func (r *readySet) closeIdle() {
 	}
 }
 
-// sleep waits d or until ctx is done, reporting whether it waited d.
-func sleep(ctx context.Context, d time.Duration) bool {
+// Sleep waits d or until ctx is done, reporting whether it waited d.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -458,4 +481,31 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// Idles returns how many ready connections are idle.
+func (r *Set) Idles() int { return len(r.conns) }
+
+// Size returns how many ready connections the set keeps.
+func (r *Set) Size() int { return r.size }
+
+// Down returns the error of the last set-up if it failed, or nil.
+func (r *Set) Down() error {
+	if down := r.down.Load(); down != nil {
+		return *down
+	}
+	return nil
+}
+
+// RTT returns the estimate of a command's round trip on the set's
+// connections.
+func (r *Set) RTT() *RTT { return &r.rtt }
+
+// ctxKind is the kind of error of a call whose ctx is done: a timeout, or
+// unavailable when its caller cancelled it.
+func ctxKind(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return sluice.ErrTimeout
+	}
+	return sluice.ErrUnavailable
 }

@@ -1,26 +1,26 @@
-package redisstore
+package conn
 
 import (
 	"sync/atomic"
 	"time"
 )
 
-// rttEstimate estimates how long a successful command's round trip takes:
+// RTT estimates how long a successful command's round trip takes:
 // an exponentially weighted moving average giving each new sample a weight
 // of 1/8, as TCP's smoothed round-trip time does (RFC 6298). It is safe
 // for concurrent use; the zero value has no estimate.
 //
 // Commands that failed are not sampled: a Redis that times out must reach
 // the breaker, not turn callers away before they are sent.
-type rttEstimate struct{ ns atomic.Int64 }
+type RTT struct{ ns atomic.Int64 }
 
-// get returns the estimate, 0 until a sample was taken.
-func (e *rttEstimate) get() time.Duration { return time.Duration(e.ns.Load()) }
+// Get returns the estimate, 0 until a sample was taken.
+func (e *RTT) Get() time.Duration { return time.Duration(e.ns.Load()) }
 
-// observe folds the round trip d into the estimate. From zero it climbs
+// Observe folds the round trip d into the estimate. From zero it climbs
 // over some samples, erring towards sending; one slow command moves it by
 // an eighth, and later ones bring it back.
-func (e *rttEstimate) observe(d time.Duration) {
+func (e *RTT) Observe(d time.Duration) {
 	for {
 		old := e.ns.Load()
 		if e.ns.CompareAndSwap(old, old+(int64(max(d, 0))-old)/8) {
@@ -31,6 +31,6 @@ func (e *rttEstimate) observe(d time.Duration) {
 
 // seed sets the estimate to d if it has none: a connection's set-up times
 // a round trip before any command has.
-func (e *rttEstimate) seed(d time.Duration) {
+func (e *RTT) seed(d time.Duration) {
 	e.ns.CompareAndSwap(0, int64(max(d, 1)))
 }

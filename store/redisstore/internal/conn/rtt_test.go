@@ -1,4 +1,4 @@
-package redisstore
+package conn
 
 import (
 	"context"
@@ -43,17 +43,17 @@ func TestTooLate(t *testing.T) {
 }
 
 func TestRTTEstimate(t *testing.T) {
-	var e rttEstimate
-	if e.get() != 0 {
-		t.Fatalf("zero estimate %v", e.get())
+	var e RTT
+	if e.Get() != 0 {
+		t.Fatalf("zero estimate %v", e.Get())
 	}
 	e.seed(16 * time.Millisecond)
 	e.seed(time.Second) // only the first seed counts
-	if got := e.get(); got != 16*time.Millisecond {
+	if got := e.Get(); got != 16*time.Millisecond {
 		t.Fatalf("seeded estimate %v, want 16ms", got)
 	}
-	e.observe(24 * time.Millisecond) // an eighth of the way
-	if got := e.get(); got != 17*time.Millisecond {
+	e.Observe(24 * time.Millisecond) // an eighth of the way
+	if got := e.Get(); got != 17*time.Millisecond {
 		t.Fatalf("estimate %v, want 17ms", got)
 	}
 }
