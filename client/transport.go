@@ -191,74 +191,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for attempt := 1; ; attempt++ {
 		var seq uint64
 		if t.pace {
-			d, n, err := p.reserve(ctx, t.now)
+			n, d, err := t.awaitTurn(ctx, p, waited)
 			if err != nil {
 				return nil, err
 			}
-			seq = n
-			if d > 0 && t.fits(ctx, waited, d) {
-				if err := t.sleep(ctx, d); err != nil {
-					p.answered(nil, seq, time.Time{})
-					return nil, err
-				}
-				waited += d
-			}
+			seq, waited = n, waited+d
 		}
-		send := req
-		if attempt > 1 {
-			var err error
-			if send, err = replay(req); err != nil {
-				if t.pace {
-					p.answered(nil, seq, time.Time{})
-				}
-				return nil, err
-			}
-		}
-		resp, err := t.base.RoundTrip(send)
+		resp, now, q, err := t.send(req, attempt, p, seq)
 		if err != nil {
-			if t.pace {
-				p.answered(nil, seq, time.Time{})
-			}
 			return nil, err
 		}
-		now := t.now()
-		q, hasQuota := ParseQuota(resp.Header, now)
-		if t.pace {
-			if hasQuota {
-				p.answered(&q, seq, now)
-			} else {
-				p.answered(nil, seq, now)
-			}
+		wait, retry, err := t.retryWait(ctx, req, resp, q, now, attempt, waited, p)
+		if err != nil {
+			return nil, err
 		}
-		if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+		if !retry {
 			return resp, nil
-		}
-		var wait time.Duration
-		var malformed error
-		if v := resp.Header.Get("Retry-After"); v != "" {
-			wait, malformed = ParseRetryAfter(v, now)
-		} else if resp.StatusCode == http.StatusTooManyRequests && hasQuota && q.Reset > 0 {
-			wait = q.Reset
-		} else {
-			return resp, nil // no word on when: the caller decides
-		}
-		if malformed == nil {
-			p.block(now.Add(min(wait, t.maxWait)))
-		}
-		if attempt > t.maxRetries || !retryable(req, resp.StatusCode) {
-			return resp, nil
-		}
-		if malformed != nil {
-			return nil, t.refuse(resp, attempt, 0, malformed)
-		}
-		// The jitter's range doubles with each refusal of this request,
-		// so clients that keep colliding spread further apart.
-		wait += time.Duration(rand.Float64() * t.jitter * float64(wait) * float64(int64(1)<<min(attempt-1, 5)))
-		switch {
-		case waited+wait > t.maxWait:
-			return nil, t.refuse(resp, attempt, wait, fmt.Errorf("%w: %v, with %v waited of at most %v", ErrWaitTooLong, wait, waited, t.maxWait))
-		case !t.fitsDeadline(ctx, wait):
-			return nil, t.refuse(resp, attempt, wait, fmt.Errorf("waiting %v would outlast the request's context: %w", wait, context.DeadlineExceeded))
 		}
 		discard(resp)
 		if wait > 0 {
@@ -268,6 +216,107 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			waited += wait
 		}
 	}
+}
+
+// awaitTurn books the request's turn with the host's pacer, and waits
+// for it when the wait keeps the request within its bounds (it has waited
+// waited so far). It returns the request's number (for [pacer.answered])
+// and how long it waited.
+func (t *Transport) awaitTurn(ctx context.Context, p *pacer, waited time.Duration) (seq uint64, d time.Duration, err error) {
+	d, seq, err = p.reserve(ctx, t.now)
+	if err != nil {
+		return 0, 0, err
+	}
+	if d <= 0 || !t.fits(ctx, waited, d) {
+		return seq, 0, nil
+	}
+	if err := t.sleep(ctx, d); err != nil {
+		p.answered(nil, seq, time.Time{})
+		return 0, 0, err
+	}
+	return seq, d, nil
+}
+
+// send sends req (a fresh copy of it after the first attempt) and, when
+// pacing, gives the answer to the pacer as the answer to request seq. It
+// returns the response, when it came and the quota it gave (nil: none).
+func (t *Transport) send(req *http.Request, attempt int, p *pacer, seq uint64) (*http.Response, time.Time, *Quota, error) {
+	out := req
+	var err error
+	if attempt > 1 {
+		out, err = replay(req)
+	}
+	var resp *http.Response
+	if err == nil {
+		resp, err = t.base.RoundTrip(out)
+	}
+	if err != nil {
+		if t.pace {
+			p.answered(nil, seq, time.Time{})
+		}
+		return nil, time.Time{}, nil, err
+	}
+	now := t.now()
+	var quota *Quota
+	if q, ok := ParseQuota(resp.Header, now); ok {
+		quota = &q
+	}
+	if t.pace {
+		p.answered(quota, seq, now)
+	}
+	return resp, now, quota, nil
+}
+
+// retryWait decides what follows resp, the answer at now to the
+// request's attempt-th sending, with q the quota it gave (nil: none) and
+// waited the time the request has waited so far. It reports retry and
+// how long to wait first; or no retry and no error, when resp is to be
+// returned as is (not a refusal, a refusal that does not say when to come
+// back, or a request that may not be sent again); or an error that ends
+// the request, resp discarded. A refusal that says when holds back every
+// request to the host for that long.
+func (t *Transport) retryWait(ctx context.Context, req *http.Request, resp *http.Response, q *Quota, now time.Time, attempt int, waited time.Duration, p *pacer) (wait time.Duration, retry bool, err error) {
+	wait, ok, malformed := refusalWait(resp, q, now)
+	if !ok {
+		return 0, false, nil // not a refusal, or no word on when: the caller decides
+	}
+	if malformed == nil {
+		p.block(now.Add(min(wait, t.maxWait)))
+	}
+	if attempt > t.maxRetries || !retryable(req, resp.StatusCode) {
+		return 0, false, nil
+	}
+	if malformed != nil {
+		return 0, false, t.refuse(resp, attempt, 0, malformed)
+	}
+	// The jitter's range doubles with each refusal of this request,
+	// so clients that keep colliding spread further apart.
+	wait += time.Duration(rand.Float64() * t.jitter * float64(wait) * float64(int64(1)<<min(attempt-1, 5)))
+	switch {
+	case waited+wait > t.maxWait:
+		return 0, false, t.refuse(resp, attempt, wait, fmt.Errorf("%w: %v, with %v waited of at most %v", ErrWaitTooLong, wait, waited, t.maxWait))
+	case !t.fitsDeadline(ctx, wait):
+		return 0, false, t.refuse(resp, attempt, wait, fmt.Errorf("waiting %v would outlast the request's context: %w", wait, context.DeadlineExceeded))
+	}
+	return wait, true, nil
+}
+
+// refusalWait returns the wait a refusal (429 or 503) at now asks for:
+// its Retry-After, or for a 429 without it, the reset of its quota q. It
+// reports false when resp is not a refusal or does not say; malformed is
+// the error of a Retry-After it cannot read.
+func refusalWait(resp *http.Response, q *Quota, now time.Time) (wait time.Duration, ok bool, malformed error) {
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+		return 0, false, nil
+	}
+	if v := resp.Header.Get("Retry-After"); v != "" {
+		wait, malformed = ParseRetryAfter(v, now)
+		return wait, true, malformed
+	}
+	if resp.StatusCode == http.StatusTooManyRequests && q != nil && q.Reset > 0 {
+		return q.Reset, true, nil
+	}
+	return 0, false, nil
 }
 
 // fits reports whether a wait of d keeps the request within its bounds.
