@@ -147,42 +147,11 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 	var outBuf [8]algo.Outcome
 	var nextBuf [8]state
 	var rcBuf [8]sluice.Receipt
-	buckets, locked, outs, next, rcs := bucketBuf[:0], lockBuf[:0], outBuf[:0], nextBuf[:0], rcBuf[:0]
-	for again := false; ; again = true {
-		buckets = buckets[:0]
-		for i := range hits {
-			buckets = append(buckets, s.table.bucket(makeKey(&hits[i]), true, again))
-		}
-		locked = append(locked[:0], buckets...)
-		slices.SortFunc(locked, func(a, b *bucket) int { return cmp.Compare(a.id, b.id) })
-		locked = slices.Compact(locked)
-		dead := false
-		for _, b := range locked {
-			b.mu.Lock()
-			dead = dead || b.dead
-		}
-		if !dead {
-			for _, b := range locked {
-				b.freeze()
-			}
-			break
-		}
-		for _, b := range locked { // one was swept after we found it: look again
-			b.mu.Unlock()
-		}
-	}
+	buckets, locked := s.lockBuckets(hits, bucketBuf[:0], lockBuf[:0])
+	outs, next, rcs := outBuf[:0], nextBuf[:0], rcBuf[:0]
 	admitted := true
 	for i := range hits {
-		st := buckets[i].load()
-		// A later hit on the same bucket sees what the earlier ones that
-		// passed would leave.
-		for j := i - 1; j >= 0; j-- {
-			if consumes(&hits[j], &outs[j]) && buckets[j] == buckets[i] {
-				st = next[j]
-				break
-			}
-		}
-		o, n, rc := decide(now, &hits[i], st)
+		o, n, rc := decide(now, &hits[i], stateBefore(hits, buckets, outs, next, i))
 		outs = append(outs, o)
 		next = append(next, n)
 		rcs = append(rcs, rc)
@@ -206,6 +175,48 @@ func (s *Store) takeMany(now int64, hits []sluice.Hit, out []sluice.Result) {
 		b.thaw()
 		b.mu.Unlock()
 	}
+}
+
+// lockBuckets finds or creates the bucket of every hit (appended to
+// buckets, one per hit) and locks and freezes each distinct one, in
+// creation order (appended to locked), looking again while one of them
+// was swept after it was found.
+func (s *Store) lockBuckets(hits []sluice.Hit, buckets, locked []*bucket) ([]*bucket, []*bucket) {
+	for again := false; ; again = true {
+		buckets = buckets[:0]
+		for i := range hits {
+			buckets = append(buckets, s.table.bucket(makeKey(&hits[i]), true, again))
+		}
+		locked = append(locked[:0], buckets...)
+		slices.SortFunc(locked, func(a, b *bucket) int { return cmp.Compare(a.id, b.id) })
+		locked = slices.Compact(locked)
+		dead := false
+		for _, b := range locked {
+			b.mu.Lock()
+			dead = dead || b.dead
+		}
+		if !dead {
+			for _, b := range locked {
+				b.freeze()
+			}
+			return buckets, locked
+		}
+		for _, b := range locked { // one was swept after we found it: look again
+			b.mu.Unlock()
+		}
+	}
+}
+
+// stateBefore returns the state hits[i] is decided on, given the outcomes
+// and next states of the hits before it in the call: its bucket's, or
+// what the last earlier hit that consumes on the same bucket would leave.
+func stateBefore(hits []sluice.Hit, buckets []*bucket, outs []algo.Outcome, next []state, i int) state {
+	for j := i - 1; j >= 0; j-- {
+		if consumes(&hits[j], &outs[j]) && buckets[j] == buckets[i] {
+			return next[j]
+		}
+	}
+	return buckets[i].load()
 }
 
 // supersededLater reports whether a hit after i consumes on i's bucket.
