@@ -141,8 +141,26 @@ func New(cfg Config) (*Collector, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	ns, buckets := cfg.Namespace, cfg.Buckets
 	c := &Collector{maxRules: cfg.MaxRules}
+	c.newRequestMetrics(cfg)
+	c.newEndpointMetrics(cfg)
+	c.evictions = newEvictions(cfg.Namespace, cfg.ConstLabels)
+	c.parts = []prometheus.Collector{c.decisions, c.latency, c.storeErrors, c.breaker, c.transitions,
+		c.reloads, c.healed, c.evicting, c.evictions, c.resets, c.remembered}
+	c.rules.Store(&ruleTable{byName: map[string]*outcomeCounters{}})
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(c); err != nil {
+			return nil, fmt.Errorf("metrics: register: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// newRequestMetrics makes the metrics of requests and their store calls
+// (cfg has its defaults), and the children of the store call metrics
+// that every call updates, ready.
+func (c *Collector) newRequestMetrics(cfg Config) {
+	ns := cfg.Namespace
 	c.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: ns, Name: "decisions_total", ConstLabels: cfg.ConstLabels,
 		Help: "Rate-limit decisions, one per rule per request, by rule and outcome.",
@@ -150,12 +168,34 @@ func New(cfg Config) (*Collector, error) {
 	c.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: ns, Name: "store_call_duration_seconds", ConstLabels: cfg.ConstLabels,
 		Help:    "Duration of store calls (one per request), by result (ok or error).",
-		Buckets: slices.Clone(buckets),
+		Buckets: slices.Clone(cfg.Buckets),
 	}, []string{"result"})
 	c.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: ns, Name: "store_errors_total", ConstLabels: cfg.ConstLabels,
 		Help: "Failed store calls, by error kind and whether the call may have been applied.",
 	}, []string{"kind", "ambiguous"})
+	c.resets = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "resets_total", ConstLabels: cfg.ConstLabels,
+		Help: "Buckets an operator reset, by rule.",
+	}, []string{"rule"})
+	c.remembered = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "refusals_remembered_total", ConstLabels: cfg.ConstLabels,
+		Help: "Denials a store answered in process from its memory of an earlier refusal, with no store call, by rule.",
+	}, []string{"rule"})
+
+	c.latencyOK = c.latency.WithLabelValues("ok")
+	c.latencyErr = c.latency.WithLabelValues("error")
+	for k := range numKinds {
+		c.errCounters[k][0] = c.storeErrors.WithLabelValues(kindLabels[k], "false")
+		c.errCounters[k][1] = c.storeErrors.WithLabelValues(kindLabels[k], "true")
+	}
+}
+
+// newEndpointMetrics makes the metrics of a store's endpoints (cfg has
+// its defaults): breaker states, script reloads, healed keys and eviction
+// policy.
+func (c *Collector) newEndpointMetrics(cfg Config) {
+	ns := cfg.Namespace
 	c.breaker = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: ns, Name: "breaker_state", ConstLabels: cfg.ConstLabels,
 		Help: "Circuit breaker state of a store endpoint: 0 closed, 1 open, 2 half-open.",
@@ -176,35 +216,6 @@ func New(cfg Config) (*Collector, error) {
 		Namespace: ns, Name: "store_evicting", ConstLabels: cfg.ConstLabels,
 		Help: "1 when a store endpoint's eviction policy (maxmemory with a policy other than noeviction) can evict rate-limit keys, 0 when it cannot, -1 when the endpoint refuses to tell.",
 	}, []string{"endpoint"})
-
-	c.evictions = newEvictions(ns, cfg.ConstLabels)
-	c.resets = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: ns, Name: "resets_total", ConstLabels: cfg.ConstLabels,
-		Help: "Buckets an operator reset, by rule.",
-	}, []string{"rule"})
-
-	c.remembered = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: ns, Name: "refusals_remembered_total", ConstLabels: cfg.ConstLabels,
-		Help: "Denials a store answered in process from its memory of an earlier refusal, with no store call, by rule.",
-	}, []string{"rule"})
-
-	c.parts = []prometheus.Collector{c.decisions, c.latency, c.storeErrors, c.breaker, c.transitions,
-		c.reloads, c.healed, c.evicting, c.evictions, c.resets, c.remembered}
-
-	c.latencyOK = c.latency.WithLabelValues("ok")
-	c.latencyErr = c.latency.WithLabelValues("error")
-	for k := range numKinds {
-		c.errCounters[k][0] = c.storeErrors.WithLabelValues(kindLabels[k], "false")
-		c.errCounters[k][1] = c.storeErrors.WithLabelValues(kindLabels[k], "true")
-	}
-	c.rules.Store(&ruleTable{byName: map[string]*outcomeCounters{}})
-
-	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(c); err != nil {
-			return nil, fmt.Errorf("metrics: register: %w", err)
-		}
-	}
-	return c, nil
 }
 
 // MustNew is like [New] but panics on an error; for a configuration fixed
