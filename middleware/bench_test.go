@@ -30,7 +30,7 @@ type wrapped struct{ sluice.Store }
 // per-API-key rule over 1k keys, every request admitted, headers written.
 // "memstore" calls get no deadline; "other store" is the same memstore
 // behind a wrapper, so its calls get the budget's deadline (a call context
-// sharing its tick's timer: see callContexts).
+// sharing its tick's timer: see decide.WithBudget).
 func BenchmarkHandler(b *testing.B) {
 	set := rules.MustNew(rules.Rule{Name: "per-key", Key: keyfunc.Header("X-API-Key"),
 		Limit: sluice.PerSecond(1_000_000).WithBurst(1 << 30)})

@@ -57,7 +57,7 @@ func (l *Limiter) settle(r *http.Request, s *scratch, info *requestInfo) {
 		return
 	}
 	ctx := context.WithoutCancel(r.Context())
-	if _, err := l.take(ctx, hits, make([]sluice.Result, len(hits))); err != nil {
-		l.logs.failure(ctx, l.cfg.logger, fmt.Errorf("an after-the-fact charge of %d was lost: %w", n, err), false)
+	if _, err := l.decider.Take(ctx, hits, make([]sluice.Result, len(hits))); err != nil {
+		l.charges.chargeLost(ctx, l.cfg.logger, n, err)
 	}
 }

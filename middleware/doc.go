@@ -30,7 +30,9 @@
 //     (keyfunc.ErrNotRouted), is the server's mistake: 500, with a detail
 //     saying so and a warning in the log naming the fix (see [WriteError]);
 //
-// The request body is never read. Every decision is reported to the
+// The decision itself is the [decide] package's, which the gRPC
+// interceptors and the Envoy rate limit service share. The request body is
+// never read. Every decision is reported to the
 // [sluice.Observer] given with [WithObserver], or else to the store's own
 // ([sluice.ObserverSource]).
 //

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// sampler lets at most one store-failure record a second through, counting
-// the ones it held back, so an outage cannot flood the log.
+// sampler lets at most one record a second through, counting the ones it
+// held back, so an outage cannot flood the log.
 type sampler struct {
 	last       atomic.Int64 // Unix nanoseconds of the last record
 	suppressed atomic.Int64
@@ -23,18 +23,15 @@ func (s *sampler) allow(now time.Time) (ok bool, suppressed int64) {
 	return true, s.suppressed.Swap(0)
 }
 
-func (s *sampler) failure(ctx context.Context, log *slog.Logger, err error, closed bool) {
+// chargeLost logs, sampled, that an after-the-fact charge (see Charge)
+// was lost to a store failure.
+func (s *sampler) chargeLost(ctx context.Context, log *slog.Logger, n int64, err error) {
 	ok, suppressed := s.allow(time.Now())
 	if !ok {
 		return
 	}
-	policy := "open"
-	if closed {
-		policy = "closed"
-	}
-	log.LogAttrs(ctx, slog.LevelWarn, "sluice: store failed; rules applied their on_fail policy",
-		slog.String("error", err.Error()), slog.String("decision", policy),
-		slog.Int64("suppressed", suppressed))
+	log.LogAttrs(ctx, slog.LevelWarn, "sluice: an after-the-fact charge was lost: the store failed",
+		slog.Int64("charge", n), slog.String("error", err.Error()), slog.Int64("suppressed", suppressed))
 }
 
 // notRouted logs, sampled, that a rule keys on the route pattern before
@@ -47,16 +44,4 @@ func (s *sampler) notRouted(ctx context.Context, log *slog.Logger, err error) {
 	log.LogAttrs(ctx, slog.LevelWarn, "sluice: a rule keys on the route pattern, which is unknown before routing, so its requests are answered 500; "+
 		"key it with chikey.Endpoint(router) or keyfunc.EndpointFromMux(mux), which look the pattern up, or install the limiter after routing (chi's r.With)",
 		slog.String("error", err.Error()), slog.Int64("suppressed", suppressed))
-}
-
-// denial logs, sampled, that rules refused a request: the policies named
-// in the response, never the key or the identity.
-func (s *sampler) denial(ctx context.Context, log *slog.Logger, d Denial) {
-	ok, suppressed := s.allow(time.Now())
-	if !ok {
-		return
-	}
-	log.LogAttrs(ctx, slog.LevelInfo, "sluice: request refused",
-		slog.Any("policies", d.Policies), slog.Duration("retry_after", d.RetryAfter),
-		slog.Bool("unsatisfiable", d.Unsatisfiable), slog.Int64("suppressed", suppressed))
 }

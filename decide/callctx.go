@@ -1,4 +1,4 @@
-package middleware
+package decide
 
 import (
 	"context"
@@ -50,7 +50,7 @@ type tick struct {
 	ctx context.Context // done at the tick's end
 }
 
-// newCallContexts returns the call contexts of a limiter with budget.
+// newCallContexts returns the call contexts of a decider with budget.
 func newCallContexts(budget time.Duration) *callContexts {
 	return &callContexts{budget: budget, tick: max(budget/budgetTicks, time.Microsecond),
 		epoch: time.Now(), ticks: map[int64]*tick{}}

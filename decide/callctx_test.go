@@ -1,4 +1,4 @@
-package middleware
+package decide
 
 import (
 	"context"

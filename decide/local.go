@@ -1,4 +1,4 @@
-package middleware
+package decide
 
 import (
 	"context"
@@ -20,7 +20,7 @@ type localFallback struct {
 	lastSweep atomic.Int64 // Unix nanoseconds
 }
 
-// newLocalFallback returns the fallback of a limiter on store: n instances
+// newLocalFallback returns the fallback of a decider on store: n instances
 // when n is positive, else as many as the store counts (at least 1).
 func newLocalFallback(n int, store sluice.Store) *localFallback {
 	// No sweeper goroutine (nothing to close): decide sweeps now and then.
@@ -68,7 +68,7 @@ func (f *localFallback) decide(matched []*rules.Rule, hits []sluice.Hit, out []s
 		h := hits[i]
 		h.Limit = share(h.Limit, n)
 		if err := h.Algorithm.ValidateLimit(h.Limit); err != nil {
-			return false, fmt.Errorf("middleware: local share of rule %q: %w", r.Name, err)
+			return false, fmt.Errorf("decide: local share of rule %q: %w", r.Name, err)
 		}
 		local = append(local, h)
 		idx = append(idx, i)
