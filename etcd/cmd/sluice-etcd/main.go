@@ -51,6 +51,37 @@ const usage = `usage: sluice-etcd [flags] check FILE
        sluice-etcd [flags] watch KEY`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	c.stdout = stdout
+	switch a := c.args; {
+	case a[0] == "check" && len(a) == 2:
+		return c.check(a[1])
+	case a[0] == "put" && len(a) == 3:
+		return c.put(ctx, a[1], a[2])
+	case a[0] == "get" && len(a) == 2:
+		return c.get(ctx, a[1])
+	case a[0] == "watch" && len(a) == 2:
+		return c.watch(ctx, a[1])
+	}
+	return errors.New(usage)
+}
+
+// command is a command line, parsed.
+type command struct {
+	endpoints string
+	name      string // -name; "": the watchers' default
+	timeout   time.Duration
+	load      rulefile.LoadConfig
+	args      []string // the subcommand and its arguments, at least one
+	stdout    io.Writer
+}
+
+// parse parses the command line args, writing flag errors and usage to
+// stderr.
+func parse(args []string, stderr io.Writer) (*command, error) {
 	fs := flag.NewFlagSet("sluice-etcd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintln(stderr, usage); fs.PrintDefaults() }
@@ -61,83 +92,95 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	plans := fs.Bool("plans", false, "the application finds plans (rulefile.LoadConfig.Plan): accept plans")
 	keys := fs.String("keys", "", "custom key names the application registers (rulefile.LoadConfig.Keys), comma-separated")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() == 0 {
+		return nil, errors.New(usage)
+	}
+	return &command{endpoints: *endpoints, name: *name, timeout: *timeout, load: loadConfig(*user, *plans, *keys), args: fs.Args()}, nil
+}
+
+// options returns the options of Publish and Watch the flags give.
+func (c *command) options() []etcd.Option {
+	var opts []etcd.Option
+	if c.name != "" {
+		opts = append(opts, etcd.WithName(c.name))
+	}
+	return append(opts, etcd.WithReadTimeout(c.timeout))
+}
+
+// check checks the rule file at path.
+func (c *command) check(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
 		return err
 	}
-	load := loadConfig(*user, *plans, *keys)
-	cmd := fs.Args()
-	if len(cmd) == 0 {
-		return errors.New(usage)
+	set, err := rulefile.Parse(cmp.Or(c.name, path), data, c.load)
+	if err != nil {
+		return err
 	}
-	var opts []etcd.Option
-	if *name != "" {
-		opts = append(opts, etcd.WithName(*name))
+	fmt.Fprintf(c.stdout, "%s: %d rules\n", path, set.Len())
+	return nil
+}
+
+// put checks the rule file at path and writes it to key.
+func (c *command) put(ctx context.Context, key, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
 	}
-	opts = append(opts, etcd.WithReadTimeout(*timeout))
-	switch {
-	case cmd[0] == "check" && len(cmd) == 2:
-		data, err := os.ReadFile(cmd[1])
-		if err != nil {
-			return err
-		}
-		set, err := rulefile.Parse(cmp.Or(*name, cmd[1]), data, load)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s: %d rules\n", cmd[1], set.Len())
-		return nil
-	case cmd[0] == "put" && len(cmd) == 3:
-		data, err := os.ReadFile(cmd[2])
-		if err != nil {
-			return err
-		}
-		cli, err := connect(*endpoints, *timeout)
-		if err != nil {
-			return err
-		}
-		defer cli.Close()
-		rev, err := etcd.Publish(ctx, cli, cmd[1], data, load, opts...)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s: written at revision %d\n", cmd[1], rev)
-		return nil
-	case cmd[0] == "get" && len(cmd) == 2:
-		cli, err := connect(*endpoints, *timeout)
-		if err != nil {
-			return err
-		}
-		defer cli.Close()
-		c, cancel := context.WithTimeout(ctx, *timeout)
-		defer cancel()
-		resp, err := cli.Get(c, cmd[1])
-		if err != nil {
-			return err
-		}
-		if len(resp.Kvs) == 0 {
-			return fmt.Errorf("%s: %w", cmd[1], etcd.ErrNoRules)
-		}
-		fmt.Fprintf(stdout, "# %s at revision %d\n%s", cmd[1], resp.Kvs[0].ModRevision, resp.Kvs[0].Value)
-		return nil
-	case cmd[0] == "watch" && len(cmd) == 2:
-		cli, err := connect(*endpoints, *timeout)
-		if err != nil {
-			return err
-		}
-		defer cli.Close()
-		var w *etcd.Watcher
-		opts = append(opts, etcd.WithLogger(discard()),
-			etcd.OnReload(func(s *rules.Set) { fmt.Fprintf(stdout, "in force: %d rules (%s)\n", s.Len(), names(s)) }),
-			etcd.OnError(func(err error) { fmt.Fprintf(stdout, "refused, the last good rules stay: %v\n", err) }))
-		w, err = etcd.Watch(ctx, cli, cmd[1], load, opts...)
-		if err != nil {
-			return err
-		}
-		defer w.Close()
-		fmt.Fprintf(stdout, "in force: %d rules (%s) at revision %d\n", w.Current().Len(), names(w.Current()), w.Revision())
-		<-ctx.Done()
-		return nil
+	cli, err := connect(c.endpoints, c.timeout)
+	if err != nil {
+		return err
 	}
-	return errors.New(usage)
+	defer cli.Close()
+	rev, err := etcd.Publish(ctx, cli, key, data, c.load, c.options()...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "%s: written at revision %d\n", key, rev)
+	return nil
+}
+
+// get prints the document at key and its revision.
+func (c *command) get(ctx context.Context, key string) error {
+	cli, err := connect(c.endpoints, c.timeout)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := cli.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	if len(resp.Kvs) == 0 {
+		return fmt.Errorf("%s: %w", key, etcd.ErrNoRules)
+	}
+	fmt.Fprintf(c.stdout, "# %s at revision %d\n%s", key, resp.Kvs[0].ModRevision, resp.Kvs[0].Value)
+	return nil
+}
+
+// watch follows key as an instance does, printing the rules in force and
+// the documents refused, until ctx ends.
+func (c *command) watch(ctx context.Context, key string) error {
+	cli, err := connect(c.endpoints, c.timeout)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	opts := append(c.options(), etcd.WithLogger(discard()),
+		etcd.OnReload(func(s *rules.Set) { fmt.Fprintf(c.stdout, "in force: %d rules (%s)\n", s.Len(), names(s)) }),
+		etcd.OnError(func(err error) { fmt.Fprintf(c.stdout, "refused, the last good rules stay: %v\n", err) }))
+	w, err := etcd.Watch(ctx, cli, key, c.load, opts...)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	fmt.Fprintf(c.stdout, "in force: %d rules (%s) at revision %d\n", w.Current().Len(), names(w.Current()), w.Revision())
+	<-ctx.Done()
+	return nil
 }
 
 // connect returns a client of endpoints.
