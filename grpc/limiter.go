@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/rules"
 	"google.golang.org/grpc"
@@ -23,22 +23,10 @@ import (
 // [Limiter.StreamServerInterceptor] on the server. It is safe for
 // concurrent use.
 type Limiter struct {
-	store   sluice.Store
 	rules   Source
 	cfg     config
-	local   *localFallback
-	logs    sampler   // store failures
-	denials sampler   // refusals
-	audit   bypassLog // bypass uses
+	decider *decide.Decider
 	pool    sync.Pool // *scratch
-	// budgeted: the store does I/O, so its calls get the latency budget.
-	budgeted bool
-	// inproc is the store when it can decide in process (see
-	// sluice.LocalStore), tried before a call with a budget; else nil.
-	inproc sluice.LocalStore
-	// partial is the store when its hits can fail apart (see
-	// sluice.PartialTaker), else nil.
-	partial sluice.PartialTaker
 }
 
 // Source supplies the rules: a *rules.Set (fixed rules), or anything that
@@ -54,12 +42,9 @@ type Source interface {
 // allocate slices per call.
 type scratch struct {
 	m        rules.Matched
-	results  []sluice.Result
+	d        decide.Decision
 	policies []headers.Policy
 	exposed  []sluice.Result
-	local    []bool // failed: the rules decided by the local fallback
-	failed   []bool // the rules the store failed (all, on a whole failure)
-	counts   []bool // refuse: the rules whose results count
 }
 
 // New returns a limiter deciding the rules of set on store. A nil store or
@@ -79,15 +64,18 @@ func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if src, ok := store.(sluice.ObserverSource); ok && cfg.observer == nil {
-		cfg.observer = src.Observer()
+	dopts := []decide.Option{decide.WithBudget(cfg.budget), decide.WithLogger(cfg.logger)}
+	if cfg.observer != nil {
+		dopts = append(dopts, decide.WithObserver(cfg.observer))
 	}
-	l := &Limiter{store: store, rules: set, cfg: cfg, local: newLocalFallback(cfg.instances, store)}
-	if ip, ok := store.(sluice.InProcessStore); !ok || !ip.InProcess() {
-		l.budgeted = true
-		l.inproc, _ = store.(sluice.LocalStore)
+	if cfg.instances > 0 {
+		dopts = append(dopts, decide.WithInstances(cfg.instances))
 	}
-	l.partial, _ = store.(sluice.PartialTaker)
+	d, err := decide.New(store, dopts...)
+	if err != nil {
+		return nil, err
+	}
+	l := &Limiter{rules: set, cfg: cfg, decider: d}
 	l.pool.New = func() any { return new(scratch) }
 	return l, nil
 }
@@ -159,115 +147,35 @@ func (l *Limiter) decide(r *http.Request, h http.Header, s *scratch) error {
 		}
 		return l.cfg.onError(ctx, fmt.Errorf("%w: %w", ErrKeyFailed, err), 0)
 	}
-	if s.m.Bypass != "" {
-		l.audit.use(ctx, l.cfg.logger, s.m.Bypass)
-	}
-	n := len(s.m.Hits)
-	if n == 0 {
+	l.decider.Decide(ctx, &s.m, &s.d)
+	d := &s.d
+	if len(s.m.Hits) == 0 {
 		return nil
 	}
-	if cap(s.results) < n {
-		s.results = make([]sluice.Result, n)
+	if d.Headers() {
+		l.writeHeaders(h, s, d.Verdict == decide.Admitted)
 	}
-	s.results = s.results[:n]
-	clear(s.results)
-
-	latency, err := l.take(ctx, s.m.Hits, s.results)
-	s.failed, s.local = falses(s.failed, n), falses(s.local, n)
-	if err != nil {
-		var pe *sluice.PartialError
-		if l.partial == nil || !errors.As(err, &pe) || !markFailed(s, pe) {
-			for i := range s.failed {
-				s.failed[i] = true
-			}
-		}
-		return l.failed(r, h, s, err, latency)
+	switch d.Verdict {
+	case decide.Unavailable:
+		retry := d.RetryAfter()
+		headers.SetRetryAfter(h, retry)
+		return l.cfg.onError(ctx, fmt.Errorf("%w: %w", ErrStoreFailed, d.Err), retry)
+	case decide.Refused:
+		return l.refuse(r, h, s)
 	}
-	admitted := sluice.Admitted(s.m.Hits, s.results)
-	l.observe(ctx, s, latency, nil)
-	l.writeHeaders(h, s, admitted)
-	if admitted {
-		return nil
-	}
-	return l.refuse(r, h, s, nil)
+	return nil
 }
 
-// take makes one store call under the latency budget and reports it to an
-// observer that wants store calls.
-func (l *Limiter) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) (time.Duration, error) {
-	if l.inproc != nil && l.inproc.TakeLocal(hits, out) {
-		return 0, nil // decided in process: no store call to report
-	}
-	call, release := l.callContext(ctx)
-	start := time.Now()
-	var err error
-	if l.partial != nil {
-		err = l.partial.TakePartial(call, hits, out)
-	} else {
-		err = l.store.Take(call, hits, out)
-	}
-	latency := time.Since(start)
-	release()
-	if err == nil && out[0].Remembered {
-		return 0, nil // refused from the store's memory: no store call to report
-	}
-	if o, ok := l.cfg.observer.(sluice.StoreCallObserver); ok {
-		o.ObserveStoreCall(ctx, sluice.StoreCall{Latency: latency, Hits: len(hits), Err: err})
-	}
-	return latency, err
-}
-
-// callContext returns the context of a store call made now for a call
-// whose context is ctx: its values, without its cancellation (a client
-// gone mid-call does not cut the store call short, which would make it
-// ambiguous), and the budget's deadline or ctx's, whichever is earlier. A
-// ctx already done is passed as it is: the store refuses it at once.
-func (l *Limiter) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if !l.budgeted || ctx.Err() != nil {
-		return ctx, func() {}
-	}
-	deadline := time.Now().Add(l.cfg.budget)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
-}
-
-// falses returns b resized to n, every element false.
-func falses(b []bool, n int) []bool {
-	if cap(b) < n {
-		return make([]bool, n)
-	}
-	b = b[:n]
-	clear(b)
-	return b
-}
-
-// markFailed marks in s.failed the rules of pe's failed hits and reports
-// whether pe names only hits of the call.
-func markFailed(s *scratch, pe *sluice.PartialError) bool {
-	for _, i := range pe.Failed {
-		if i < 0 || i >= len(s.failed) {
-			return false
-		}
-		s.failed[i] = true
-	}
-	return true
-}
-
-// writeHeaders describes in h the exposed rules the store decided (not
-// those in s.failed): all in RateLimit-Policy, the binding one in
-// RateLimit.
+// writeHeaders describes in h the exposed rules the store decided: all in
+// RateLimit-Policy, the binding one in RateLimit.
 func (l *Limiter) writeHeaders(h http.Header, s *scratch, admitted bool) {
 	if l.cfg.headers == headers.None {
 		return
 	}
-	s.policies, s.exposed = s.policies[:0], s.exposed[:0]
-	for i, rule := range s.m.Rules {
-		if rule.Exposed() && !s.failed[i] {
-			s.policies = append(s.policies, headers.Policy{Name: rule.Name, Result: s.results[i]})
-			s.exposed = append(s.exposed, s.results[i])
-		}
+	s.policies = s.d.AppendPolicies(s.policies[:0])
+	s.exposed = s.exposed[:0]
+	for _, p := range s.policies {
+		s.exposed = append(s.exposed, p.Result)
 	}
 	if bind := rules.BindingResult(s.exposed, admitted); bind >= 0 {
 		headers.Write(h, l.cfg.headers, s.policies, bind, l.cfg.now())
@@ -292,47 +200,4 @@ func toMetadata(h http.Header) (header, trailer metadata.MD) {
 		header[k] = vs
 	}
 	return header, trailer
-}
-
-// bypassOutcome is the outcome the observer receives for a rule of m:
-// OutcomeBypassed for a bypass entry's limit that let the call through.
-func bypassOutcome(m *rules.Matched, o sluice.Outcome) sluice.Outcome {
-	if m.Bypass != "" && o == sluice.OutcomeAllowed {
-		return sluice.OutcomeBypassed
-	}
-	return o
-}
-
-// observe reports how each rule took part in a call: decided by the store
-// (err nil, or a rule not in s.failed), or, for the rules the store failed
-// with err, by their on_fail policies and the local fallback (s.local).
-func (l *Limiter) observe(ctx context.Context, s *scratch, latency time.Duration, err error) {
-	if l.cfg.observer == nil {
-		return
-	}
-	for i, rule := range s.m.Rules {
-		failed := err != nil && s.failed[i]
-		d := sluice.Decision{Rule: rule.Name, Shadow: rule.Shadow, Latency: latency}
-		if failed {
-			d.Err = err
-		}
-		switch {
-		case failed && s.local[i]:
-			d.Outcome, d.Result = sluice.OutcomeLocal, s.results[i]
-		case failed && rule.OnFail == rules.FailClosed && !rule.Shadow:
-			d.Outcome = sluice.OutcomeFailedClosed
-		case failed:
-			d.Outcome = sluice.OutcomeFailedOpen
-		case s.results[i].Remembered && s.results[i].Allowed:
-			continue // not decided: the store refused the call from memory
-		case s.results[i].Allowed:
-			d.Outcome, d.Result = sluice.OutcomeAllowed, s.results[i]
-		case rule.Shadow:
-			d.Outcome, d.Result = sluice.OutcomeShadowDenied, s.results[i]
-		default:
-			d.Outcome, d.Result = sluice.OutcomeDenied, s.results[i]
-		}
-		d.Outcome = bypassOutcome(&s.m, d.Outcome)
-		l.cfg.observer.Observe(ctx, d)
-	}
 }
