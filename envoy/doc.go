@@ -94,7 +94,9 @@
 // descriptor is over its limit, and then nothing is consumed in any of its
 // descriptors (envoyproxy/ratelimit counts the others anyway). On one
 // Redis node that is one script call; on Redis Cluster one per hash slot,
-// with exact refunds when one slot refuses (see store/redisstore).
+// with exact refunds when one slot refuses (see store/redisstore). The
+// decision is the decide package's, the same as the HTTP middleware's and
+// the gRPC interceptors'.
 //
 // A descriptor's cost is its hits_addend, else the request's, 0 meaning 1.
 // A descriptor's own hits_addend of 0 checks without consuming: its status
@@ -130,7 +132,12 @@
 // on the limit's share (the limit divided by the instances sharing the
 // store), open lets the descriptor pass, closed answers the request with
 // codes.Unavailable, which Envoy's filter turns into a refusal when
-// failure_mode_deny is set (status_on_error chooses its status).
+// failure_mode_deny is set (status_on_error chooses its status). When the
+// store fails some descriptors only (on Redis Cluster, one hash slot's
+// shard down), only their limits apply on_fail: the other descriptors keep
+// the store's statuses, limit_remaining and headers, and a request refused
+// either way (OVER_LIMIT, or Unavailable) gives back what those took, so
+// that it consumes nothing.
 //
 // # Health and metrics
 //

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/headers"
 )
 
@@ -48,6 +49,18 @@ func buildConfig(opts []Option) (config, error) {
 		c.logger = slog.Default()
 	}
 	return c, nil
+}
+
+// decideOptions returns the options of the service's decider.
+func (c *config) decideOptions() []decide.Option {
+	opts := []decide.Option{decide.WithBudget(c.budget), decide.WithLogger(c.logger)}
+	if c.observer != nil {
+		opts = append(opts, decide.WithObserver(c.observer))
+	}
+	if c.instances > 0 {
+		opts = append(opts, decide.WithInstances(c.instances))
+	}
+	return opts
 }
 
 // WithBudget sets how long a store call may take before the store counts

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"net/http"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/rules"
 	"google.golang.org/grpc"
@@ -52,14 +52,8 @@ type Service struct {
 	store   sluice.Store
 	mapping atomic.Pointer[Mapping]
 	cfg     config
-	local   *localFallback
-	// inproc is the store when it can decide in process
-	// (sluice.LocalStore), tried before a call with a budget; else nil.
-	inproc sluice.LocalStore
-	// budgeted: the store does I/O, so its calls get the budget.
-	budgeted bool
-	metrics  *serviceMetrics // nil unless registered
-	failures sampler
+	decider *decide.Decider
+	metrics *serviceMetrics // nil unless registered
 }
 
 // New returns the service deciding the descriptors of mapping's domains on
@@ -76,13 +70,9 @@ func New(store sluice.Store, mapping *Mapping, opts ...Option) (*Service, error)
 	if err != nil {
 		return nil, err
 	}
-	if src, ok := store.(sluice.ObserverSource); ok && cfg.observer == nil {
-		cfg.observer = src.Observer()
-	}
-	s := &Service{store: store, cfg: cfg, local: newLocalFallback(cfg.instances, store)}
-	if ip, ok := store.(sluice.InProcessStore); !ok || !ip.InProcess() {
-		s.budgeted = true
-		s.inproc, _ = store.(sluice.LocalStore)
+	s := &Service{store: store, cfg: cfg}
+	if s.decider, err = decide.New(store, cfg.decideOptions()...); err != nil {
+		return nil, err
 	}
 	if cfg.registerer != nil {
 		if s.metrics, err = newServiceMetrics(cfg.registerer); err != nil {
@@ -131,11 +121,8 @@ type decision struct {
 	hitOf   []int                                // descriptor → hit index, -1 for none
 	limits  []*limit                             // descriptor → its mapping limit, nil for none
 	over    []*rlsv3.RateLimitResponse_RateLimit // descriptor → its override's limit, nil for none
-	hits    []sluice.Hit
-	rules   []*rules.Rule // hit → rule
-	results []sluice.Result
-	failed  bool   // the store failed
-	local   []bool // hit → decided by the local fallback
+	m       rules.Matched                        // the counted descriptors' rules and hits
+	dec     decide.Decision
 }
 
 // ShouldRateLimit decides a request's descriptors together, in one store
@@ -182,24 +169,46 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest, dom *
 	if dom.unmatched == UnmatchedOverLimit && slices.Contains(d.answers, answerUnmatched) {
 		return s.unmatched(d, UnmatchedOverLimit), nil // refused before counting: nothing consumed
 	}
-	if len(d.hits) == 0 {
+	if len(d.m.Hits) == 0 {
 		return s.respond(d, true), nil
 	}
-	d.results = make([]sluice.Result, len(d.hits))
-	latency, err := s.take(ctx, d.hits, d.results)
-	if err != nil {
-		admitted, ferr := s.onFail(ctx, d, err, latency)
-		if ferr != nil {
-			return nil, ferr
+	s.decider.Decide(ctx, &d.m, &d.dec)
+	if d.dec.Verdict == decide.Unavailable {
+		return nil, unavailable(d)
+	}
+	return s.respond(d, admitted(d)), nil
+}
+
+// admitted reports whether a decided request passes: as the decider
+// decided it, except that a request of checks only (hits_addend 0, which
+// never refuse beside descriptors that consume) is refused when one of
+// them found its cost missing.
+func admitted(d *decision) bool {
+	if d.dec.Verdict != decide.Admitted {
+		return false
+	}
+	if !onlyPeeks(d.m.Hits) {
+		return true
+	}
+	for j := range d.m.Hits {
+		if d.dec.Refusing(j) {
+			return false
 		}
-		return s.respond(d, admitted), nil
 	}
-	admitted := sluice.Admitted(d.hits, d.results)
-	if admitted && onlyPeeks(d.hits) {
-		admitted = peeksPass(d.hits, d.results)
+	return true
+}
+
+// unavailable returns the error of a request the store failed while a
+// limit fails closed: codes.Unavailable, naming the limit.
+func unavailable(d *decision) error {
+	name := ""
+	for j, r := range d.m.Rules {
+		if d.dec.Failed[j] && !r.Shadow && r.OnFail == rules.FailClosed {
+			name = r.Name
+			break
+		}
 	}
-	s.observe(ctx, d, latency, nil)
-	return s.respond(d, admitted), nil
+	return status.Errorf(codes.Unavailable, "envoy: the rate-limit store failed, and rate limit %s fails closed", quote(name))
 }
 
 // checkRequest reports what makes req malformed, or nil.
@@ -310,9 +319,9 @@ func (s *Service) plan(req *rlsv3.RateLimitRequest, dom *domain, d *decision) er
 			rule = lim.rule
 		}
 		cost, peek := hitsAddend(req, desc)
-		d.hitOf[i] = len(d.hits)
-		d.rules = append(d.rules, rule)
-		d.hits = append(d.hits, sluice.Hit{
+		d.hitOf[i] = len(d.m.Hits)
+		d.m.Rules = append(d.m.Rules, rule)
+		d.m.Hits = append(d.m.Hits, sluice.Hit{
 			Key:       rules.BucketKey(rule.Name, KeyKind, identity(dom.name, ents[i], shared[i])),
 			Limit:     rule.Limit,
 			Algorithm: rule.Algorithm,
@@ -393,62 +402,6 @@ func onlyPeeks(hits []sluice.Hit) bool {
 	return true
 }
 
-// peeksPass reports whether every enforcing peek found its cost there.
-func peeksPass(hits []sluice.Hit, results []sluice.Result) bool {
-	for i := range hits {
-		if !hits[i].Shadow && !results[i].Allowed {
-			return false
-		}
-	}
-	return true
-}
-
-// take makes one store call under the budget.
-func (s *Service) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) (time.Duration, error) {
-	if s.inproc != nil && s.inproc.TakeLocal(hits, out) {
-		return 0, nil
-	}
-	call, cancel := ctx, context.CancelFunc(nil)
-	if s.budgeted {
-		call, cancel = context.WithTimeout(ctx, s.cfg.budget)
-	}
-	start := time.Now()
-	err := s.store.Take(call, hits, out)
-	latency := time.Since(start)
-	if cancel != nil {
-		cancel()
-	}
-	if err == nil && out[0].Remembered {
-		return 0, nil // refused from the store's memory: no store call
-	}
-	if o, ok := s.cfg.observer.(sluice.StoreCallObserver); ok {
-		o.ObserveStoreCall(ctx, sluice.StoreCall{Latency: latency, Hits: len(hits), Err: err})
-	}
-	return latency, err
-}
-
-// onFail applies the rules' on_fail after the store failed with err: a
-// closed rule answers Unavailable; local rules decide in process on their
-// share; open rules pass. It reports whether the request is admitted.
-func (s *Service) onFail(ctx context.Context, d *decision, err error, latency time.Duration) (bool, error) {
-	d.failed = true
-	d.local = make([]bool, len(d.hits))
-	s.failures.log(ctx, s.cfg.logger, err)
-	for _, r := range d.rules {
-		if !r.Shadow && r.OnFail == rules.FailClosed {
-			s.observe(ctx, d, latency, err)
-			return false, status.Errorf(codes.Unavailable, "envoy: the rate-limit store failed, and rate limit %s fails closed", quote(r.Name))
-		}
-	}
-	ok, lerr := s.local.decide(d.rules, d.hits, d.results, d.local)
-	if lerr != nil { // cannot happen for validated rules; never refuse on it
-		s.failures.log(ctx, s.cfg.logger, lerr)
-		ok = true
-	}
-	s.observe(ctx, d, latency, err)
-	return ok, nil
-}
-
 // unmatched answers a request refused, or let through, before any
 // counting: every descriptor per u.
 func (s *Service) unmatched(d *decision, u Unmatched) *rlsv3.RateLimitResponse {
@@ -493,10 +446,10 @@ func (s *Service) respond(d *decision, admitted bool) *rlsv3.RateLimitResponse {
 			st.LimitRemaining = math.MaxUint32
 		}
 		j := d.hitOf[i]
-		if j < 0 || (d.failed && !d.local[j]) {
+		if j < 0 || !d.dec.Decided(j) {
 			continue // not counted, or the store failed and the rule passes open
 		}
-		h, r := &d.hits[j], &d.results[j]
+		h, r := &d.m.Hits[j], &d.dec.Results[j]
 		st.LimitRemaining = uint32(min(max(r.Remaining, 0), math.MaxUint32))
 		refused := !r.Allowed && !h.Shadow
 		if refused {
@@ -518,11 +471,11 @@ func (s *Service) respond(d *decision, admitted bool) *rlsv3.RateLimitResponse {
 func (s *Service) headers(d *decision, admitted bool) []*corev3.HeaderValue {
 	var policies []headers.Policy
 	var results []sluice.Result
-	for j, r := range d.rules {
-		if !r.Exposed() || d.failed {
+	for j, r := range d.m.Rules {
+		if !r.Exposed() || !d.dec.Headers() || d.dec.Failed[j] {
 			continue
 		}
-		res := d.results[j]
+		res := d.dec.Results[j]
 		// A rule two descriptors met appears once: as it binds most.
 		if k := slices.IndexFunc(policies, func(p headers.Policy) bool { return p.Name == r.Name }); k >= 0 {
 			if rules.BindingResult([]sluice.Result{results[k], res}, admitted) == 1 {
@@ -539,20 +492,8 @@ func (s *Service) headers(d *decision, admitted bool) []*corev3.HeaderValue {
 			headers.Write(h, s.cfg.headers, policies, bind, s.cfg.now())
 		}
 	}
-	if !admitted {
-		var retry time.Duration
-		never := false
-		for j := range d.hits {
-			h, r := &d.hits[j], &d.results[j]
-			if h.Shadow || r.Allowed || (d.failed && !d.local[j]) {
-				continue
-			}
-			never = never || r.Unsatisfiable
-			retry = max(retry, r.RetryAfter)
-		}
-		if !never {
-			headers.SetRetryAfter(h, retry)
-		}
+	if !admitted && !d.dec.Unsatisfiable() {
+		headers.SetRetryAfter(h, d.dec.RetryAfter())
 	}
 	if len(h) == 0 {
 		return nil
@@ -569,46 +510,4 @@ func (s *Service) headers(d *decision, admitted bool) []*corev3.HeaderValue {
 		}
 	}
 	return out
-}
-
-// observe reports each hit's decision to the observer.
-func (s *Service) observe(ctx context.Context, d *decision, latency time.Duration, err error) {
-	o := s.cfg.observer
-	if o == nil {
-		return
-	}
-	for j, r := range d.rules {
-		dec := sluice.Decision{Rule: r.Name, Shadow: r.Shadow, Latency: latency}
-		res := d.results[j]
-		switch {
-		case err != nil && d.local != nil && d.local[j]:
-			dec.Outcome, dec.Result, dec.Err = sluice.OutcomeLocal, res, err
-		case err != nil && r.OnFail == rules.FailClosed && !r.Shadow:
-			dec.Outcome, dec.Err = sluice.OutcomeFailedClosed, err
-		case err != nil:
-			dec.Outcome, dec.Err = sluice.OutcomeFailedOpen, err
-		case res.Remembered && res.Allowed:
-			continue // not decided: the store refused the request from memory
-		case res.Allowed:
-			dec.Outcome, dec.Result = sluice.OutcomeAllowed, res
-		case r.Shadow:
-			dec.Outcome, dec.Result = sluice.OutcomeShadowDenied, res
-		default:
-			dec.Outcome, dec.Result = sluice.OutcomeDenied, res
-		}
-		o.Observe(ctx, dec)
-	}
-}
-
-// sampler logs store failures at most once a second.
-type sampler struct{ last atomic.Int64 }
-
-func (s *sampler) log(ctx context.Context, l *slog.Logger, err error) {
-	now := time.Now().UnixNano()
-	last := s.last.Load()
-	if now-last < int64(time.Second) || !s.last.CompareAndSwap(last, now) {
-		return
-	}
-	l.LogAttrs(ctx, slog.LevelWarn, "sluice: envoy rate limit service: the store failed; each rule applies its on_fail",
-		slog.String("error", err.Error()))
 }
