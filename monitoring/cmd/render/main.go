@@ -91,58 +91,18 @@ func record(d time.Duration) (spans []span, db *tsdb.DB, cleanup func(), err err
 		return nil, nil, nil, err
 	}
 	defer sys.close()
-	dir, err := os.MkdirTemp("", "sluice-render-")
+	db, cleanup, err = openTSDB(log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	db, err = tsdb.Open(dir, log, nil, tsdb.DefaultOptions(), nil)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, nil, err
-	}
-	cleanup = func() { db.Close(); os.RemoveAll(dir) }
 
 	ctx, stop := context.WithCancel(context.Background())
 	var greedy atomic.Bool
 	loaded := make(chan struct{})
 	go func() { sys.load(ctx, greedy.Load); close(loaded) }()
 	scraped := make(chan error, 1)
-	go func() {
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			if err := scrape(sys.reg, db, time.Now()); err != nil {
-				scraped <- err
-				return
-			}
-			select {
-			case <-ctx.Done():
-				scraped <- nil
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-
-	var runErr error
-	for _, p := range phases {
-		s := span{Name: p.Name, Start: time.Now()}
-		if p.fault != nil {
-			p.fault(sys.proxy)
-		}
-		greedy.Store(p.greedy)
-		length := time.Duration(float64(d) * p.share)
-		time.Sleep(length / 2)
-		if p.events != nil {
-			runErr = p.events(sys)
-		}
-		time.Sleep(length - length/2)
-		s.End = time.Now()
-		spans = append(spans, s)
-		if runErr != nil {
-			break
-		}
-	}
+	go func() { scraped <- scrapeEverySecond(ctx, sys, db) }()
+	spans, runErr := runPhases(sys, d, &greedy)
 	stop()
 	<-loaded
 	if err := <-scraped; runErr == nil {
@@ -156,4 +116,64 @@ func record(d time.Duration) (spans []span, db *tsdb.DB, cleanup func(), err err
 		return nil, nil, nil, runErr
 	}
 	return spans, db, cleanup, nil
+}
+
+// openTSDB opens a TSDB in a temporary directory, which cleanup closes
+// and removes.
+func openTSDB(log *slog.Logger) (db *tsdb.DB, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "sluice-render-")
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err = tsdb.Open(dir, log, nil, tsdb.DefaultOptions(), nil)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return db, func() { db.Close(); os.RemoveAll(dir) }, nil
+}
+
+// scrapeEverySecond scrapes sys's metrics into db at once and then every
+// second until ctx ends, or until a scrape fails, returning its error.
+func scrapeEverySecond(ctx context.Context, sys *system, db *tsdb.DB) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		if err := scrape(sys.reg, db, time.Now()); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// runPhases runs the phases, each for its share of d: it applies the
+// phase's fault, tells the load through greedy whether the greedy clients
+// are over their limit, and runs the phase's events halfway through. It
+// stops after the phase whose events fail, with their error.
+func runPhases(sys *system, d time.Duration, greedy *atomic.Bool) ([]span, error) {
+	var spans []span
+	for _, p := range phases {
+		s := span{Name: p.Name, Start: time.Now()}
+		if p.fault != nil {
+			p.fault(sys.proxy)
+		}
+		greedy.Store(p.greedy)
+		length := time.Duration(float64(d) * p.share)
+		time.Sleep(length / 2)
+		var err error
+		if p.events != nil {
+			err = p.events(sys)
+		}
+		time.Sleep(length - length/2)
+		s.End = time.Now()
+		spans = append(spans, s)
+		if err != nil {
+			return spans, err
+		}
+	}
+	return spans, nil
 }

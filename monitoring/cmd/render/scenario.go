@@ -74,7 +74,8 @@ type system struct {
 	srv   *httptest.Server
 	admin http.Handler
 	reg   *prometheus.Registry
-	close func()
+	// closers stop what start started, in reverse order (see close).
+	closers []func()
 }
 
 // start builds the system on a redis-server of its own.
@@ -84,58 +85,91 @@ func start(log *slog.Logger) (*system, error) {
 		return nil, err
 	}
 	s := &system{redis: rs}
-	var closers []func()
-	s.close = func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
+	s.onClose(rs.Stop)
+	if err := s.build(log); err != nil {
+		s.close()
+		return nil, err
 	}
-	closers = append(closers, rs.Stop)
-	fail := func(err error) (*system, error) { s.close(); return nil, err }
+	return s, nil
+}
 
-	if s.proxy, err = faultproxy.New(rs.Addr); err != nil {
-		return fail(err)
+// onClose adds f to what close stops.
+func (s *system) onClose(f func()) { s.closers = append(s.closers, f) }
+
+// close stops everything the system started, the last started first.
+func (s *system) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
 	}
-	closers = append(closers, s.proxy.Close)
+}
 
+// build starts the fault proxy in front of s.redis, the metrics, the
+// stores and the HTTP server.
+func (s *system) build(log *slog.Logger) error {
+	var err error
+	if s.proxy, err = faultproxy.New(s.redis.Addr); err != nil {
+		return err
+	}
+	s.onClose(s.proxy.Close)
 	s.reg = prometheus.NewRegistry()
 	collector, err := metrics.New(metrics.Config{Registerer: s.reg})
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	leases, err := metrics.NewLease(metrics.LeaseConfig{Registerer: s.reg})
 	if err != nil {
-		return fail(err)
+		return err
 	}
+	leased, err := s.redisStore(log, collector, leases)
+	if err != nil {
+		return err
+	}
+	local := memstore.New(memstore.Config{MaxBuckets: 64, Events: collector})
+	s.onClose(func() { local.Close(context.Background()) })
+	handler, err := s.handler(log, collector, leased, local)
+	if err != nil {
+		return err
+	}
+	s.srv = httptest.NewServer(handler)
+	s.onClose(s.srv.Close)
+	return nil
+}
 
+// redisStore returns the leased store on Redis, reached through the
+// fault proxy with the budget as every timeout.
+func (s *system) redisStore(log *slog.Logger, collector *metrics.Collector, leases *metrics.LeaseCollector) (*lease.Store, error) {
 	opt, err := redisstore.ClientOptions(s.proxy.Addr)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = budget, budget, budget, budget
 	opt.MinIdleConns = 8
 	client := redis.NewClient(opt)
-	closers = append(closers, func() { client.Close() })
+	s.onClose(func() { client.Close() })
 	shared, err := redisstore.New(client, redisstore.Config{
 		Secret: []byte("dashboard-render-secret-0123456789"), Logger: log, Events: collector,
 		Coalesce: 64, Endpoint: "redis",
 	})
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	closers = append(closers, func() { shared.Close(context.Background()) })
+	s.onClose(func() { shared.Close(context.Background()) })
 	leased, err := lease.New(shared, lease.Config{Instances: 4, Observer: leases, Logger: log, TTL: 500 * time.Millisecond})
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	closers = append(closers, func() {
+	s.onClose(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_ = leased.Close(ctx)
 	})
-	local := memstore.New(memstore.Config{MaxBuckets: 64, Events: collector})
-	closers = append(closers, func() { local.Close(context.Background()) })
+	return leased, nil
+}
 
+// handler returns the service: /browse limited per visitor on the local
+// store, the rest by the rules on the leased one; and sets s.admin, the
+// operator API on the leased store.
+func (s *system) handler(log *slog.Logger, collector *metrics.Collector, leased, local sluice.Store) (http.Handler, error) {
 	set, err := rules.New(
 		rules.Rule{Name: "per-client", Key: keyfunc.Header("X-Client"), Limit: sluice.PerSecond(40).WithBurst(40), OnFail: rules.FailLocal},
 		rules.Rule{
@@ -146,33 +180,30 @@ func start(log *slog.Logger) (*system, error) {
 			Match: func(r *http.Request) bool { return r.URL.Path == "/api/checkout" }},
 	)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	visitors, err := rules.New(rules.Rule{Name: "per-visitor", Key: keyfunc.Header("X-Visitor"), Limit: sluice.PerSecond(5)})
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	remote, err := middleware.New(leased, set, middleware.WithObserver(collector), middleware.WithBudget(budget),
 		middleware.WithInstances(4), middleware.WithLogger(log))
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	inProcess, err := middleware.New(local, visitors, middleware.WithObserver(collector), middleware.WithLogger(log))
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if s.admin, err = admin.New(leased, set, admin.WithObserver(collector), admin.WithLogger(log),
 		admin.WithHashSecret([]byte("dashboard-render-secret-0123456789"))); err != nil {
-		return fail(err)
+		return nil, err
 	}
-
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux := http.NewServeMux()
 	mux.Handle("/browse", inProcess.Handler(ok))
 	mux.Handle("/", remote.Handler(ok))
-	s.srv = httptest.NewServer(mux)
-	closers = append(closers, s.srv.Close)
-	return s, nil
+	return mux, nil
 }
 
 // operator resets a client's bucket through the operator API, as an
@@ -205,72 +236,85 @@ func (s *system) corrupt() error {
 	return nil
 }
 
+// A loadClient is one of the clients that send the load.
+type loadClient struct {
+	name   string
+	rate   float64 // requests per second
+	apiKey string
+	greedy bool
+	bursty bool // sends only one second in three
+}
+
+// loadClients are the clients of the load, about 200 requests a second.
+var loadClients = []loadClient{
+	{"alice", 30, "", false, false}, {"bob", 30, "", false, false}, {"carol", 30, "k-partner", false, false},
+	{"dave", 35, "k-partner", true, false}, {"erin", 35, "", true, false}, {"frank", 30, "k-partner", false, false},
+	{"grace", 60, "k-trial", false, true}, // its last leases of a burst go back unused
+}
+
 // load sends requests from clients at their rates until ctx ends; greedy
 // reports whether the greedy clients send three times their rate.
 func (s *system) load(ctx context.Context, greedy func() bool) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-	type client struct {
-		name   string
-		rate   float64 // requests per second
-		apiKey string
-		greedy bool
-		bursty bool // sends only one second in three
-	}
-	clients := []client{
-		{"alice", 30, "", false, false}, {"bob", 30, "", false, false}, {"carol", 30, "k-partner", false, false},
-		{"dave", 35, "k-partner", true, false}, {"erin", 35, "", true, false}, {"frank", 30, "k-partner", false, false},
-		{"grace", 60, "k-trial", false, true}, // its last leases of a burst go back unused
-	}
 	var wg sync.WaitGroup
-	for i, c := range clients {
+	for i, c := range loadClients {
 		for w := range 2 { // two connections per client
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(i), uint64(w)))
-				next := time.Now()
-				for ctx.Err() == nil {
-					rate := c.rate / 2
-					if c.greedy && greedy() {
-						rate *= 3
-					}
-					if c.bursty && time.Now().Second()%3 != 0 {
-						time.Sleep(50 * time.Millisecond)
-						next = time.Now()
-						continue
-					}
-					next = next.Add(time.Duration(float64(time.Second) / rate))
-					if d := time.Until(next); d > 0 {
-						select {
-						case <-ctx.Done():
-							return
-						case <-time.After(d):
-						}
-					} else if d < -time.Second {
-						next = time.Now() // fell behind (a slow store): do not catch up in a burst
-					}
-					path := "/api/items"
-					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.srv.URL+path, nil)
-					switch rng.IntN(5) {
-					case 0:
-						req.URL.Path = "/browse"
-						req.Header.Set("X-Visitor", fmt.Sprintf("v%d", rng.IntN(200)))
-					case 1:
-						req.URL.Path = "/api/checkout"
-					}
-					req.Header.Set("X-Client", c.name)
-					if c.apiKey != "" {
-						req.Header.Set("X-API-Key", c.apiKey)
-					}
-					if resp, err := hc.Do(req); err == nil {
-						io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-					}
-				}
-			})
+			wg.Go(func() { s.drive(ctx, hc, c, rand.New(rand.NewPCG(uint64(i), uint64(w))), greedy) })
 		}
 	}
 	wg.Wait()
+}
+
+// drive sends c's requests on one of its two connections, at half its
+// rate, until ctx ends.
+func (s *system) drive(ctx context.Context, hc *http.Client, c loadClient, rng *rand.Rand, greedy func() bool) {
+	next := time.Now()
+	for ctx.Err() == nil {
+		rate := c.rate / 2
+		if c.greedy && greedy() {
+			rate *= 3
+		}
+		if c.bursty && time.Now().Second()%3 != 0 {
+			time.Sleep(50 * time.Millisecond)
+			next = time.Now()
+			continue
+		}
+		next = next.Add(time.Duration(float64(time.Second) / rate))
+		if d := time.Until(next); d > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(d):
+			}
+		} else if d < -time.Second {
+			next = time.Now() // fell behind (a slow store): do not catch up in a burst
+		}
+		s.send(ctx, hc, c, rng)
+	}
+}
+
+// send sends one request of c: one in five to /browse as one of 200
+// visitors, one in five to the checkout, the rest to the items.
+func (s *system) send(ctx context.Context, hc *http.Client, c loadClient, rng *rand.Rand) {
+	path := "/api/items"
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.srv.URL+path, nil)
+	switch rng.IntN(5) {
+	case 0:
+		req.URL.Path = "/browse"
+		req.Header.Set("X-Visitor", fmt.Sprintf("v%d", rng.IntN(200)))
+	case 1:
+		req.URL.Path = "/api/checkout"
+	}
+	req.Header.Set("X-Client", c.name)
+	if c.apiKey != "" {
+		req.Header.Set("X-API-Key", c.apiKey)
+	}
+	if resp, err := hc.Do(req); err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 }
 
 // flushScripts makes Redis forget its scripts, as a restart or a failover

@@ -58,35 +58,73 @@ func phaseFill(i int) string {
 	return "#2c3038"
 }
 
+// drawPanel draws panel p at its gridPos: its frame and title, the plot
+// with its axes and the phase boundaries, and the legend under it. x maps
+// a time into a span of pixels (its start and width).
 func drawPanel(b *bufio.Writer, p panel, spans []span, start, end time.Time, x func(time.Time, float64, float64) float64) {
 	px, py := float64(p.GridPos.X*unitW+pad), float64(header+p.GridPos.Y*unitH+pad)
 	pw, ph := float64(p.GridPos.W*unitW-2*pad), float64(p.GridPos.H*unitH-2*pad)
 	fmt.Fprintf(b, `<g><rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" rx="3" fill="#181b1f" stroke="#2b2e33"/>`+"\n", px, py, pw, ph)
 	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" font-size="13" fill="#d8d9da">%s</text>`+"\n", px+8, py+18, esc(p.Title))
 
-	// The legend under the plot, wrapped.
-	type item struct {
-		name  string
-		x, y  float64
-		color string
+	items, lines := layoutLegend(p.Series, px, pw)
+	legendTop := py + ph - 6 - float64(lines)*legendLine
+	a := plotArea{l: px + 60, r: px + pw - 30, t: py + 30, bot: legendTop - 20, x: x}
+	lo, hi := valueRange(p.Series)
+	ticks := niceTicks(lo, hi, 4)
+	a.lo, a.hi = ticks[0], ticks[len(ticks)-1]
+
+	for i := 1; i < len(spans); i++ { // phase boundaries
+		bx := a.xAt(spans[i].Start)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#3d424a" stroke-dasharray="3,3"/>`+"\n", bx, a.t, bx, a.bot)
 	}
-	var items []item
-	lx, lines := px+8, 1
+	a.drawAxes(b, ticks, p.FieldConfig.Defaults.Unit, start, end)
+	if len(p.Series) == 0 {
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#8e8e8e">No data</text>`+"\n", (a.l+a.r)/2, (a.t+a.bot)/2)
+	}
 	for i, s := range p.Series {
+		a.drawSeries(b, s, items[i].color)
+	}
+	for _, it := range items {
+		ly := legendTop + (it.y-1)*legendLine + 10
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="12" height="3" fill="%s"/><text x="%.1f" y="%.1f" fill="#c7d0d9">%s</text>`+"\n",
+			it.x, ly-4, it.color, it.x+16, ly, esc(it.name))
+	}
+	fmt.Fprintln(b, `</g>`)
+}
+
+// A legendItem is a series' entry in a panel's legend: its name, where it
+// goes (y counts lines from 1) and its color.
+type legendItem struct {
+	name  string
+	x, y  float64
+	color string
+}
+
+// layoutLegend places the legend of series under a panel at px, pw wide,
+// wrapped into lines; it returns the items, one per series, and the
+// number of lines (0 without series).
+func layoutLegend(series []series, px, pw float64) ([]legendItem, int) {
+	var items []legendItem
+	lx, lines := px+8, 1
+	for i, s := range series {
 		wd := 16 + 6.2*float64(len(s.Name)) + 12
 		if lx+wd > px+pw-8 && lx > px+8 {
 			lx, lines = px+8, lines+1
 		}
-		items = append(items, item{s.Name, lx, float64(lines), palette[i%len(palette)]})
+		items = append(items, legendItem{s.Name, lx, float64(lines), palette[i%len(palette)]})
 		lx += wd
 	}
-	if len(p.Series) == 0 {
+	if len(series) == 0 {
 		lines = 0
 	}
-	legendTop := py + ph - 6 - float64(lines)*legendLine
-	l, r, t, bot := px+60, px+pw-30, py+30, legendTop-20
-	lo, hi := 0.0, 0.0
-	for _, s := range p.Series {
+	return items, lines
+}
+
+// valueRange returns the range of the values of series, 0 included, at
+// least 1 wide.
+func valueRange(series []series) (lo, hi float64) {
+	for _, s := range series {
 		for _, pt := range s.Points {
 			lo, hi = math.Min(lo, pt.V), math.Max(hi, pt.V)
 		}
@@ -94,17 +132,29 @@ func drawPanel(b *bufio.Writer, p panel, spans []span, start, end time.Time, x f
 	if hi == lo {
 		hi = lo + 1
 	}
-	ticks := niceTicks(lo, hi, 4)
-	lo, hi = ticks[0], ticks[len(ticks)-1]
-	y := func(v float64) float64 { return bot - (bot-t)*(v-lo)/(hi-lo) }
+	return lo, hi
+}
 
-	for i := 1; i < len(spans); i++ { // phase boundaries
-		bx := x(spans[i].Start, l, r-l)
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#3d424a" stroke-dasharray="3,3"/>`+"\n", bx, t, bx, bot)
-	}
+// A plotArea is where a panel plots its series: from l to r across and
+// from t down to bot, values from lo at the bottom to hi at the top, times
+// placed by x (see draw).
+type plotArea struct {
+	l, r, t, bot float64
+	lo, hi       float64
+	x            func(time.Time, float64, float64) float64
+}
+
+func (a plotArea) xAt(t time.Time) float64 { return a.x(t, a.l, a.r-a.l) }
+
+func (a plotArea) yAt(v float64) float64 { return a.bot - (a.bot-a.t)*(v-a.lo)/(a.hi-a.lo) }
+
+// drawAxes draws a grid line and a label, in unit, for every value tick,
+// and time labels under the plot from start to end, every 15 s or a
+// doubling of it, at most six or so.
+func (a plotArea) drawAxes(b *bufio.Writer, ticks []float64, unit string, start, end time.Time) {
 	for _, v := range ticks {
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#2b2e33"/>`, l, y(v), r, y(v))
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end" fill="#8e8e8e">%s</text>`+"\n", l-4, y(v)+4, esc(format(v, p.FieldConfig.Defaults.Unit, math.Max(math.Abs(lo), math.Abs(hi)), ticks[1]-ticks[0])))
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#2b2e33"/>`, a.l, a.yAt(v), a.r, a.yAt(v))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end" fill="#8e8e8e">%s</text>`+"\n", a.l-4, a.yAt(v)+4, esc(format(v, unit, math.Max(math.Abs(a.lo), math.Abs(a.hi)), ticks[1]-ticks[0])))
 	}
 	total := end.Sub(start)
 	stepT := 15 * time.Second
@@ -116,29 +166,23 @@ func drawPanel(b *bufio.Writer, p panel, spans []span, start, end time.Time, x f
 		if o == 0 {
 			anchor = "start"
 		}
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="#8e8e8e">%s</text>`, x(start.Add(o), l, r-l), bot+15, anchor, start.Add(o).UTC().Format("15:04:05"))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="#8e8e8e">%s</text>`, a.xAt(start.Add(o)), a.bot+15, anchor, start.Add(o).UTC().Format("15:04:05"))
 	}
 	fmt.Fprintln(b)
-	if len(p.Series) == 0 {
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#8e8e8e">No data</text>`+"\n", (l+r)/2, (t+bot)/2)
-	}
-	for i, s := range p.Series {
-		var path strings.Builder
-		for j, pt := range s.Points {
-			cmd := "L"
-			if j == 0 || pt.T.Sub(s.Points[j-1].T) > 2*time.Second { // a gap: no sample
-				cmd = "M"
-			}
-			fmt.Fprintf(&path, "%s%.1f,%.1f", cmd, x(pt.T, l, r-l), y(pt.V))
+}
+
+// drawSeries draws s as a line in color, broken where a sample is
+// missing.
+func (a plotArea) drawSeries(b *bufio.Writer, s series, color string) {
+	var path strings.Builder
+	for j, pt := range s.Points {
+		cmd := "L"
+		if j == 0 || pt.T.Sub(s.Points[j-1].T) > 2*time.Second { // a gap: no sample
+			cmd = "M"
 		}
-		fmt.Fprintf(b, `<path d="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n", path.String(), items[i].color)
+		fmt.Fprintf(&path, "%s%.1f,%.1f", cmd, a.xAt(pt.T), a.yAt(pt.V))
 	}
-	for _, it := range items {
-		ly := legendTop + (it.y-1)*legendLine + 10
-		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="12" height="3" fill="%s"/><text x="%.1f" y="%.1f" fill="#c7d0d9">%s</text>`+"\n",
-			it.x, ly-4, it.color, it.x+16, ly, esc(it.name))
-	}
-	fmt.Fprintln(b, `</g>`)
+	fmt.Fprintf(b, `<path d="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n", path.String(), color)
 }
 
 // niceTicks returns n or so evenly spaced round values covering [lo, hi].
