@@ -237,14 +237,7 @@ func (d *decoder) boolean(n *yaml.Node, path string) (bool, error) {
 
 // document decodes one domain.
 func (d *decoder) document(root *yaml.Node) (*domain, error) {
-	// Name the domain in errors about the document's other fields too.
-	if r := deref(root); r.Kind == yaml.MappingNode {
-		for i := 0; i+1 < len(r.Content); i += 2 {
-			if k, v := deref(r.Content[i]), deref(r.Content[i+1]); k.Value == "domain" && v.Kind == yaml.ScalarNode && v.Tag != "!!null" {
-				d.domain = v.Value
-			}
-		}
-	}
+	d.domain = peekDomain(root) // named in errors about the other fields too
 	top, err := d.mapping(root, "", topFields)
 	if err != nil {
 		return nil, err
@@ -269,15 +262,9 @@ func (d *decoder) document(root *yaml.Node) (*domain, error) {
 		}
 	}
 	if n, ok := top["unmatched"]; ok {
-		s, err := d.str(n, "unmatched", false)
-		if err != nil {
+		if dom.unmatched, err = d.unmatched(n); err != nil {
 			return nil, err
 		}
-		i := slices.Index(unmatchedNames[:], s)
-		if i < 0 {
-			return nil, d.fail(deref(n), "unmatched", "%s: want ok or over_limit", quote(s))
-		}
-		dom.unmatched = Unmatched(i)
 	}
 	d.names = make(map[string]int)
 	if n, ok := top["descriptors"]; ok && deref(n).Tag != "!!null" {
@@ -291,25 +278,60 @@ func (d *decoder) document(root *yaml.Node) (*domain, error) {
 				Err: fmt.Errorf("%s names no rate limit of the domain", quote(r.name))}
 		}
 	}
-	if len(d.rules) > 0 {
-		if dom.set, err = rules.New(d.rules...); err != nil { // the checks above should have caught it
-			return nil, d.fail(nil, "", "%v", err)
-		}
-		// Point each limit at its rule in the set, whose defaults are
-		// filled in.
-		byName := make(map[string]*rules.Rule, len(d.rules))
-		all := dom.set.Rules()
-		for i := range all {
-			byName[all[i].Name] = &all[i]
-		}
-		dom.root.walk(func(n *node) {
-			if n.limit != nil && !n.limit.unlimited {
-				n.limit.rule = byName[n.limit.name]
-			}
-		})
+	if err := d.ruleSet(dom); err != nil {
+		return nil, err
 	}
 	dom.override = newRule(name+".limit_override", sluice.Limit{}, d.algorithm, d.onFail, false, !d.expose)
 	return dom, nil
+}
+
+// peekDomain returns the domain a document's top level names, or "".
+func peekDomain(root *yaml.Node) string {
+	name := ""
+	if r := deref(root); r.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(r.Content); i += 2 {
+			if k, v := deref(r.Content[i]), deref(r.Content[i+1]); k.Value == "domain" && v.Kind == yaml.ScalarNode && v.Tag != "!!null" {
+				name = v.Value
+			}
+		}
+	}
+	return name
+}
+
+// unmatched decodes the top-level unmatched field.
+func (d *decoder) unmatched(n *yaml.Node) (Unmatched, error) {
+	s, err := d.str(n, "unmatched", false)
+	if err != nil {
+		return 0, err
+	}
+	i := slices.Index(unmatchedNames[:], s)
+	if i < 0 {
+		return 0, d.fail(deref(n), "unmatched", "%s: want ok or over_limit", quote(s))
+	}
+	return Unmatched(i), nil
+}
+
+// ruleSet makes the document's rules dom's set, if it has any, and points
+// each limit at its rule in the set, whose defaults are filled in.
+func (d *decoder) ruleSet(dom *domain) error {
+	if len(d.rules) == 0 {
+		return nil
+	}
+	var err error
+	if dom.set, err = rules.New(d.rules...); err != nil { // the checks above should have caught it
+		return d.fail(nil, "", "%v", err)
+	}
+	byName := make(map[string]*rules.Rule, len(d.rules))
+	all := dom.set.Rules()
+	for i := range all {
+		byName[all[i].Name] = &all[i]
+	}
+	dom.root.walk(func(n *node) {
+		if n.limit != nil && !n.limit.unlimited {
+			n.limit.rule = byName[n.limit.name]
+		}
+	})
+	return nil
 }
 
 // walk calls f for every node under lv.
@@ -448,7 +470,28 @@ func (d *decoder) descriptor(n *yaml.Node, path, prefix string, depth int) (*nod
 	if nd.value != "" {
 		full += "_" + nd.value
 	}
+	flags, err := d.flags(f, path, nd)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := f["rate_limit"]; ok {
+		if nd.limit, err = d.rateLimit(v, sub(path, "rate_limit"), full, flags["shadow_mode"]); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := f["descriptors"]; ok && deref(v).Tag != "!!null" {
+		if nd.next, err = d.level(v, sub(path, "descriptors"), full, depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return nd, nil
+}
+
+// flags decodes a descriptor's boolean fields, refusing those sluice does
+// not support, and sets nd.share.
+func (d *decoder) flags(f map[string]*yaml.Node, path string, nd *node) (map[string]bool, error) {
 	flags := map[string]bool{}
+	var err error
 	for _, name := range []string{"shadow_mode", "quota_mode", "detailed_metric", "value_to_metric", "share_threshold"} {
 		if v, ok := f[name]; ok {
 			if flags[name], err = d.boolean(v, sub(path, name)); err != nil {
@@ -470,158 +513,7 @@ func (d *decoder) descriptor(n *yaml.Node, path, prefix string, depth int) (*nod
 		}
 		nd.share = true
 	}
-	if v, ok := f["rate_limit"]; ok {
-		if nd.limit, err = d.rateLimit(v, sub(path, "rate_limit"), full, flags["shadow_mode"]); err != nil {
-			return nil, err
-		}
-	}
-	if v, ok := f["descriptors"]; ok && deref(v).Tag != "!!null" {
-		if nd.next, err = d.level(v, sub(path, "descriptors"), full, depth+1); err != nil {
-			return nil, err
-		}
-	}
-	return nd, nil
-}
-
-// rateLimit decodes a descriptor's rate_limit. full is the descriptor's
-// path of names, the limit's name unless it has one.
-func (d *decoder) rateLimit(n *yaml.Node, path, full string, shadow bool) (*limit, error) {
-	f, err := d.mapping(n, path, rateLimitFields)
-	if err != nil {
-		return nil, err
-	}
-	lim := &limit{name: escapeName(full)}
-	nameLine := deref(n).Line
-	if v, ok := f["name"]; ok {
-		s, err := d.str(v, sub(path, "name"), false)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case s == "":
-			return nil, d.fail(deref(v), sub(path, "name"), "empty: leave the field out instead")
-		case len(s) > maxNameLen:
-			return nil, d.fail(deref(v), sub(path, "name"), "longer than %d bytes", maxNameLen)
-		case !printable(s):
-			return nil, d.fail(deref(v), sub(path, "name"), "%s: must be printable ASCII (it names the limit in response headers)", quote(s))
-		}
-		lim.name, nameLine = s, deref(v).Line
-	}
-	if first, dup := d.names[lim.name]; dup {
-		return nil, d.fail(deref(n), sub(path, "name"), "%s names two rate limits of the domain (first at line %d); name them apart with name", quote(lim.name), first)
-	}
-	d.names[lim.name] = nameLine
-	if v, ok := f["replaces"]; ok {
-		if lim.replaces, err = d.replaces(v, sub(path, "replaces"), lim.name); err != nil {
-			return nil, err
-		}
-	}
-	if v, ok := f["unlimited"]; ok {
-		if lim.unlimited, err = d.boolean(v, sub(path, "unlimited")); err != nil {
-			return nil, err
-		}
-	}
-	if lim.unlimited {
-		for _, name := range []string{"unit", "requests_per_unit", "algorithm", "burst", "on_fail", "expose"} {
-			if v, ok := f[name]; ok {
-				return nil, d.fail(deref(v), sub(path, name), "not with unlimited: true (an unlimited descriptor is never counted)")
-			}
-		}
-		return lim, nil
-	}
-	un, ok := f["unit"]
-	if !ok {
-		return nil, d.fail(deref(n), sub(path, "unit"), "missing (second, minute, hour, day, week, month or year), or set unlimited: true")
-	}
-	us, err := d.str(un, sub(path, "unit"), false)
-	if err != nil {
-		return nil, err
-	}
-	ui := slices.IndexFunc(units, func(u unitDef) bool { return strings.EqualFold(u.name, us) })
-	if ui < 0 {
-		return nil, d.fail(deref(un), sub(path, "unit"), "%s is not a unit (second, minute, hour, day, week, month, year)", quote(us))
-	}
-	rn, ok := f["requests_per_unit"]
-	if !ok {
-		return nil, d.fail(deref(n), sub(path, "requests_per_unit"), "missing: how many requests each %s admits", units[ui].name)
-	}
-	rpu, err := d.integer(rn, sub(path, "requests_per_unit"), 0, 1<<32-1)
-	if err != nil {
-		return nil, err
-	}
-	if rpu == 0 {
-		return nil, d.fail(deref(rn), sub(path, "requests_per_unit"), "0: a limit admits at least one request per unit")
-	}
-	lim.unit, lim.rpu = units[ui].unit, uint32(rpu)
-	l := sluice.Limit{Rate: rpu, Period: units[ui].d}
-	alg, onFail, expose := d.algorithm, d.onFail, d.expose
-	if v, ok := f["algorithm"]; ok {
-		if alg, err = d.algorithmOf(v, sub(path, "algorithm")); err != nil {
-			return nil, err
-		}
-	}
-	if v, ok := f["burst"]; ok {
-		if l.Burst, err = d.integer(v, sub(path, "burst"), 1, 1<<50); err != nil {
-			return nil, err
-		}
-		if alg != sluice.TokenBucket && l.Burst != l.Rate {
-			return nil, d.fail(deref(v), sub(path, "burst"), "only a token_bucket has a burst (%v admits requests_per_unit per unit)", alg)
-		}
-	}
-	if v, ok := f["on_fail"]; ok {
-		if onFail, err = d.onFailOf(v, sub(path, "on_fail")); err != nil {
-			return nil, err
-		}
-	}
-	if v, ok := f["expose"]; ok {
-		if expose, err = d.boolean(v, sub(path, "expose")); err != nil {
-			return nil, err
-		}
-	}
-	if err := alg.ValidateLimit(l); err != nil {
-		field := sub(path, "requests_per_unit")
-		return nil, d.fail(deref(rn), field, "%d per %s with %v: %s", rpu, units[ui].name, alg,
-			strings.TrimPrefix(err.Error(), sluice.ErrInvalidLimit.Error()+": "))
-	}
-	r := newRule(lim.name, l, alg, onFail, shadow, !expose)
-	if err := r.Validate(); err != nil {
-		return nil, d.fail(deref(n), path, "%v", err)
-	}
-	d.rules = append(d.rules, r)
-	return lim, nil
-}
-
-// replaces decodes a rate limit's replaces: a list of {name: ...}.
-func (d *decoder) replaces(n *yaml.Node, path, own string) ([]string, error) {
-	seq := deref(n)
-	if seq.Kind != yaml.SequenceNode || len(seq.Content) == 0 {
-		return nil, d.fail(seq, path, "must be a list of {name: ...}, not %s", describe(seq))
-	}
-	var out []string
-	for i, item := range seq.Content {
-		p := elem(path, i)
-		f, err := d.mapping(item, p, []string{"name"})
-		if err != nil {
-			return nil, err
-		}
-		v, ok := f["name"]
-		if !ok {
-			return nil, d.fail(deref(item), sub(p, "name"), "missing")
-		}
-		s, err := d.str(v, sub(p, "name"), false)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case s == "":
-			return nil, d.fail(deref(v), sub(p, "name"), "empty")
-		case s == own:
-			return nil, d.fail(deref(v), sub(p, "name"), "%s is this rate limit's own name", quote(s))
-		}
-		d.refs = append(d.refs, ref{name: s, field: sub(p, "name"), line: deref(v).Line})
-		out = append(out, s)
-	}
-	return out, nil
+	return flags, nil
 }
 
 // printable reports whether s is printable ASCII.

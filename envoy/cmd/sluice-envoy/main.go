@@ -64,40 +64,58 @@ func main() {
 // listening reports the addresses a started service listens on.
 type listening func(grpcAddr, httpAddr string)
 
-// run is the command: it returns when ctx is done, or at once with -check.
-func run(ctx context.Context, args []string, stderr io.Writer, started listening) error {
+// flags are the command's flags.
+type flags struct {
+	configs                 []string
+	grpcAddr, httpAddr      string
+	redisAddr, secret, mode string
+	budget                  time.Duration
+	check, reflect          bool
+	headers                 headers.Mode // -headers, parsed after -check
+}
+
+// parseFlags parses the command's arguments.
+func parseFlags(args []string, stderr io.Writer) (*flags, error) {
+	var f flags
 	fs := flag.NewFlagSet("sluice-envoy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var configs []string
 	fs.Func("config", "mapping file (envoyproxy/ratelimit's YAML format); repeat for several domains' files", func(s string) error {
-		configs = append(configs, s)
+		f.configs = append(f.configs, s)
 		return nil
 	})
-	grpcAddr := fs.String("grpc", ":8081", "gRPC listen address (rate limit service, grpc.health.v1)")
-	httpAddr := fs.String("http", ":8080", "HTTP listen address (/healthz, /readyz, /metrics)")
-	redisAddr := fs.String("redis", "", "Redis: host:port, a comma-separated list of Redis Cluster nodes, or a redis:// URL (master_name= for Sentinel); empty uses the in-memory store")
-	secret := fs.String("secret", os.Getenv("SLUICE_SECRET"), "secret for hashing descriptors into Redis keys, the same on every instance (default $SLUICE_SECRET)")
-	mode := fs.String("headers", "ietf", "rate-limit header modes: ietf, draft06, x-ratelimit, none, or a comma-separated combination")
-	budget := fs.Duration("budget", envoy.DefaultBudget, "latency budget of each store call")
-	check := fs.Bool("check", false, "check the mapping files and exit")
-	reflect := fs.Bool("reflection", false, "serve gRPC server reflection too, for grpcurl and the like")
+	fs.StringVar(&f.grpcAddr, "grpc", ":8081", "gRPC listen address (rate limit service, grpc.health.v1)")
+	fs.StringVar(&f.httpAddr, "http", ":8080", "HTTP listen address (/healthz, /readyz, /metrics)")
+	fs.StringVar(&f.redisAddr, "redis", "", "Redis: host:port, a comma-separated list of Redis Cluster nodes, or a redis:// URL (master_name= for Sentinel); empty uses the in-memory store")
+	fs.StringVar(&f.secret, "secret", os.Getenv("SLUICE_SECRET"), "secret for hashing descriptors into Redis keys, the same on every instance (default $SLUICE_SECRET)")
+	fs.StringVar(&f.mode, "headers", "ietf", "rate-limit header modes: ietf, draft06, x-ratelimit, none, or a comma-separated combination")
+	fs.DurationVar(&f.budget, "budget", envoy.DefaultBudget, "latency budget of each store call")
+	fs.BoolVar(&f.check, "check", false, "check the mapping files and exit")
+	fs.BoolVar(&f.reflect, "reflection", false, "serve gRPC server reflection too, for grpcurl and the like")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if len(f.configs) == 0 {
+		return nil, errors.New("-config: at least one mapping file is needed")
+	}
+	return &f, nil
+}
+
+// run is the command: it returns when ctx is done, or at once with -check.
+func run(ctx context.Context, args []string, stderr io.Writer, started listening) error {
+	f, err := parseFlags(args, stderr)
+	if err != nil {
 		return err
 	}
-	if len(configs) == 0 {
-		return errors.New("-config: at least one mapping file is needed")
-	}
-	mapping, err := envoy.LoadMapping(configs...)
+	mapping, err := envoy.LoadMapping(f.configs...)
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	if *check {
-		log.Info("mapping files are valid", "files", strings.Join(configs, ","), "domains", strings.Join(mapping.Domains(), ","))
+	if f.check {
+		log.Info("mapping files are valid", "files", strings.Join(f.configs, ","), "domains", strings.Join(mapping.Domains(), ","))
 		return nil
 	}
-	hdr, err := headers.ParseMode(*mode)
-	if err != nil {
+	if f.headers, err = headers.ParseMode(f.mode); err != nil {
 		return fmt.Errorf("-headers: %w", err)
 	}
 	reg := prometheus.NewRegistry()
@@ -105,22 +123,27 @@ func run(ctx context.Context, args []string, stderr io.Writer, started listening
 	if err != nil {
 		return err
 	}
-	store, closeStore, err := openStore(*redisAddr, *secret, log, collector)
+	store, closeStore, err := openStore(f.redisAddr, f.secret, log, collector)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	svc, err := envoy.New(store, mapping, envoy.WithHeaders(hdr), envoy.WithBudget(*budget),
+	svc, err := envoy.New(store, mapping, envoy.WithHeaders(f.headers), envoy.WithBudget(f.budget),
 		envoy.WithObserver(collector), envoy.WithLogger(log), envoy.WithRegisterer(reg))
 	if err != nil {
 		return err
 	}
+	return serve(ctx, f, svc, reg, log, started)
+}
 
-	gln, err := net.Listen("tcp", *grpcAddr)
+// serve serves svc on f's addresses until ctx is done or a server fails,
+// then stops gracefully.
+func serve(ctx context.Context, f *flags, svc *envoy.Service, reg *prometheus.Registry, log *slog.Logger, started listening) error {
+	gln, err := net.Listen("tcp", f.grpcAddr)
 	if err != nil {
 		return err
 	}
-	hln, err := net.Listen("tcp", *httpAddr)
+	hln, err := net.Listen("tcp", f.httpAddr)
 	if err != nil {
 		gln.Close()
 		return err
@@ -129,10 +152,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, started listening
 	svc.Register(gs)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
-	if *reflect {
+	if f.reflect {
 		reflection.Register(gs)
 	}
-
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.Handle("GET /readyz", svc.HealthHandler())
@@ -142,7 +164,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, started listening
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go followReadiness(ctx, svc, hs)
-	go reloadOnHangup(ctx, svc, configs, log)
+	go reloadOnHangup(ctx, svc, f.configs, log)
 	errs := make(chan error, 2)
 	go func() { errs <- gs.Serve(gln) }()
 	go func() {
@@ -151,11 +173,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, started listening
 		}
 	}()
 	backend := "memory"
-	if *redisAddr != "" {
-		backend = "redis " + *redisAddr
+	if f.redisAddr != "" {
+		backend = "redis " + f.redisAddr
 	}
 	log.Info("sluice-envoy listening", "grpc", gln.Addr().String(), "http", hln.Addr().String(),
-		"store", backend, "domains", strings.Join(mapping.Domains(), ","), "headers", hdr.String())
+		"store", backend, "domains", strings.Join(svc.Mapping().Domains(), ","), "headers", f.headers.String())
 	if started != nil {
 		started(gln.Addr().String(), hln.Addr().String())
 	}
@@ -163,6 +185,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, started listening
 	case <-ctx.Done():
 	case err = <-errs:
 	}
+	shutdown(gs, hs, web)
+	log.Info("sluice-envoy stopped")
+	return err
+}
+
+// shutdown stops the servers: gRPC gracefully within 10 s, HTTP within 5 s.
+func shutdown(gs *grpc.Server, hs *health.Server, web *http.Server) {
 	hs.Shutdown()
 	stopped := make(chan struct{})
 	go func() { gs.GracefulStop(); close(stopped) }()
@@ -171,11 +200,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, started listening
 	case <-time.After(10 * time.Second):
 		gs.Stop()
 	}
-	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer scancel()
-	_ = web.Shutdown(sctx)
-	log.Info("sluice-envoy stopped")
-	return err
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = web.Shutdown(ctx)
 }
 
 // errNoSecret refuses a Redis store without a secret: descriptor values

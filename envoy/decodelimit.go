@@ -1,0 +1,185 @@
+package envoy
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/rules"
+	"go.yaml.in/yaml/v3"
+)
+
+// rateLimit decodes a descriptor's rate_limit. full is the descriptor's
+// path of names, the limit's name unless it has one.
+func (d *decoder) rateLimit(n *yaml.Node, path, full string, shadow bool) (*limit, error) {
+	f, err := d.mapping(n, path, rateLimitFields)
+	if err != nil {
+		return nil, err
+	}
+	lim := &limit{}
+	if lim.name, err = d.limitName(n, f, path, full); err != nil {
+		return nil, err
+	}
+	if v, ok := f["replaces"]; ok {
+		if lim.replaces, err = d.replaces(v, sub(path, "replaces"), lim.name); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := f["unlimited"]; ok {
+		if lim.unlimited, err = d.boolean(v, sub(path, "unlimited")); err != nil {
+			return nil, err
+		}
+	}
+	if lim.unlimited {
+		for _, name := range []string{"unit", "requests_per_unit", "algorithm", "burst", "on_fail", "expose"} {
+			if v, ok := f[name]; ok {
+				return nil, d.fail(deref(v), sub(path, name), "not with unlimited: true (an unlimited descriptor is never counted)")
+			}
+		}
+		return lim, nil
+	}
+	u, rn, err := d.unitRate(n, f, path)
+	if err != nil {
+		return nil, err
+	}
+	lim.unit, lim.rpu = u.unit, uint32(rn.rpu)
+	r, err := d.limitRule(f, path, lim.name, u, rn, shadow)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Validate(); err != nil {
+		return nil, d.fail(deref(n), path, "%v", err)
+	}
+	d.rules = append(d.rules, r)
+	return lim, nil
+}
+
+// limitName returns a rate_limit's name (its name field, else full,
+// escaped), and records it, refusing one the domain already has.
+func (d *decoder) limitName(n *yaml.Node, f map[string]*yaml.Node, path, full string) (string, error) {
+	name, line := escapeName(full), deref(n).Line
+	if v, ok := f["name"]; ok {
+		s, err := d.str(v, sub(path, "name"), false)
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case s == "":
+			return "", d.fail(deref(v), sub(path, "name"), "empty: leave the field out instead")
+		case len(s) > maxNameLen:
+			return "", d.fail(deref(v), sub(path, "name"), "longer than %d bytes", maxNameLen)
+		case !printable(s):
+			return "", d.fail(deref(v), sub(path, "name"), "%s: must be printable ASCII (it names the limit in response headers)", quote(s))
+		}
+		name, line = s, deref(v).Line
+	}
+	if first, dup := d.names[name]; dup {
+		return "", d.fail(deref(n), sub(path, "name"), "%s names two rate limits of the domain (first at line %d); name them apart with name", quote(name), first)
+	}
+	d.names[name] = line
+	return name, nil
+}
+
+// rate is a rate_limit's requests_per_unit and its node.
+type rate struct {
+	node *yaml.Node
+	rpu  int64
+}
+
+// unitRate decodes a counted rate_limit's unit and requests_per_unit.
+func (d *decoder) unitRate(n *yaml.Node, f map[string]*yaml.Node, path string) (unitDef, rate, error) {
+	un, ok := f["unit"]
+	if !ok {
+		return unitDef{}, rate{}, d.fail(deref(n), sub(path, "unit"), "missing (second, minute, hour, day, week, month or year), or set unlimited: true")
+	}
+	us, err := d.str(un, sub(path, "unit"), false)
+	if err != nil {
+		return unitDef{}, rate{}, err
+	}
+	ui := slices.IndexFunc(units, func(u unitDef) bool { return strings.EqualFold(u.name, us) })
+	if ui < 0 {
+		return unitDef{}, rate{}, d.fail(deref(un), sub(path, "unit"), "%s is not a unit (second, minute, hour, day, week, month, year)", quote(us))
+	}
+	rn, ok := f["requests_per_unit"]
+	if !ok {
+		return unitDef{}, rate{}, d.fail(deref(n), sub(path, "requests_per_unit"), "missing: how many requests each %s admits", units[ui].name)
+	}
+	rpu, err := d.integer(rn, sub(path, "requests_per_unit"), 0, 1<<32-1)
+	if err != nil {
+		return unitDef{}, rate{}, err
+	}
+	if rpu == 0 {
+		return unitDef{}, rate{}, d.fail(deref(rn), sub(path, "requests_per_unit"), "0: a limit admits at least one request per unit")
+	}
+	return units[ui], rate{node: rn, rpu: rpu}, nil
+}
+
+// limitRule builds a counted rate_limit's rule: rn per unit u, with the
+// algorithm, burst, on_fail and expose of f, else the document's
+// defaults.
+func (d *decoder) limitRule(f map[string]*yaml.Node, path, name string, u unitDef, rn rate, shadow bool) (rules.Rule, error) {
+	l := sluice.Limit{Rate: rn.rpu, Period: u.d}
+	alg, onFail, expose := d.algorithm, d.onFail, d.expose
+	var err error
+	if v, ok := f["algorithm"]; ok {
+		if alg, err = d.algorithmOf(v, sub(path, "algorithm")); err != nil {
+			return rules.Rule{}, err
+		}
+	}
+	if v, ok := f["burst"]; ok {
+		if l.Burst, err = d.integer(v, sub(path, "burst"), 1, 1<<50); err != nil {
+			return rules.Rule{}, err
+		}
+		if alg != sluice.TokenBucket && l.Burst != l.Rate {
+			return rules.Rule{}, d.fail(deref(v), sub(path, "burst"), "only a token_bucket has a burst (%v admits requests_per_unit per unit)", alg)
+		}
+	}
+	if v, ok := f["on_fail"]; ok {
+		if onFail, err = d.onFailOf(v, sub(path, "on_fail")); err != nil {
+			return rules.Rule{}, err
+		}
+	}
+	if v, ok := f["expose"]; ok {
+		if expose, err = d.boolean(v, sub(path, "expose")); err != nil {
+			return rules.Rule{}, err
+		}
+	}
+	if err := alg.ValidateLimit(l); err != nil {
+		return rules.Rule{}, d.fail(deref(rn.node), sub(path, "requests_per_unit"), "%d per %s with %v: %s", rn.rpu, u.name, alg,
+			strings.TrimPrefix(err.Error(), sluice.ErrInvalidLimit.Error()+": "))
+	}
+	return newRule(name, l, alg, onFail, shadow, !expose), nil
+}
+
+// replaces decodes a rate limit's replaces: a list of {name: ...}.
+func (d *decoder) replaces(n *yaml.Node, path, own string) ([]string, error) {
+	seq := deref(n)
+	if seq.Kind != yaml.SequenceNode || len(seq.Content) == 0 {
+		return nil, d.fail(seq, path, "must be a list of {name: ...}, not %s", describe(seq))
+	}
+	var out []string
+	for i, item := range seq.Content {
+		p := elem(path, i)
+		f, err := d.mapping(item, p, []string{"name"})
+		if err != nil {
+			return nil, err
+		}
+		v, ok := f["name"]
+		if !ok {
+			return nil, d.fail(deref(item), sub(p, "name"), "missing")
+		}
+		s, err := d.str(v, sub(p, "name"), false)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case s == "":
+			return nil, d.fail(deref(v), sub(p, "name"), "empty")
+		case s == own:
+			return nil, d.fail(deref(v), sub(p, "name"), "%s is this rate limit's own name", quote(s))
+		}
+		d.refs = append(d.refs, ref{name: s, field: sub(p, "name"), line: deref(v).Line})
+		out = append(out, s)
+	}
+	return out, nil
+}
