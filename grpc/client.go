@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Defaults of [UnaryClientInterceptor].
+// Defaults of [UnaryClientInterceptor] and [StreamClientInterceptor].
 const (
 	// DefaultMaxWait bounds the time one call spends waiting, in all.
 	DefaultMaxWait = 30 * time.Second
@@ -22,8 +22,9 @@ const (
 	DefaultJitter = 0.2
 )
 
-// ClientOption configures [UnaryClientInterceptor]. The functions below
-// that return one are its options.
+// ClientOption configures [UnaryClientInterceptor] and
+// [StreamClientInterceptor]. The functions below that return one are
+// their options.
 type ClientOption interface {
 	apply(*clientConfig) error
 }
@@ -125,7 +126,16 @@ func WithTime(now func() time.Time, sleep func(ctx context.Context, d time.Durat
 // context ending during a wait ends it at once, with the context's status
 // (codes.Canceled or codes.DeadlineExceeded). Invalid options are an error wrapping sluice.ErrInvalidConfig.
 func UnaryClientInterceptor(opts ...ClientOption) (grpc.UnaryClientInterceptor, error) {
-	c := clientConfig{
+	c, err := newClientConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.intercept, nil
+}
+
+// newClientConfig returns the configuration of opts.
+func newClientConfig(opts []ClientOption) (*clientConfig, error) {
+	c := &clientConfig{
 		maxWait: DefaultMaxWait, maxRetries: DefaultMaxRetries, jitter: DefaultJitter,
 		now: time.Now, sleep: sleep, rand: rand.Float64,
 	}
@@ -133,14 +143,14 @@ func UnaryClientInterceptor(opts ...ClientOption) (grpc.UnaryClientInterceptor, 
 		if o == nil {
 			return nil, invalidConfig("nil ClientOption")
 		}
-		if err := o.apply(&c); err != nil {
+		if err := o.apply(c); err != nil {
 			return nil, err
 		}
 	}
-	return c.intercept, nil
+	return c, nil
 }
 
-// intercept is the interceptor.
+// intercept is the unary interceptor.
 func (c *clientConfig) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	var waited time.Duration
 	for attempt := 1; ; attempt++ {
@@ -148,32 +158,54 @@ func (c *clientConfig) intercept(ctx context.Context, method string, req, reply 
 		if err == nil {
 			return nil
 		}
-		st, ok := status.FromError(err)
-		if !ok || !c.retryable(method, st.Code()) {
+		wait, err := c.next(ctx, method, err, attempt, waited)
+		if err != nil {
 			return err
 		}
-		wait, ok := retryDelay(st)
-		if !ok || attempt > c.maxRetries {
+		if err := c.pause(ctx, wait); err != nil {
 			return err
 		}
-		// The jitter's range doubles with each refusal of this call, so
-		// clients that keep colliding spread further apart.
-		wait += time.Duration(c.rand() * c.jitter * float64(wait) * float64(int64(1)<<min(attempt-1, 5)))
-		switch {
-		case waited+wait > c.maxWait:
-			return &RefusedError{Status: st, Wait: wait, Attempts: attempt,
-				Err: fmt.Errorf("%w: %v, with %v waited of at most %v", ErrWaitTooLong, wait, waited, c.maxWait)}
-		case !c.fitsDeadline(ctx, wait):
-			return &RefusedError{Status: st, Wait: wait, Attempts: attempt,
-				Err: fmt.Errorf("sluicegrpc: waiting %v would outlast the call's context: %w", wait, context.DeadlineExceeded)}
-		}
-		if wait > 0 {
-			if err := c.sleep(ctx, wait); err != nil {
-				return status.FromContextError(err).Err()
-			}
-			waited += wait
-		}
+		waited += wait
 	}
+}
+
+// next decides what follows the attempt-th attempt of a call of method
+// that ended with err, after waits of waited in all: the wait before the
+// call is sent again, or, when it is not, the error to end the call with
+// (err itself, or a *RefusedError).
+func (c *clientConfig) next(ctx context.Context, method string, err error, attempt int, waited time.Duration) (time.Duration, error) {
+	st, ok := status.FromError(err)
+	if !ok || !c.retryable(method, st.Code()) {
+		return 0, err
+	}
+	wait, ok := retryDelay(st)
+	if !ok || attempt > c.maxRetries {
+		return 0, err
+	}
+	// The jitter's range doubles with each refusal of this call, so
+	// clients that keep colliding spread further apart.
+	wait += time.Duration(c.rand() * c.jitter * float64(wait) * float64(int64(1)<<min(attempt-1, 5)))
+	switch {
+	case waited+wait > c.maxWait:
+		return 0, &RefusedError{Status: st, Wait: wait, Attempts: attempt,
+			Err: fmt.Errorf("%w: %v, with %v waited of at most %v", ErrWaitTooLong, wait, waited, c.maxWait)}
+	case !c.fitsDeadline(ctx, wait):
+		return 0, &RefusedError{Status: st, Wait: wait, Attempts: attempt,
+			Err: fmt.Errorf("sluicegrpc: waiting %v would outlast the call's context: %w", wait, context.DeadlineExceeded)}
+	}
+	return wait, nil
+}
+
+// pause waits d, or until ctx ends: then it returns ctx's status
+// (codes.Canceled or codes.DeadlineExceeded).
+func (c *clientConfig) pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	if err := c.sleep(ctx, d); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	return nil
 }
 
 // retryable reports whether a call of method that ended with code may be

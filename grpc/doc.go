@@ -67,7 +67,8 @@
 //
 // [UnaryClientInterceptor] waits out refusals that carry a retry delay
 // and sends the call again, bounded by a number of retries, a total wait
-// and the call's deadline. [RetryDelay] and [Violations] read the details
-// of a refusal, for streaming calls and for callers that decide
-// themselves.
+// and the call's deadline. [StreamClientInterceptor] does the same for
+// streaming calls refused before they received anything, sending again
+// what the client had sent. [RetryDelay] and [Violations] read the
+// details of a refusal, for callers that decide themselves.
 package sluicegrpc
