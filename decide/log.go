@@ -13,19 +13,24 @@ import (
 // logs samples a decider's log records, so that an outage or a flood
 // cannot flood the log. Records never name a key or an identity.
 type logs struct {
-	failures sampler
-	refusals sampler
-	bypasses sync.Map // bypass entry name -> *sampler
+	failures Sampler
+	refusals Sampler
+	bypasses sync.Map // bypass entry name -> *Sampler
 }
 
-// sampler lets at most one record a second through, counting the ones it
-// held back.
-type sampler struct {
+// Sampler lets at most one log record a second through, counting the ones
+// it held back, so that an outage or a flood cannot flood the log. A
+// decider samples its own records with one per kind; protocol layers use
+// it for theirs. The zero value is ready to use. It is safe for
+// concurrent use.
+type Sampler struct {
 	last       atomic.Int64 // Unix nanoseconds of the last record
 	suppressed atomic.Int64
 }
 
-func (s *sampler) allow(now time.Time) (ok bool, suppressed int64) {
+// Allow reports whether a record made at now may be logged, and, when it
+// may, how many records were held back since the last one it let through.
+func (s *Sampler) Allow(now time.Time) (ok bool, suppressed int64) {
 	last := s.last.Load()
 	if now.UnixNano()-last < int64(time.Second) || !s.last.CompareAndSwap(last, now.UnixNano()) {
 		s.suppressed.Add(1)
@@ -37,7 +42,7 @@ func (s *sampler) allow(now time.Time) (ok bool, suppressed int64) {
 // failure logs, sampled, that the store failed and whether a closed rule
 // refused the request.
 func (l *logs) failure(ctx context.Context, log *slog.Logger, err error, closed bool) {
-	ok, suppressed := l.failures.allow(time.Now())
+	ok, suppressed := l.failures.Allow(time.Now())
 	if !ok {
 		return
 	}
@@ -53,7 +58,7 @@ func (l *logs) failure(ctx context.Context, log *slog.Logger, err error, closed 
 // refusal logs, sampled, that rules refused a request: the exposed rules
 // that refused it, as the rate-limit headers name them.
 func (l *logs) refusal(ctx context.Context, log *slog.Logger, d *Decision) {
-	ok, suppressed := l.refusals.allow(time.Now())
+	ok, suppressed := l.refusals.Allow(time.Now())
 	if !ok {
 		return
 	}
@@ -77,9 +82,9 @@ func (l *logs) refusal(ctx context.Context, log *slog.Logger, d *Decision) {
 func (l *logs) bypass(ctx context.Context, log *slog.Logger, entry string) {
 	v, ok := l.bypasses.Load(entry)
 	if !ok {
-		v, _ = l.bypasses.LoadOrStore(entry, new(sampler))
+		v, _ = l.bypasses.LoadOrStore(entry, new(Sampler))
 	}
-	ok, suppressed := v.(*sampler).allow(time.Now())
+	ok, suppressed := v.(*Sampler).Allow(time.Now())
 	if !ok {
 		return
 	}

@@ -13,7 +13,7 @@ import (
 // DefaultBudget is how long a store call may take when [WithBudget] is not
 // given: past it the store counts as failed, and each rule applies its
 // on_fail.
-const DefaultBudget = 50 * time.Millisecond
+const DefaultBudget = decide.DefaultBudget
 
 // Option configures [New]. The With functions return them.
 type Option interface {
@@ -25,18 +25,17 @@ type optionFunc func(*config) error
 func (f optionFunc) apply(c *config) error { return f(c) }
 
 type config struct {
-	budget        time.Duration
 	headers       headers.Mode
-	observer      sluice.Observer
-	logger        *slog.Logger
-	instances     int
 	unknownDomain Unmatched
 	registerer    prometheus.Registerer
 	now           func() time.Time
+	// decide are the options of the service's decider: the budget, the
+	// observer, the logger and the instances.
+	decide []decide.Option
 }
 
 func buildConfig(opts []Option) (config, error) {
-	c := config{budget: DefaultBudget, headers: headers.Default, now: time.Now}
+	c := config{headers: headers.Default, now: time.Now}
 	for _, o := range opts {
 		if o == nil {
 			return c, invalidConfig("nil Option")
@@ -45,22 +44,7 @@ func buildConfig(opts []Option) (config, error) {
 			return c, err
 		}
 	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
 	return c, nil
-}
-
-// decideOptions returns the options of the service's decider.
-func (c *config) decideOptions() []decide.Option {
-	opts := []decide.Option{decide.WithBudget(c.budget), decide.WithLogger(c.logger)}
-	if c.observer != nil {
-		opts = append(opts, decide.WithObserver(c.observer))
-	}
-	if c.instances > 0 {
-		opts = append(opts, decide.WithInstances(c.instances))
-	}
-	return opts
 }
 
 // WithBudget sets how long a store call may take before the store counts
@@ -72,7 +56,7 @@ func WithBudget(d time.Duration) Option {
 		if d <= 0 {
 			return invalidConfig("WithBudget: " + d.String() + ": must be positive")
 		}
-		c.budget = d
+		c.decide = append(c.decide, decide.WithBudget(d))
 		return nil
 	})
 }
@@ -100,7 +84,7 @@ func WithObserver(o sluice.Observer) Option {
 		if o == nil {
 			return invalidConfig("WithObserver: nil observer")
 		}
-		c.observer = o
+		c.decide = append(c.decide, decide.WithObserver(o))
 		return nil
 	})
 }
@@ -112,7 +96,7 @@ func WithLogger(l *slog.Logger) Option {
 		if l == nil {
 			return invalidConfig("WithLogger: nil logger")
 		}
-		c.logger = l
+		c.decide = append(c.decide, decide.WithLogger(l))
 		return nil
 	})
 }
@@ -126,7 +110,7 @@ func WithInstances(n int) Option {
 		if n < 1 {
 			return invalidConfig("WithInstances: must be at least 1")
 		}
-		c.instances = n
+		c.decide = append(c.decide, decide.WithInstances(n))
 		return nil
 	})
 }

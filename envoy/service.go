@@ -71,7 +71,7 @@ func New(store sluice.Store, mapping *Mapping, opts ...Option) (*Service, error)
 		return nil, err
 	}
 	s := &Service{store: store, cfg: cfg}
-	if s.decider, err = decide.New(store, cfg.decideOptions()...); err != nil {
+	if s.decider, err = decide.New(store, cfg.decide...); err != nil {
 		return nil, err
 	}
 	if cfg.registerer != nil {

@@ -64,14 +64,7 @@ func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	dopts := []decide.Option{decide.WithBudget(cfg.budget), decide.WithLogger(cfg.logger)}
-	if cfg.observer != nil {
-		dopts = append(dopts, decide.WithObserver(cfg.observer))
-	}
-	if cfg.instances > 0 {
-		dopts = append(dopts, decide.WithInstances(cfg.instances))
-	}
-	d, err := decide.New(store, dopts...)
+	d, err := decide.New(store, append(cfg.decide, decide.WithLogger(cfg.logger))...)
 	if err != nil {
 		return nil, err
 	}

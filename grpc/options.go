@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/headers"
 )
 
 // DefaultBudget is the default latency budget of a store call.
-const DefaultBudget = 50 * time.Millisecond
+const DefaultBudget = decide.DefaultBudget
 
 // Option configures a [Limiter]. The With functions return them.
 type Option interface {
@@ -22,22 +23,21 @@ type optionFunc func(*config) error
 func (f optionFunc) apply(c *config) error { return f(c) }
 
 type config struct {
-	headers   headers.Mode
-	budget    time.Duration
-	deny      DenyHandler
-	onError   ErrorHandler
-	observer  sluice.Observer
-	logger    *slog.Logger
-	now       func() time.Time
-	instances int
-	known     func(string) bool
-	pushback  bool
+	headers  headers.Mode
+	deny     DenyHandler
+	onError  ErrorHandler
+	logger   *slog.Logger
+	now      func() time.Time
+	known    func(string) bool
+	pushback bool
+	// decide are the options of the limiter's decider: the budget, the
+	// observer and the instances.
+	decide []decide.Option
 }
 
 func buildConfig(opts []Option) (config, error) {
 	c := config{
 		headers:  headers.Default,
-		budget:   DefaultBudget,
 		deny:     DenialStatus,
 		onError:  ErrorStatus,
 		logger:   slog.Default(),
@@ -82,7 +82,7 @@ func WithBudget(d time.Duration) Option {
 		if d <= 0 {
 			return invalidConfig("WithBudget: %v: must be positive", d)
 		}
-		c.budget = d
+		c.decide = append(c.decide, decide.WithBudget(d))
 		return nil
 	})
 }
@@ -132,7 +132,7 @@ func WithObserver(o sluice.Observer) Option {
 		if o == nil {
 			return invalidConfig("WithObserver: nil observer")
 		}
-		c.observer = o
+		c.decide = append(c.decide, decide.WithObserver(o))
 		return nil
 	})
 }
@@ -173,7 +173,7 @@ func WithInstances(n int) Option {
 		if n < 1 {
 			return invalidConfig("WithInstances: %d: must be at least 1", n)
 		}
-		c.instances = n
+		c.decide = append(c.decide, decide.WithInstances(n))
 		return nil
 	})
 }

@@ -58,6 +58,6 @@ func (l *Limiter) settle(r *http.Request, s *scratch, info *requestInfo) {
 	}
 	ctx := context.WithoutCancel(r.Context())
 	if _, err := l.decider.Take(ctx, hits, make([]sluice.Result, len(hits))); err != nil {
-		l.charges.chargeLost(ctx, l.cfg.logger, n, err)
+		logChargeLost(ctx, &l.charges, l.cfg.logger, n, err)
 	}
 }

@@ -20,9 +20,9 @@ type Limiter struct {
 	rules   Source
 	cfg     config
 	decider *decide.Decider
-	routing sampler   // keys run before routing
-	charges sampler   // after-the-fact charges lost
-	pool    sync.Pool // *scratch
+	routing decide.Sampler // keys run before routing
+	charges decide.Sampler // after-the-fact charges lost
+	pool    sync.Pool      // *scratch
 }
 
 // scratch is one request's working memory, pooled so that deciding does not
@@ -57,14 +57,7 @@ func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	dopts := []decide.Option{decide.WithBudget(cfg.budget), decide.WithLogger(cfg.logger)}
-	if cfg.observer != nil {
-		dopts = append(dopts, decide.WithObserver(cfg.observer))
-	}
-	if cfg.instances > 0 {
-		dopts = append(dopts, decide.WithInstances(cfg.instances))
-	}
-	d, err := decide.New(store, dopts...)
+	d, err := decide.New(store, append(cfg.decide, decide.WithLogger(cfg.logger))...)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +117,7 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, s *scratch) boo
 			return false
 		}
 		if errors.Is(err, keyfunc.ErrNotRouted) {
-			l.routing.notRouted(r.Context(), l.cfg.logger, err)
+			logNotRouted(r.Context(), &l.routing, l.cfg.logger, err)
 		}
 		l.cfg.onError(w, r, fmt.Errorf("%w: %w", ErrKeyFailed, err))
 		return false

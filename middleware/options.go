@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/headers"
 )
 
 // DefaultBudget is the default latency budget of a store call.
-const DefaultBudget = 50 * time.Millisecond
+const DefaultBudget = decide.DefaultBudget
 
 // Option configures a [Limiter].
 type Option interface {
@@ -23,20 +24,19 @@ type optionFunc func(*config) error
 func (f optionFunc) apply(c *config) error { return f(c) }
 
 type config struct {
-	headers   headers.Mode
-	budget    time.Duration
-	deny      DenyHandler
-	onError   ErrorHandler
-	observer  sluice.Observer
-	logger    *slog.Logger
-	now       func() time.Time
-	instances int
+	headers headers.Mode
+	deny    DenyHandler
+	onError ErrorHandler
+	logger  *slog.Logger
+	now     func() time.Time
+	// decide are the options of the limiter's decider: the budget, the
+	// observer and the instances.
+	decide []decide.Option
 }
 
 func buildConfig(opts []Option) (config, error) {
 	c := config{
 		headers: headers.Default,
-		budget:  DefaultBudget,
 		deny:    WriteDenial,
 		onError: WriteError,
 		logger:  slog.Default(),
@@ -79,7 +79,7 @@ func WithBudget(d time.Duration) Option {
 		if d <= 0 {
 			return fmt.Errorf("%w: middleware: budget %v: must be positive", sluice.ErrInvalidConfig, d)
 		}
-		c.budget = d
+		c.decide = append(c.decide, decide.WithBudget(d))
 		return nil
 	})
 }
@@ -121,7 +121,12 @@ func WithErrorHandler(h ErrorHandler) Option {
 // observer: a redisstore.Store whose Config.Events is a metrics.Collector
 // reports decisions to that collector, with nothing to set here.
 func WithObserver(o sluice.Observer) Option {
-	return optionFunc(func(c *config) error { c.observer = o; return nil })
+	return optionFunc(func(c *config) error {
+		if o != nil {
+			c.decide = append(c.decide, decide.WithObserver(o))
+		}
+		return nil
+	})
 }
 
 // WithLogger sets where store failures are logged. Default: [slog.Default].
@@ -161,7 +166,7 @@ func WithInstances(n int) Option {
 		if n < 1 {
 			return fmt.Errorf("%w: middleware: instances %d: must be at least 1", sluice.ErrInvalidConfig, n)
 		}
-		c.instances = n
+		c.decide = append(c.decide, decide.WithInstances(n))
 		return nil
 	})
 }
