@@ -42,7 +42,8 @@ type Options struct {
 	Dir string
 	// Args are appended to the command line, after the defaults: the port,
 	// --bind 127.0.0.1, no RDB or AOF persistence, no daemonizing, protected
-	// mode on.
+	// mode on, and a replica's full sync started at once (Redis 7 waits
+	// 5 s by default for more replicas to share a diskless one).
 	Args []string
 	// Log sends the server's standard output and error to redis.log in its
 	// directory (appended to across restarts). Without it they are
@@ -103,7 +104,7 @@ func launch(bin string, opts Options) (*Server, error) {
 		}
 		s.args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", "no", "--dir", s.dir, "--daemonize", "no",
-			"--protected-mode", "yes"}, opts.Args...)
+			"--protected-mode", "yes", "--repl-diskless-sync-delay", "0"}, opts.Args...)
 		if opts.ConfigFile != "" {
 			s.args = append([]string{opts.ConfigFile}, s.args...)
 		}

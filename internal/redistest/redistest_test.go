@@ -48,6 +48,7 @@ func closed(addr string) bool {
 }
 
 func TestLaunchStop(t *testing.T) {
+	t.Parallel()
 	Binary(t)
 	s, err := Launch(Options{Log: true, Args: []string{"--maxmemory", "10mb"}})
 	if err != nil {
@@ -87,6 +88,7 @@ func TestLaunchStop(t *testing.T) {
 }
 
 func TestStartKillRestart(t *testing.T) {
+	t.Parallel()
 	s := Start(t)
 	if s.Port == 6379 {
 		t.Fatal("must never use the default port")
@@ -167,6 +169,7 @@ func TestNoBinary(t *testing.T) {
 // run sets it to "6.0."), that the redis-server on PATH is that version:
 // a run meant for one Redis cannot pass on another.
 func TestServerVersion(t *testing.T) {
+	t.Parallel()
 	want := os.Getenv("REQUIRE_REDIS_VERSION")
 	if want == "" {
 		t.Skip("REQUIRE_REDIS_VERSION is not set: any redis-server will do")

@@ -8,6 +8,7 @@ import (
 )
 
 func TestClusterServesEverySlotAndFailsOver(t *testing.T) {
+	t.Parallel()
 	c := StartCluster(t, ClusterOptions{})
 	if len(c.Nodes) != 6 {
 		t.Fatalf("%d nodes, want 6", len(c.Nodes))
@@ -56,6 +57,7 @@ func TestClusterServesEverySlotAndFailsOver(t *testing.T) {
 }
 
 func TestSentinelSwitchesPrimary(t *testing.T) {
+	t.Parallel()
 	s := StartSentinel(t)
 	old, err := s.Primary()
 	if err != nil || old != s.Data[0].Addr {
@@ -75,6 +77,7 @@ func TestSentinelSwitchesPrimary(t *testing.T) {
 }
 
 func TestDo(t *testing.T) {
+	t.Parallel()
 	s := Start(t)
 	for _, tc := range []struct {
 		args []string
