@@ -114,6 +114,7 @@ func TestLeaseStore(t *testing.T) {
 // gets it as the store's observer), its store calls, the endpoint's
 // eviction policy and a script reload after SCRIPT FLUSH.
 func TestRedisStore(t *testing.T) {
+	t.Parallel()
 	rec, reader := newRecorder(t)
 	store, client := redisStore(t, redisstore.Config{Events: rec})
 	set := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(2)})

@@ -9,6 +9,7 @@ import (
 // TestResetRestoresTheLimitOnRedis runs the reset scenario on a
 // redis-server started for the test (on Redis time: nothing sleeps).
 func TestResetRestoresTheLimitOnRedis(t *testing.T) {
+	t.Parallel()
 	testResetRestoresTheLimit(t, newFixture(t, redisstoretest.New(t)))
 }
 
@@ -16,5 +17,6 @@ func TestResetRestoresTheLimitOnRedis(t *testing.T) {
 // redis-server started for the test, whose store remembers the buckets
 // it refused: a reset must reach them too.
 func TestResetByEveryKeyKindOnRedis(t *testing.T) {
+	t.Parallel()
 	testResetByEveryKeyKind(t, redisstoretest.New(t))
 }
