@@ -12,13 +12,22 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/redistest/redisstoretest"
 )
 
-func TestMain(m *testing.M) { os.Exit(redistest.ReportSkips(m).Run()) }
+// TestMain says, in one line, when the tests that need redis-server were
+// skipped, and discards go-redis's own logging (SLUICE_REDIS_LOG=1 keeps
+// it), so the output shows the tests.
+func TestMain(m *testing.M) { os.Exit(redisstoretest.Quiet(redistest.ReportSkips(m)).Run()) }
 
 // TestRender runs a short scenario and checks that every panel of the
-// dashboard has data and that the picture is well-formed XML.
+// dashboard has data and that the picture is well-formed XML. The
+// scenario runs 10 s in real time, so the test runs only with
+// SLUICE_LONG=1 (.ci/test runs it so).
 func TestRender(t *testing.T) {
+	if os.Getenv("SLUICE_LONG") == "" {
+		t.Skip("runs a 10 s scenario in real time: runs with SLUICE_LONG=1")
+	}
 	redistest.Binary(t) // skips without redis-server, fails under REQUIRE_REDIS=1
 	out := filepath.Join(t.TempDir(), "dashboard.svg")
 	var summary bytes.Buffer

@@ -207,15 +207,22 @@ func (s *system) handler(log *slog.Logger, collector *metrics.Collector, leased,
 }
 
 // operator resets a client's bucket through the operator API, as an
-// operator unblocking a customer would.
+// operator unblocking a customer would: again, for up to 3 s, while the
+// store cannot answer (just after an outage it may still be reconnecting).
 func (s *system) operator(client string) error {
 	body := fmt.Sprintf(`{"rule":"per-client","identity":%q}`, client)
-	rec := httptest.NewRecorder()
-	s.admin.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/reset", strings.NewReader(body)))
-	if rec.Code != http.StatusOK {
-		return fmt.Errorf("reset %s: %d %s", client, rec.Code, rec.Body)
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		rec := httptest.NewRecorder()
+		s.admin.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/reset", strings.NewReader(body)))
+		switch {
+		case rec.Code == http.StatusOK:
+			return nil
+		case rec.Code < 500 || time.Now().After(deadline):
+			return fmt.Errorf("reset %s: %d %s", client, rec.Code, rec.Body)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	return nil
 }
 
 // corrupt overwrites every bucket key in Redis with a value that is not a
