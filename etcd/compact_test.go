@@ -19,6 +19,7 @@ import (
 // etcd has compacted reads the key again, applies what it holds, and
 // watches on from there.
 func TestCompactedRevisionsResync(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	cli := srv.Client()
 	srv.Put(key, doc("1"))

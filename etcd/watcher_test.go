@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -74,8 +75,17 @@ func watchers(t *testing.T, srv *etcdtest.Server, n int) []*instance {
 
 // TestChangeReachesThreeWatchersWithinASecond: a change written to etcd is
 // in force on three watching instances, each with a client of its own,
-// within a second, at the same revision.
+// within a second, at the same revision. The second is a measurement,
+// asserted only with SLUICE_TIMING=1 (on a quiet machine: .ci/test's
+// timing tier); otherwise the change has 10 s to arrive.
 func TestChangeReachesThreeWatchersWithinASecond(t *testing.T) {
+	timing := os.Getenv("SLUICE_TIMING") != ""
+	bound := 10 * time.Second
+	if timing {
+		bound = time.Second
+	} else {
+		t.Parallel()
+	}
 	srv := etcdtest.Start(t)
 	srv.Put(key, doc("10"))
 	ins := watchers(t, srv, 3)
@@ -95,13 +105,13 @@ func TestChangeReachesThreeWatchersWithinASecond(t *testing.T) {
 			if s.Rules()[0].Limit.Rate != 20 {
 				t.Errorf("instance %d reloaded rate %d, want 20", i, s.Rules()[0].Limit.Rate)
 			}
-		case <-time.After(time.Second - time.Since(start)):
-			t.Fatalf("instance %d: the change did not arrive within 1 s", i)
+		case <-time.After(bound - time.Since(start)):
+			t.Fatalf("instance %d: the change did not arrive within %v", i, bound)
 		}
 	}
 	took := time.Since(start)
 	t.Logf("the change reached 3 instances in %v", took)
-	if took > time.Second {
+	if timing && took > time.Second {
 		t.Errorf("the change took %v to reach 3 instances, want at most 1 s", took)
 	}
 	for i, in := range ins {
@@ -116,6 +126,7 @@ func TestChangeReachesThreeWatchersWithinASecond(t *testing.T) {
 // rule and the field, and the rules in force stay; the next good change
 // applies everywhere.
 func TestBadChangeRefusedEverywhere(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	srv.Put(key, doc("10"))
 	ins := watchers(t, srv, 3)
@@ -164,6 +175,7 @@ func TestBadChangeRefusedEverywhere(t *testing.T) {
 // TestPublishRefusesBadDocument: Publish checks a document as the watchers
 // do and does not write one with a mistake.
 func TestPublishRefusesBadDocument(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	cli := srv.Client()
 	rev, err := etcd.Publish(context.Background(), cli, key, []byte(doc("10")), rulefile.LoadConfig{})
@@ -184,6 +196,7 @@ func TestPublishRefusesBadDocument(t *testing.T) {
 // limiting (through the middleware), and Reload says why it cannot read;
 // when etcd is back, the watcher follows it again.
 func TestEtcdGoneAndBack(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	srv.Put(key, doc("2"))
 	in := watchers(t, srv, 1)[0]
@@ -234,6 +247,7 @@ func TestEtcdGoneAndBack(t *testing.T) {
 // TestKeyDeleted: deleting the key is refused like a bad document; the
 // rules stay until the key holds rules again.
 func TestKeyDeleted(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	srv.Put(key, doc("10"))
 	in := watchers(t, srv, 1)[0]
@@ -265,6 +279,7 @@ func TestKeyDeleted(t *testing.T) {
 // TestWatchStart: Watch refuses to start without rules: a missing key, a
 // bad document, etcd not answering, and invalid arguments.
 func TestWatchStart(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	cli := srv.Client()
 	srv.Put("/bad.json", `{"rules": [{"name": "x", "key": "global", "limit": {"rate": 0, "per": "1s"}}]}`)
@@ -308,6 +323,7 @@ func TestWatchStart(t *testing.T) {
 
 // TestWithName: the name selects the syntax and starts the errors.
 func TestWithName(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	srv.Put("/r", `{"rules": [{"name": "g", "key": "global", "limit": {"rate": 5, "per": "1s"}}]}`)
 	w, err := etcd.Watch(context.Background(), srv.Client(), "/r", rulefile.LoadConfig{}, etcd.WithName("prod-rules.json"), etcd.WithLogger(quiet))
@@ -331,6 +347,7 @@ func TestWithName(t *testing.T) {
 // TestAdminOverWatcher: the operator handler takes a Watcher as its rule
 // source and sees the rules in force.
 func TestAdminOverWatcher(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	srv.Put(key, doc("1"))
 	in := watchers(t, srv, 1)[0]
@@ -368,6 +385,7 @@ func TestAdminOverWatcher(t *testing.T) {
 // TestConcurrentReadsDuringChanges: requests read the rules while changes
 // arrive (run with -race).
 func TestConcurrentReadsDuringChanges(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	srv.Put(key, doc("1"))
 	in := watchers(t, srv, 1)[0]
