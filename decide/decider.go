@@ -50,18 +50,14 @@ func New(store sluice.Store, opts ...Option) (*Decider, error) {
 	return d, nil
 }
 
-// Observer returns the observer decisions are reported to: the one given
-// with [WithObserver], else the store's own, else nil.
-func (dc *Decider) Observer() sluice.Observer { return dc.cfg.observer }
-
 // Decide decides the hits of m, one request's matched rules as
 // [rules.Set.Resolve] finds them, in one store call, and writes the
 // decision to d, reusing d's slices. ctx is the request's context. d
 // refers to m: leave m unchanged while d is in use.
 //
 // A request that matched no rules is admitted without a store call.
-// Decide allocates nothing when the store decides every hit and the
-// request is admitted.
+// Decide itself allocates nothing when the store decides every hit and
+// the request is admitted.
 func (dc *Decider) Decide(ctx context.Context, m *rules.Matched, d *Decision) {
 	d.reset(m)
 	if m.Bypass != "" {

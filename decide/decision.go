@@ -119,6 +119,9 @@ func (d *Decision) Headers() bool { return d.headers }
 // the store decided, with their results, in the rules' order, and returns
 // the extended slice: what the rate-limit headers describe.
 func (d *Decision) AppendPolicies(dst []headers.Policy) []headers.Policy {
+	if d.m == nil {
+		return dst // the zero Decision: no rules
+	}
 	for i, rule := range d.m.Rules {
 		if rule.Exposed() && !d.Failed[i] {
 			dst = append(dst, headers.Policy{Name: rule.Name, Result: d.Results[i]})

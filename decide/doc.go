@@ -9,8 +9,8 @@
 // ([WithBudget]), and handles what can go wrong with it:
 //
 //   - the store decides every hit: the request is admitted when every
-//     enforcing hit passed ([sluice.Admitted]), else refused, and nothing
-//     is consumed;
+//     enforcing hit passed ([sluice.Admitted]), else refused, and then
+//     nothing is consumed;
 //   - the store fails: each matched rule applies its on_fail policy
 //     ([rules.OnFail]). A closed rule makes the request [Unavailable];
 //     local rules are decided in process, each on its share of its limit
