@@ -81,6 +81,35 @@ func (t *hotTable) detector(p *sluice.LeasePolicy) *detector {
 	return d
 }
 
+// observeAnswered counts toward hot-key detection the hits of a request
+// answered by the memory of refusals, with no backing call: as each would
+// have been counted had the request gone to the backing store, so a key
+// flooded while over its limit turns hot (and splits) as any other.
+func (s *Store) observeAnswered(hits []sluice.Hit) {
+	if s.refunder == nil {
+		return // nothing is detected over this backing store (see plan)
+	}
+	var now int64
+	read := false
+	for i := range hits {
+		h := &hits[i]
+		pol := s.policy(h)
+		if !pol.Active() || h.Shadow || h.MinCost != 0 || h.Peek {
+			continue
+		}
+		d := s.hot.detector(pol)
+		if d == nil {
+			continue
+		}
+		if !read {
+			now, read = s.now(), true
+		}
+		d.mu.Lock()
+		d.observe(h.Key, h.Units(), now)
+		d.mu.Unlock()
+	}
+}
+
 // forget drops key's slot from p's detector, if any, cooling it.
 func (t *hotTable) forget(p *sluice.LeasePolicy, key string) {
 	if p == nil {

@@ -190,3 +190,24 @@ func TestDroppedDetectorsCoolTheirKeys(t *testing.T) {
 		t.Fatalf("%d keys cooled, want the 2 of the dropped detectors", rec.cooled["lease"])
 	}
 }
+
+// A hot key leased while over its limit stays hot: the checks its lease's
+// remembered denial refuses in process count toward its hotness as the
+// ones the backing store refused, so it does not cool and heat again
+// window after window.
+func TestOverLimitLeasedKeyStaysHot(t *testing.T) {
+	back, clock := backing(t)
+	rec := newRecorder()
+	pol := &sluice.LeasePolicy{Rule: "ip", HotKeys: sluice.HotKeyPolicy{Threshold: 50, Lease: true}}
+	// No memory of refusals: the lease's own denial answers.
+	s := newStore(t, back, lease.Config{Clock: clock, Observer: rec, Logger: quiet, SweepInterval: -1, RememberRefusals: -1})
+	clock.Set(clock.Now().Truncate(time.Second))
+	h := sluice.Hit{Key: "flooded", Limit: sluice.PerSecond(40), Algorithm: sluice.FixedWindow, Lease: pol}
+	for range 5000 { // 1000/s against 40/s, for 5 s
+		take(t, s, h)
+		clock.Advance(time.Millisecond)
+	}
+	if rec.hot["lease"] != 1 || rec.cooled["lease"] != 0 {
+		t.Fatalf("turned hot %d times and cooled %d times, want hot once and never cooled", rec.hot["lease"], rec.cooled["lease"])
+	}
+}

@@ -3,11 +3,14 @@ package lease_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/store/lease"
+	"github.com/sluicehq/sluice/store/storetest"
 )
 
 func TestSplitLimit(t *testing.T) {
@@ -96,5 +99,68 @@ func TestResetSplitKey(t *testing.T) {
 	}
 	if _, keys := lease.HotTracked(s); keys != 0 {
 		t.Fatalf("%d keys tracked after the reset, want 0", keys)
+	}
+}
+
+// A key flooded while over its limit turns hot and splits, though the
+// lease store's memory of refusals answers most of its checks with no
+// backing call, through Take or, as the middleware first tries,
+// TakeLocal: those checks count toward its hotness as the ones the
+// backing store refused.
+func TestOverLimitKeyTurnsHotAndSplits(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, tc := range []struct {
+		name string
+		take func(s *lease.Store, hits []sluice.Hit, out []sluice.Result) error
+	}{
+		{"Take", func(s *lease.Store, hits []sluice.Hit, out []sluice.Result) error {
+			return s.Take(context.Background(), hits, out)
+		}},
+		{"TakeLocal", func(s *lease.Store, hits []sluice.Hit, out []sluice.Result) error {
+			if s.TakeLocal(hits, out) {
+				return nil
+			}
+			return s.Take(context.Background(), hits, out)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
+			back := &counting{Refunder: redisStore(t, srv.Addr, clock), keys: map[string]int{}}
+			rec := newRecorder()
+			pol := &sluice.LeasePolicy{Rule: "flood", HotKeys: sluice.HotKeyPolicy{Threshold: 50, Split: 4}}
+			s := newStore(t, back, lease.Config{Clock: clock, Observer: rec, Logger: quiet, SweepInterval: -1}) // refusals remembered: 1 s
+			// 40/s flooded at 1000/s: 40 checks a window reach Redis, fewer
+			// than the threshold; the other 960 are refused in process.
+			key := "flooded-" + tc.name
+			hits := []sluice.Hit{{Key: key, Limit: sluice.PerSecond(40), Algorithm: sluice.FixedWindow, Lease: pol}}
+			out := make([]sluice.Result, 1)
+			remembered := 0
+			for range 3000 {
+				if err := tc.take(s, hits, out); err != nil {
+					t.Fatal(err)
+				}
+				if out[0].Remembered {
+					remembered++
+				}
+				clock.Advance(time.Millisecond)
+			}
+			if remembered == 0 {
+				t.Fatal("no check was refused from the memory of refusals: the test floods nothing")
+			}
+			if rec.hot["split"] != 1 {
+				t.Fatalf("%d keys turned hot, want 1: the flooded key", rec.hot["split"])
+			}
+			back.mu.Lock()
+			defer back.mu.Unlock()
+			subs := 0
+			for k, n := range back.keys {
+				if strings.HasSuffix(k, "\x00"+key) && n > 0 {
+					subs++
+				}
+			}
+			if subs != 4 {
+				t.Fatalf("%d sub-buckets used, want 4", subs)
+			}
+		})
 	}
 }

@@ -171,6 +171,7 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 		return errClosed()
 	}
 	if s.refusals.Answer(hits, out) {
+		s.observeAnswered(hits)
 		return nil
 	}
 	sent := s.refusals.Now()
@@ -191,6 +192,7 @@ func (s *Store) TakeLocal(hits []sluice.Hit, out []sluice.Result) bool {
 		return false
 	}
 	if !s.closed.Load() && s.refusals.Answer(hits, out) {
+		s.observeAnswered(hits)
 		return true
 	}
 	for i := range hits {

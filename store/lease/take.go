@@ -326,13 +326,18 @@ func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []
 	for i := range sc.plans {
 		p := &sc.plans[i]
 		h := &hits[i]
-		if p.kind == kLocal || p.kind == kDeny {
-			continue
+		if p.kind == kLocal {
+			continue // counted with the refill that leased its tokens
 		}
 		if p.det != nil && p.kind != kPeek {
+			// A hit refused by a remembered denial counts as one the
+			// backing store refused.
 			p.det.mu.Lock()
 			p.det.observe(h.Key, h.Units(), now)
 			p.det.mu.Unlock()
+		}
+		if p.kind == kDeny {
+			continue
 		}
 		r := sc.outs[p.j]
 		switch p.kind {
