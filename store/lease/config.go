@@ -79,7 +79,6 @@ const (
 	defaultTopK        = 16
 	defaultSweep       = time.Second
 	maxTopK            = 256
-	hotWindowMicros    = int64(time.Second / time.Microsecond)
 	minLeaseForLeasing = 2
 )
 

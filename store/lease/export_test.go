@@ -2,16 +2,7 @@ package lease
 
 // HotTracked returns how many rules have a hot-key detector and how many
 // keys they track in all.
-func HotTracked(s *Store) (rules, keys int) {
-	s.hot.mu.Lock()
-	defer s.hot.mu.Unlock()
-	for _, d := range s.hot.rules {
-		d.mu.Lock()
-		keys += len(d.top)
-		d.mu.Unlock()
-	}
-	return len(s.hot.rules), keys
-}
+func HotTracked(s *Store) (rules, keys int) { return s.hot.Len() }
 
 // SplitLimit is splitLimit, for the tests of package lease_test.
 var SplitLimit = splitLimit

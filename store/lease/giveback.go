@@ -192,7 +192,9 @@ func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 		return err
 	}
 	for i := range hits {
-		s.hot.forget(s.policy(&hits[i]), hits[i].Key)
+		if pol := s.policy(&hits[i]); pol != nil {
+			s.hot.Forget(pol, hits[i].Key)
+		}
 		s.refusals.Forget(hits[i].Key)
 	}
 	for i := range hits {

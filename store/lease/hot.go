@@ -2,83 +2,106 @@ package lease
 
 import (
 	"hash/fnv"
-	"hash/maphash"
-	"log/slog"
 	"strconv"
-	"sync"
+	"sync/atomic"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/store/lease/internal/hotkey"
 )
 
-// Hot-key detection: per rule (per policy), a count-min sketch of the
-// current one-second window and the top keys with exact counts. Memory is
-// fixed per rule (cmsDepth × cmsWidth counters and TopK slots) whatever
-// the number of distinct keys, and the number of rules tracked is bounded
-// by Config.MaxRules.
-const (
-	cmsDepth = 4
-	cmsWidth = 1024
-)
+// Hot-key detection is per rule (per policy): package hotkey counts each
+// key's backing-store traffic, weighted by the tokens each call stands
+// for, in fixed memory per rule; Config.MaxRules bounds the rules tracked.
+// This file holds the policies' side: what a key turning hot or cooling
+// does, and which sub-bucket a split key's request uses.
 
-type hotTable struct {
-	mu       sync.Mutex
-	rules    map[*sluice.LeasePolicy]*detector
-	maxRules int
-	topK     int
-	seed     maphash.Seed
-	log      *slog.Logger
-	obs      Observer
-}
+// detector is a rule's hot-key detector. It keeps a split with each hot
+// key of a rule that splits them.
+type detector = hotkey.Detector[*split]
 
-type detector struct {
-	mu     sync.Mutex
-	policy *sluice.LeasePolicy
-	window int64 // index of the current window
-	cms    [cmsDepth][cmsWidth]uint32
-	top    []hotSlot
-	t      *hotTable
-}
-
-// hotSlot is one tracked key: its exact count in the current window,
-// whether it is hot, and, when the rule splits, its sub-buckets.
-type hotSlot struct {
-	key   string
-	count int64
-	hot   bool
-	sub   []string // sub-bucket keys, made when the key turns hot
-	next  int      // the sub-bucket the next request uses
-}
-
-func (t *hotTable) init(maxRules, topK int, log *slog.Logger, obs Observer) {
-	t.rules = make(map[*sluice.LeasePolicy]*detector)
-	t.maxRules, t.topK, t.log, t.obs = maxRules, topK, log, obs
-	t.seed = maphash.MakeSeed()
+// split is a hot key's sub-buckets, made when it turns hot: their keys
+// and the number of requests that used one, which chooses the next.
+type split struct {
+	keys []string
+	used atomic.Uint64
 }
 
 // detector returns p's detector, or nil when p detects nothing.
-func (t *hotTable) detector(p *sluice.LeasePolicy) *detector {
+func (s *Store) detector(p *sluice.LeasePolicy) *detector {
 	if p == nil || p.HotKeys.Threshold <= 0 {
 		return nil
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	d := t.rules[p]
-	if d == nil {
-		if len(t.rules) >= t.maxRules {
-			// Rule sets replaced by reloads leave their policies behind:
-			// start over rather than grow. Their hot keys cool first, so
-			// the hot-keys gauge comes down with them.
-			for _, old := range t.rules {
-				old.mu.Lock()
-				old.coolAll()
-				old.mu.Unlock()
+	return s.hot.Get(p)
+}
+
+// hotConfig returns the configuration of p's detector: a key turning hot
+// or cooling is logged and told to the observer, and a key of a rule
+// that splits gets its sub-bucket keys when it turns hot.
+func (s *Store) hotConfig(p *sluice.LeasePolicy) hotkey.Config[*split] {
+	handling := handling(p)
+	return hotkey.Config[*split]{
+		Threshold: p.HotKeys.Threshold,
+		TopK:      s.cfg.TopK,
+		OnHot: func(key string) *split {
+			s.turned(p, key, true, handling)
+			if p.HotKeys.Split < 2 {
+				return nil
 			}
-			clear(t.rules)
-		}
-		d = &detector{policy: p, t: t, top: make([]hotSlot, 0, t.topK)}
-		t.rules[p] = d
+			return &split{keys: subKeys(key, p.HotKeys.Split)}
+		},
+		OnCool: func(key string) { s.turned(p, key, false, handling) },
 	}
-	return d
+}
+
+// turned says in the log and to the observer that key turned hot or
+// cooled.
+func (s *Store) turned(p *sluice.LeasePolicy, key string, hot bool, handling string) {
+	msg := "sluice: key cooled"
+	if hot {
+		msg = "sluice: key turned hot"
+	}
+	s.cfg.Logger.Info(msg, "rule", p.Rule, "key_hash", keyHash(key), "handling", handling)
+	s.obs.HotKey(p.Rule, hot, handling)
+}
+
+// handling names what p does with a hot key, for logs and metrics.
+func handling(p *sluice.LeasePolicy) string {
+	h := p.HotKeys
+	switch {
+	case h.Lease && h.Split >= 2:
+		return "lease+split"
+	case h.Lease:
+		return "lease"
+	case h.Split >= 2:
+		return "split"
+	}
+	return "none"
+}
+
+// hotKey reports whether h's key is hot under its rule's detector, and
+// returns the detector. When the key is split and h is not leased, it
+// sets p.sub to the hit on the sub-bucket h uses, taking the next one in
+// turn.
+func (s *Store) hotKey(pol *sluice.LeasePolicy, h *sluice.Hit, now, kmax, c int64, p *plan) (bool, *detector) {
+	d := s.detector(pol)
+	if d == nil {
+		return false, nil
+	}
+	sp, hot := d.Lookup(h.Key, now)
+	if !hot {
+		return false, d
+	}
+	leased := pol.Enabled || pol.HotKeys.Lease
+	if sp == nil || h.Peek || leased && kmax > 0 && c <= h.Limit.Capacity() {
+		return true, d
+	}
+	if sub, ok := splitLimit(h.Limit, h.Algorithm, len(sp.keys), c); ok {
+		n := sp.used.Add(1) - 1
+		p.sub = *h
+		p.sub.Key, p.sub.Limit = sp.keys[n%uint64(len(sp.keys))], sub
+		p.split = true
+	}
+	return true, d
 }
 
 // observeAnswered counts toward hot-key detection the hits of a request
@@ -97,172 +120,15 @@ func (s *Store) observeAnswered(hits []sluice.Hit) {
 		if !pol.Active() || h.Shadow || h.MinCost != 0 || h.Peek {
 			continue
 		}
-		d := s.hot.detector(pol)
+		d := s.detector(pol)
 		if d == nil {
 			continue
 		}
 		if !read {
 			now, read = s.now(), true
 		}
-		d.mu.Lock()
-		d.observe(h.Key, h.Units(), now)
-		d.mu.Unlock()
+		d.Observe(h.Key, h.Units(), now)
 	}
-}
-
-// forget drops key's slot from p's detector, if any, cooling it.
-func (t *hotTable) forget(p *sluice.LeasePolicy, key string) {
-	if p == nil {
-		return
-	}
-	t.mu.Lock()
-	d := t.rules[p]
-	t.mu.Unlock()
-	if d == nil {
-		return
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for i := range d.top {
-		if d.top[i].key != key {
-			continue
-		}
-		if d.top[i].hot {
-			d.turn(&d.top[i], false)
-		}
-		last := len(d.top) - 1
-		d.top[i] = d.top[last]
-		d.top[last] = hotSlot{}
-		d.top = d.top[:last]
-		return
-	}
-}
-
-// observe counts weight units of key's traffic at now (µs) and returns
-// the key's slot when it is hot. Called with d.mu held.
-func (d *detector) observe(key string, weight, now int64) *hotSlot {
-	d.roll(now)
-	thr := d.policy.HotKeys.Threshold
-	h := maphash.String(d.t.seed, key)
-	est := uint32(1<<32 - 1)
-	for row := range cmsDepth {
-		c := &d.cms[row][(h>>(row*16))%cmsWidth]
-		*c += uint32(min(weight, 1<<20))
-		est = min(est, *c)
-	}
-	for i := range d.top {
-		s := &d.top[i]
-		if s.key == key {
-			s.count += weight
-			if !s.hot && s.count >= thr {
-				d.turn(s, true)
-			}
-			if s.hot {
-				return s
-			}
-			return nil
-		}
-	}
-	if int64(est) < thr {
-		return nil
-	}
-	// A new heavy hitter: take a free slot or the lightest one, if lighter.
-	var s *hotSlot
-	if len(d.top) < cap(d.top) {
-		d.top = append(d.top, hotSlot{})
-		s = &d.top[len(d.top)-1]
-	} else {
-		for i := range d.top {
-			if s == nil || d.top[i].count < s.count {
-				s = &d.top[i]
-			}
-		}
-		if s.count >= int64(est) {
-			return nil
-		}
-		if s.hot {
-			d.turn(s, false)
-		}
-	}
-	*s = hotSlot{key: key, count: int64(est)}
-	d.turn(s, true)
-	return s
-}
-
-// lookup returns key's slot when it is hot. Called with d.mu held.
-func (d *detector) lookup(key string, now int64) *hotSlot {
-	d.roll(now)
-	for i := range d.top {
-		if s := &d.top[i]; s.key == key && s.hot {
-			return s
-		}
-	}
-	return nil
-}
-
-// roll starts a new window when now has left the current one: keys that
-// stayed under the threshold for the whole window cool.
-func (d *detector) roll(now int64) {
-	w := now / hotWindowMicros
-	if w == d.window {
-		return
-	}
-	thr := d.policy.HotKeys.Threshold
-	kept := d.top[:0]
-	for i := range d.top {
-		s := d.top[i]
-		if w == d.window+1 && s.count >= thr {
-			s.count = 0
-			kept = append(kept, s)
-			continue
-		}
-		if s.hot {
-			d.turn(&s, false)
-		}
-	}
-	clear(d.top[len(kept):])
-	d.top = kept
-	d.cms = [cmsDepth][cmsWidth]uint32{}
-	d.window = w
-}
-
-// coolAll cools every hot slot and forgets them. Called with d.mu held.
-func (d *detector) coolAll() {
-	for i := range d.top {
-		if d.top[i].hot {
-			d.turn(&d.top[i], false)
-		}
-	}
-	clear(d.top)
-	d.top = d.top[:0]
-}
-
-// turn marks s hot or cooled, and says so in the log and to the observer.
-func (d *detector) turn(s *hotSlot, hot bool) {
-	s.hot = hot
-	handling := d.handling()
-	if hot && d.policy.HotKeys.Split >= 2 && s.sub == nil {
-		s.sub = subKeys(s.key, d.policy.HotKeys.Split)
-	}
-	msg := "sluice: key cooled"
-	if hot {
-		msg = "sluice: key turned hot"
-	}
-	d.t.log.Info(msg, "rule", d.policy.Rule, "key_hash", keyHash(s.key), "handling", handling)
-	d.t.obs.HotKey(d.policy.Rule, hot, handling)
-}
-
-func (d *detector) handling() string {
-	h := d.policy.HotKeys
-	switch {
-	case h.Lease && h.Split >= 2:
-		return "lease+split"
-	case h.Lease:
-		return "lease"
-	case h.Split >= 2:
-		return "split"
-	}
-	return "none"
 }
 
 // subKeys returns the n sub-bucket keys of key. They start with a NUL

@@ -12,8 +12,9 @@ import (
 )
 
 // Hot slots are compacted and replaced while other calls split: the
-// sub-bucket a request uses is chosen under the detector's lock, and is
-// always one of its own key's (run with -race).
+// sub-bucket a request uses comes from the sub-buckets kept with its key
+// when it turned hot, and is always one of its own key's (run with
+// -race).
 func TestSplitConcurrentSlots(t *testing.T) {
 	back, clock := backing(t)
 	back.keys = map[string]int{}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/refusal"
+	"github.com/sluicehq/sluice/store/lease/internal/hotkey"
 )
 
 // Store serves leased buckets in process and passes everything else to
@@ -24,7 +25,7 @@ type Store struct {
 	epoch     time.Time
 	epochU    int64
 	table     table
-	hot       hotTable
+	hot       *hotkey.Table[*sluice.LeasePolicy, *split]
 	scratch   sync.Pool
 	closed    atomic.Bool
 	givenBack atomic.Bool  // Close is giving every lease back: later refills' tokens are lost
@@ -126,7 +127,7 @@ func New(backing sluice.Store, cfg Config) (*Store, error) {
 		s.refusals = refusal.New(cfg.RememberRefusals, cfg.RefusalMemory, func() int64 { return s.now() * int64(time.Microsecond) })
 	}
 	s.table.init(cfg.MaxKeys)
-	s.hot.init(cfg.MaxRules, cfg.TopK, cfg.Logger, s.obs)
+	s.hot = hotkey.NewTable(cfg.MaxRules, s.hotConfig)
 	if cfg.SweepInterval > 0 {
 		s.done.Add(1)
 		go s.sweepLoop(cfg.SweepInterval)

@@ -243,35 +243,6 @@ func (s *Store) kmax(h *sluice.Hit, pol *sluice.LeasePolicy) int64 {
 	return k
 }
 
-// hotKey reports whether h's key is hot under its rule's detector, and
-// returns the detector. When the key is split and h is not leased, it
-// sets p.sub to the hit on the sub-bucket h uses, chosen (and the next
-// one advanced) under the detector's lock: slots move while other calls
-// observe and roll, so nothing of a slot is kept past the lock.
-func (s *Store) hotKey(pol *sluice.LeasePolicy, h *sluice.Hit, now, kmax, c int64, p *plan) (bool, *detector) {
-	d := s.hot.detector(pol)
-	if d == nil {
-		return false, nil
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	slot := d.lookup(h.Key, now)
-	if slot == nil {
-		return false, d
-	}
-	leased := pol.Enabled || pol.HotKeys.Lease
-	if len(slot.sub) == 0 || h.Peek || leased && kmax > 0 && c <= h.Limit.Capacity() {
-		return true, d
-	}
-	if sub, ok := splitLimit(h.Limit, h.Algorithm, len(slot.sub), c); ok {
-		p.sub = *h
-		p.sub.Key, p.sub.Limit = slot.sub[slot.next%len(slot.sub)], sub
-		slot.next++
-		p.split = true
-	}
-	return true, d
-}
-
 // decide makes the backing call the plans need, if any, and writes the
 // results.
 func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []sluice.Result, sc *scratch) error {
@@ -332,9 +303,7 @@ func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []
 		if p.det != nil && p.kind != kPeek {
 			// A hit refused by a remembered denial counts as one the
 			// backing store refused.
-			p.det.mu.Lock()
-			p.det.observe(h.Key, h.Units(), now)
-			p.det.mu.Unlock()
+			p.det.Observe(h.Key, h.Units(), now)
 		}
 		if p.kind == kDeny {
 			continue
@@ -440,9 +409,7 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 		s.obs.LeaseLost(e.policy.Rule, lost)
 	}
 	if p.det != nil && extra > 0 {
-		p.det.mu.Lock()
-		p.det.observe(h.Key, extra, now)
-		p.det.mu.Unlock()
+		p.det.Observe(h.Key, extra, now)
 	}
 	var out sluice.Result
 	e.report(now, left, &out)
