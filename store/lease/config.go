@@ -82,9 +82,11 @@ const (
 	minLeaseForLeasing = 2
 )
 
-func (c Config) withDefaults() (Config, error) {
-	fail := func(field, format string, args ...any) (Config, error) {
-		return c, fmt.Errorf("%w: lease: Config.%s: %s", sluice.ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+// validate reports the first field of c that is invalid, in an error
+// wrapping [sluice.ErrInvalidConfig] that names it.
+func (c Config) validate() error {
+	fail := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: lease: Config.%s: %s", sluice.ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case c.Instances < 0:
@@ -109,6 +111,12 @@ func (c Config) withDefaults() (Config, error) {
 			return fail("Default", "%v", err)
 		}
 	}
+	return nil
+}
+
+// withDefaults returns c with every zero field that has a default set to
+// it.
+func (c Config) withDefaults() Config {
 	if c.DriftBudget == 0 {
 		c.DriftBudget = defaultBudget
 	}
@@ -133,5 +141,5 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	return c, nil
+	return c
 }

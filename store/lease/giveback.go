@@ -103,38 +103,47 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	now := s.now()
 	var pass []sluice.Refund
 	for i := range refunds {
-		r := &refunds[i]
-		if !isLocal(r.Receipt) {
-			pass = append(pass, *r)
-			continue
-		}
-		e := s.table.get(r.Hit.Key)
-		if e == nil {
-			s.obs.LeaseLost(s.ruleOf(&r.Hit), r.Amount())
-			continue
-		}
-		e.mu.Lock()
-		if e.refundable(r.Receipt.Mark, now) {
-			back, lost := e.redeem(r.Receipt, r.Amount())
-			if back > 0 {
-				e.left.Add(back)
-				e.deny = denial{}
-			}
-			if lost > 0 {
-				s.obs.LeaseLost(e.policy.Rule, lost)
-			}
+		if r := &refunds[i]; isLocal(r.Receipt) {
+			s.refundLocal(now, r)
 		} else {
-			// The lease went back or expired with the tokens: they are
-			// lost to this refund.
-			s.obs.LeaseLost(e.policy.Rule, r.Amount())
+			pass = append(pass, *r)
 		}
-		e.mu.Unlock()
 	}
 	if len(pass) == 0 {
 		return nil
 	}
-	// The tokens are back in the bucket: a remembered denial no longer
-	// stands.
+	return s.refundBacking(ctx, pass)
+}
+
+// refundLocal gives back into its key's lease what a hit served from a
+// lease took, when that lease may still take it; else counts it as lost.
+func (s *Store) refundLocal(now int64, r *sluice.Refund) {
+	e := s.table.get(r.Hit.Key)
+	if e == nil {
+		s.obs.LeaseLost(s.ruleOf(&r.Hit), r.Amount())
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.refundable(r.Receipt.Mark, now) {
+		// The lease went back or expired with the tokens: they are
+		// lost to this refund.
+		s.obs.LeaseLost(e.policy.Rule, r.Amount())
+		return
+	}
+	back, lost := e.redeem(r.Receipt, r.Amount())
+	if back > 0 {
+		e.left.Add(back)
+		e.deny = denial{}
+	}
+	if lost > 0 {
+		s.obs.LeaseLost(e.policy.Rule, lost)
+	}
+}
+
+// refundBacking passes refunds to the backing store. The tokens are back
+// in the bucket: the keys' remembered denials no longer stand.
+func (s *Store) refundBacking(ctx context.Context, pass []sluice.Refund) error {
 	for i := range pass {
 		if e := s.table.get(pass[i].Hit.Key); e != nil {
 			e.mu.Lock()

@@ -109,10 +109,10 @@ func New(backing sluice.Store, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("%w: lease: no backing store", sluice.ErrInvalidConfig)
 	}
 	defaultInstances := cfg.Instances == 0
-	cfg, err := cfg.withDefaults()
-	if err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
 	s := &Store{backing: backing, cfg: cfg, obs: cfg.Observer, clock: cfg.Clock, epoch: time.Now(), stop: make(chan struct{})}
 	if s.obs == nil {
 		s.obs = nopObserver{}

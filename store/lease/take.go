@@ -110,78 +110,89 @@ func (s *Store) plan(now int64, hits []sluice.Hit, plans []plan, mayWait bool) <
 		return nil
 	}
 	for i := range hits {
-		p := &plans[i]
-		*p = plan{j: -1}
-		h := &hits[i]
-		pol := s.policy(h)
-		if s.refunder == nil || !pol.Active() || h.Shadow || h.MinCost != 0 {
-			continue
+		if busy := s.planHit(now, &hits[i], &plans[i], mayWait); busy != nil {
+			return busy
 		}
-		c := h.Units()
-		kmax := s.kmax(h, pol)
-		hot, det := s.hotKey(pol, h, now, kmax, c, p)
-		leased := pol.Enabled || hot && pol.HotKeys.Lease
-		if !leased || kmax == 0 || c > h.Limit.Capacity() {
-			p.det = det
-			continue
-		}
-		p.det = det
-		if h.Peek {
-			p.kind = kPeek
-			p.e = s.table.get(h.Key)
-			continue
-		}
-		e := s.table.getOrCreate(h.Key, now, func() *entry { return s.newEntry(h, pol) })
-		if e == nil || e.limit != h.Limit || e.alg != h.Algorithm {
-			continue
-		}
-		p.e, p.gen = e, e.gen.Load()
-		if reserve(e, c, now) {
-			p.kind, p.reserved = kLocal, c
-			continue
-		}
-		e.mu.Lock()
-		switch {
-		case e.refilling != nil && mayWait:
-			ch := e.refilling
-			e.mu.Unlock()
-			return ch
-		case e.refilling != nil:
-			e.mu.Unlock()
-			p.e = nil // pass through this time
-			continue
-		case reserve(e, c, now):
-			e.mu.Unlock()
-			p.kind, p.reserved = kLocal, c
-			continue
-		case now < e.deny.until && c == e.deny.cost:
-			e.mu.Unlock()
-			p.kind = kDeny
-			continue
-		}
-		// Claim the refill. A token bucket's held tokens count toward the
-		// cost (they do not age); a fixed window's from a past window are
-		// worth nothing.
-		held := e.left.Swap(0)
-		if held > 0 && e.interval == 0 && now >= e.windowEnd() {
-			s.obs.LeaseLost(pol.Rule, held) // tokens of a past window
-			held = 0
-		}
-		if held >= c { // a refund came back meanwhile
-			e.left.Add(held - c)
-			e.mu.Unlock()
-			p.kind, p.reserved = kLocal, c
-			continue
-		}
-		ttl := e.ttl
-		k := nextK(e.k, kmax, e.refilledAt > 0 && now < e.expires.Load() && now-e.refilledAt < ttl/2, e.refilledAt > 0 && now >= e.expires.Load(), e.dry)
-		e.k = k
-		e.refilling = make(chan struct{})
-		e.mu.Unlock()
-		p.kind, p.reserved, p.marked = kRefill, held, true
-		p.need = c - held
-		p.upTo = max(c, k) - held
 	}
+	return nil
+}
+
+// planHit plans h into p: it passes through unless its bucket is leased;
+// a leased hit is served from its lease when the lease holds its cost,
+// else planned by planRefill. It returns the channel of a refill in
+// flight to wait for, or nil.
+func (s *Store) planHit(now int64, h *sluice.Hit, p *plan, mayWait bool) <-chan struct{} {
+	*p = plan{j: -1}
+	pol := s.policy(h)
+	if s.refunder == nil || !pol.Active() || h.Shadow || h.MinCost != 0 {
+		return nil
+	}
+	c := h.Units()
+	kmax := s.kmax(h, pol)
+	hot, det := s.hotKey(pol, h, now, kmax, c, p)
+	p.det = det
+	leased := pol.Enabled || hot && pol.HotKeys.Lease
+	if !leased || kmax == 0 || c > h.Limit.Capacity() {
+		return nil
+	}
+	if h.Peek {
+		p.kind = kPeek
+		p.e = s.table.get(h.Key)
+		return nil
+	}
+	e := s.table.getOrCreate(h.Key, now, func() *entry { return s.newEntry(h, pol) })
+	if e == nil || e.limit != h.Limit || e.alg != h.Algorithm {
+		return nil
+	}
+	p.e, p.gen = e, e.gen.Load()
+	if reserve(e, c, now) {
+		p.kind, p.reserved = kLocal, c
+		return nil
+	}
+	return s.planRefill(now, pol, e, c, kmax, p, mayWait)
+}
+
+// planRefill plans, under e's lock, a hit of cost c its lease did not
+// serve: it waits for a refill in flight (returning its channel) or
+// passes through when it may not wait; it is served from the lease when
+// tokens came back meanwhile, refused by the lease's remembered denial of
+// that cost, or else claims the refill.
+func (s *Store) planRefill(now int64, pol *sluice.LeasePolicy, e *entry, c, kmax int64, p *plan, mayWait bool) <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.refilling != nil && mayWait:
+		return e.refilling
+	case e.refilling != nil:
+		p.e = nil // pass through this time
+		return nil
+	case reserve(e, c, now):
+		p.kind, p.reserved = kLocal, c
+		return nil
+	case now < e.deny.until && c == e.deny.cost:
+		p.kind = kDeny
+		return nil
+	}
+	// Claim the refill. A token bucket's held tokens count toward the
+	// cost (they do not age); a fixed window's from a past window are
+	// worth nothing.
+	held := e.left.Swap(0)
+	if held > 0 && e.interval == 0 && now >= e.windowEnd() {
+		s.obs.LeaseLost(pol.Rule, held) // tokens of a past window
+		held = 0
+	}
+	if held >= c { // a refund came back meanwhile
+		e.left.Add(held - c)
+		p.kind, p.reserved = kLocal, c
+		return nil
+	}
+	ttl := e.ttl
+	k := nextK(e.k, kmax, e.refilledAt > 0 && now < e.expires.Load() && now-e.refilledAt < ttl/2, e.refilledAt > 0 && now >= e.expires.Load(), e.dry)
+	e.k = k
+	e.refilling = make(chan struct{})
+	p.kind, p.reserved, p.marked = kRefill, held, true
+	p.need = c - held
+	p.upTo = max(c, k) - held
 	return nil
 }
 
@@ -246,54 +257,69 @@ func (s *Store) kmax(h *sluice.Hit, pol *sluice.LeasePolicy) int64 {
 // decide makes the backing call the plans need, if any, and writes the
 // results.
 func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []sluice.Result, sc *scratch) error {
-	local := true // every hit decided in process admits
-	need := false
+	admitted, err := s.callBacking(ctx, hits, sc)
+	if err != nil {
+		return err
+	}
+	s.settleBacked(now, hits, out, sc, admitted)
+	s.settleLocal(now, out, sc.plans, admitted)
+	return nil
+}
+
+// callBacking sends the hits that need the backing store to it in one
+// call, if any, and reports whether the request is admitted: by the
+// backing store, or, when nothing needs it, by every hit decided in
+// process. A remembered denial only stands in for the backing store when
+// nothing else needs it: otherwise it is sent like any other hit. A
+// backing-store error undoes the plans.
+func (s *Store) callBacking(ctx context.Context, hits []sluice.Hit, sc *scratch) (admitted bool, err error) {
+	admitted, need := true, false
 	for i := range sc.plans {
-		p := &sc.plans[i]
-		switch p.kind {
+		switch sc.plans[i].kind {
 		case kDeny:
-			local = false
+			admitted = false
 		case kPass, kRefill, kPeek:
 			need = true
 		}
 	}
-	if need {
-		// A remembered denial only stands in for the backing store when
-		// nothing else needs it: otherwise it is a refill like any other.
-		for i := range sc.plans {
-			if p := &sc.plans[i]; p.kind == kDeny {
-				p.kind = kPass
-			}
-		}
-		local = true
-		for i := range sc.plans {
-			p := &sc.plans[i]
-			h := hits[i]
-			switch p.kind {
-			case kLocal:
-				continue
-			case kRefill:
-				h.Cost, h.MinCost = p.upTo, p.need
-			case kPass:
-				if p.split {
-					h = p.sub
-				}
-			}
-			p.j = len(sc.hits)
-			sc.hits = append(sc.hits, h)
-		}
-		if cap(sc.outs) < len(sc.hits) {
-			sc.outs = make([]sluice.Result, len(sc.hits))
-		}
-		sc.outs = sc.outs[:len(sc.hits)]
-		clear(sc.outs)
-		if err := s.backing.Take(ctx, sc.hits, sc.outs); err != nil {
-			s.undo(sc.plans)
-			return err
-		}
-		local = sluice.Admitted(sc.hits, sc.outs)
+	if !need {
+		return admitted, nil
 	}
-	admitted := local
+	for i := range sc.plans {
+		p := &sc.plans[i]
+		h := hits[i]
+		switch p.kind {
+		case kLocal:
+			continue
+		case kRefill:
+			h.Cost, h.MinCost = p.upTo, p.need
+		case kDeny:
+			p.kind = kPass
+			fallthrough
+		case kPass:
+			if p.split {
+				h = p.sub
+			}
+		}
+		p.j = len(sc.hits)
+		sc.hits = append(sc.hits, h)
+	}
+	if cap(sc.outs) < len(sc.hits) {
+		sc.outs = make([]sluice.Result, len(sc.hits))
+	}
+	sc.outs = sc.outs[:len(sc.hits)]
+	clear(sc.outs)
+	if err := s.backing.Take(ctx, sc.hits, sc.outs); err != nil {
+		s.undo(sc.plans)
+		return false, err
+	}
+	return sluice.Admitted(sc.hits, sc.outs), nil
+}
+
+// settleBacked counts the hits not served from leases toward their keys'
+// hotness, and writes the results of the hits the backing store decided:
+// a refill of a request admitted installs its lease.
+func (s *Store) settleBacked(now int64, hits []sluice.Hit, out []sluice.Result, sc *scratch, admitted bool) {
 	for i := range sc.plans {
 		p := &sc.plans[i]
 		h := &hits[i]
@@ -305,33 +331,41 @@ func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []
 			// backing store refused.
 			p.det.Observe(h.Key, h.Units(), now)
 		}
-		if p.kind == kDeny {
-			continue
-		}
-		r := sc.outs[p.j]
 		switch p.kind {
 		case kPass:
-			if p.split {
-				r.Receipt = sluice.Receipt{} // a sub-bucket's take cannot be named by the hit
-				out[i] = r
-				continue
-			}
-			if p.e == nil && s.refunder != nil {
-				p.e = s.table.get(h.Key)
-			}
-			out[i] = s.withLease(now, h, p.e, r, false)
+			out[i] = s.passed(now, h, p, sc.outs[p.j])
 		case kPeek:
-			out[i] = s.withLease(now, h, p.e, r, true)
+			out[i] = s.withLease(now, h, p.e, sc.outs[p.j], true)
 		case kRefill:
 			if admitted {
-				out[i] = s.install(now, h, p, r)
+				out[i] = s.install(now, h, p, sc.outs[p.j])
 				continue
 			}
-			out[i] = s.refused(now, h, p, r)
+			out[i] = s.refused(now, h, p, sc.outs[p.j])
 		}
 	}
-	for i := range sc.plans {
-		p := &sc.plans[i]
+}
+
+// passed returns the result of a hit that passed through: the backing
+// store's, with what the key's lease holds; a split hit's is its
+// sub-bucket's, with no receipt.
+func (s *Store) passed(now int64, h *sluice.Hit, p *plan, r sluice.Result) sluice.Result {
+	if p.split {
+		r.Receipt = sluice.Receipt{} // a sub-bucket's take cannot be named by the hit
+		return r
+	}
+	if p.e == nil && s.refunder != nil {
+		p.e = s.table.get(h.Key)
+	}
+	return s.withLease(now, h, p.e, r, false)
+}
+
+// settleLocal writes the results of the hits decided in process: served
+// from a lease (given back when the request is not admitted), or refused
+// by the lease's remembered denial.
+func (s *Store) settleLocal(now int64, out []sluice.Result, plans []plan, admitted bool) {
+	for i := range plans {
+		p := &plans[i]
 		switch p.kind {
 		case kLocal:
 			left := p.e.left.Load()
@@ -355,7 +389,6 @@ func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []
 				ResetAfter: time.Duration(max(0, d.fullAt-now)) * time.Microsecond}
 		}
 	}
-	return nil
 }
 
 // install makes a refill the backing store admitted the key's lease, and
@@ -364,38 +397,13 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 	e := p.e
 	taken := r.Receipt.Taken
 	extra := max(0, taken-p.need)
-	held := p.reserved
+	// own: the hit took exactly its cost from the backing store, so its
+	// receipt is the backing store's, refundable there whatever becomes
+	// of the lease.
+	own := extra == 0 && p.reserved == 0
 	e.mu.Lock()
-	t := take{hit: *h, receipt: r.Receipt, left: taken}
-	if extra == 0 && held == 0 {
-		t.left = 0 // the hit's own receipt is this one: the caller may refund it
-	}
-	t.hit.Lease = e.policy // names the rule when the policy is the default
-	t.hit.Cost, t.hit.MinCost = p.upTo, p.need
-	newWindow := e.interval == 0 && now >= e.windowEnd()
-	if newWindow {
-		e.takes = [maxTakes]take{} // a new window: the old takes are spent
-	}
-	e.push(t)
-	gen := s.gens.Add(1)
-	e.gen.Store(gen)
-	if newWindow || e.epoch == 0 {
-		e.epoch = gen // receipts of past windows' leases are spent
-	}
-	e.base.Store(r.Remaining)
-	e.fullAt.Store(now + int64(r.ResetAfter/time.Microsecond))
-	left := e.left.Add(extra)
-	exp := now + e.ttl
-	if e.alg == sluice.FixedWindow {
-		e.winEnd.Store((floorDiv(now, e.limit.PeriodMicros()) + 1) * e.limit.PeriodMicros())
-		exp = min(exp, e.winEnd.Load())
-	}
-	e.expires.Store(exp)
-	e.refilledAt = now
-	e.dry = taken < p.upTo
-	e.deny = denial{}
-	close(e.refilling)
-	e.refilling = nil
+	gen := s.record(now, e, h, p, r.Receipt, own)
+	left := e.renew(now, p, r, extra)
 	var lost int64
 	if s.givenBack.Load() {
 		// Close gave the leases back without waiting for this refill:
@@ -414,15 +422,56 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 	var out sluice.Result
 	e.report(now, left, &out)
 	out.Allowed = true
-	if extra == 0 && held == 0 {
-		// The hit took exactly its cost from the backing store: its
-		// receipt is the backing store's, refundable there whatever
-		// becomes of the lease.
+	if own {
 		out.Receipt = r.Receipt
 	} else {
 		out.Receipt = localReceipt(h.Units(), gen, e.served.Add(h.Units()))
 	}
 	return out
+}
+
+// record remembers a refill that took rc for h, for give-backs (none
+// when own: the caller may refund its receipt), and starts the lease's
+// new generation, which it returns. Called with e.mu held.
+func (s *Store) record(now int64, e *entry, h *sluice.Hit, p *plan, rc sluice.Receipt, own bool) int64 {
+	t := take{hit: *h, receipt: rc, left: rc.Taken}
+	if own {
+		t.left = 0 // the hit's own receipt is this one: the caller may refund it
+	}
+	t.hit.Lease = e.policy // names the rule when the policy is the default
+	t.hit.Cost, t.hit.MinCost = p.upTo, p.need
+	newWindow := e.interval == 0 && now >= e.windowEnd()
+	if newWindow {
+		e.takes = [maxTakes]take{} // a new window: the old takes are spent
+	}
+	e.push(t)
+	gen := s.gens.Add(1)
+	e.gen.Store(gen)
+	if newWindow || e.epoch == 0 {
+		e.epoch = gen // receipts of past windows' leases are spent
+	}
+	return gen
+}
+
+// renew sets e's lease from the backing store's answer r to a refill
+// that took extra tokens beyond the hit's cost, ends the refill, and
+// returns the tokens the lease holds. Called with e.mu held.
+func (e *entry) renew(now int64, p *plan, r sluice.Result, extra int64) int64 {
+	e.base.Store(r.Remaining)
+	e.fullAt.Store(now + int64(r.ResetAfter/time.Microsecond))
+	left := e.left.Add(extra)
+	exp := now + e.ttl
+	if e.alg == sluice.FixedWindow {
+		e.winEnd.Store((floorDiv(now, e.limit.PeriodMicros()) + 1) * e.limit.PeriodMicros())
+		exp = min(exp, e.winEnd.Load())
+	}
+	e.expires.Store(exp)
+	e.refilledAt = now
+	e.dry = r.Receipt.Taken < p.upTo
+	e.deny = denial{}
+	close(e.refilling)
+	e.refilling = nil
+	return left
 }
 
 // refused writes the result of a refill in a request that was not
