@@ -197,7 +197,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			seq, waited = n, waited+d
 		}
-		resp, now, q, err := t.send(req, attempt, p, seq)
+		resp, now, q, err := t.sendAttempt(req, attempt, p, seq)
 		if err != nil {
 			return nil, err
 		}
@@ -237,10 +237,11 @@ func (t *Transport) awaitTurn(ctx context.Context, p *pacer, waited time.Duratio
 	return seq, d, nil
 }
 
-// send sends req (a fresh copy of it after the first attempt) and, when
-// pacing, gives the answer to the pacer as the answer to request seq. It
-// returns the response, when it came and the quota it gave (nil: none).
-func (t *Transport) send(req *http.Request, attempt int, p *pacer, seq uint64) (*http.Response, time.Time, *Quota, error) {
+// sendAttempt sends req (a fresh copy of it after the first attempt)
+// and, when pacing, gives the answer to the pacer as the answer to
+// request seq. It returns the response, when it came and the quota it
+// gave (nil: none).
+func (t *Transport) sendAttempt(req *http.Request, attempt int, p *pacer, seq uint64) (*http.Response, time.Time, *Quota, error) {
 	out := req
 	var err error
 	if attempt > 1 {
