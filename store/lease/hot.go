@@ -10,8 +10,11 @@ import (
 )
 
 // Hot-key detection is per rule (per policy): package hotkey counts each
-// key's backing-store traffic, weighted by the tokens each call stands
-// for, in fixed memory per rule; Config.MaxRules bounds the rules tracked.
+// key's traffic in fixed memory per rule, and Config.MaxRules bounds the
+// rules tracked. The traffic counted is the hits that reach the backing
+// store, weighted by the tokens each call stands for (a refill by all it
+// leased), and the hits refused in process by a remembered refusal or
+// denial, which stand for calls the backing store would have refused.
 // This file holds the policies' side: what a key turning hot or cooling
 // does, and which sub-bucket a split key's request uses.
 
@@ -110,7 +113,7 @@ func (s *Store) hotKey(pol *sluice.LeasePolicy, h *sluice.Hit, now, kmax, c int6
 // flooded while over its limit turns hot (and splits) as any other.
 func (s *Store) observeAnswered(hits []sluice.Hit) {
 	if s.refunder == nil {
-		return // nothing is detected over this backing store (see plan)
+		return // nothing is detected over this backing store (see planHit)
 	}
 	var now int64
 	read := false
