@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/redistest/redisstoretest"
 )
 
 // TestMain lets the end-to-end phase re-execute the test binary as its
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) {
 		serverMain()
 		os.Exit(0)
 	}
-	os.Exit(redistest.ReportSkips(m).Run())
+	os.Exit(redisstoretest.Quiet(redistest.ReportSkips(m)).Run())
 }
 
 // needRedis skips t without redis-server (fails it under REQUIRE_REDIS=1).
