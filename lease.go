@@ -33,7 +33,9 @@ type LeasePolicy struct {
 // nothing.
 type HotKeyPolicy struct {
 	// Threshold is the rate, in shared-store calls per second for one key
-	// of the rule, from which the key is hot. 0 turns detection off.
+	// of the rule, from which the key is hot; checks refused in process (a
+	// remembered refusal or a lease's denial) count as calls, so a key
+	// flooded over its limit turns hot too. 0 turns detection off.
 	Threshold int64
 	// Lease leases a hot key's bucket even when the policy's Enabled is
 	// false (lease escalation).

@@ -49,7 +49,9 @@
 // # Hot keys
 //
 // A policy with HotKeys.Threshold counts, per rule, the shared-store
-// traffic of each key (weighted by the tokens each call stands for) in a
+// traffic of each key, and the checks refused in process from a remembered
+// refusal or a lease's denial (so a key flooded over its limit turns hot
+// too), weighted by the tokens each stands for, in a
 // count-min sketch of one-second windows with the top keys (Config.TopK)
 // tracked exactly: memory per rule is fixed however many keys pass.
 // A key at or over the threshold in a window is hot until a whole window

@@ -2,7 +2,7 @@
 // client IP on POST /login, and 600 requests a minute per API key on every
 // route (requests without an X-API-Key header are not counted by that
 // rule). It also uses chi's own middleware package, imported as chimw
-// beside sluice's. Its line count is checked by examples/quickstart's test.
+// beside sluice's.
 package main
 
 import (

@@ -2,7 +2,7 @@
 // mirror httprate's: every route limited per API key, and login attempts
 // limited per account (the X-User header stands in for the account) and
 // per client IP, since attempts that name no account skip the per-account
-// rule. Its line count is checked by examples/quickstart's test.
+// rule.
 package main
 
 import (

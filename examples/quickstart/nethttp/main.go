@@ -1,6 +1,5 @@
 // Command nethttp is the shortest complete program: 100 requests a minute
-// per client IP on an http.ServeMux, counted in Redis. Its line count is
-// checked by examples/quickstart's test.
+// per client IP on an http.ServeMux, counted in Redis.
 package main
 
 import (
