@@ -1,102 +1,17 @@
 package envoy_test
 
 import (
-	"bufio"
 	"context"
-	"net"
-	"os"
-	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/store/redisstore"
 )
 
-// startRedis starts a redis-server of its own on a free loopback port,
-// without persistence, and stops it by its pid when the test ends. It
-// never touches another Redis. Without redis-server on PATH the test is
-// skipped, unless REQUIRE_REDIS=1, when it fails.
-func startRedis(tb testing.TB) *redisServer {
-	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("REQUIRE_REDIS") == "1" {
-			tb.Fatalf("REQUIRE_REDIS=1 but redis-server is not installed: %v", err)
-		}
-		tb.Skip("redis-server is not installed (set REQUIRE_REDIS=1 to make this a failure)")
-	}
-	for range 5 {
-		port := freePort(tb)
-		dir := tb.TempDir()
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-			"--appendonly", "no", "--dir", dir, "--daemonize", "no", "--protected-mode", "yes")
-		if err := cmd.Start(); err != nil {
-			tb.Fatalf("start redis-server: %v", err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		if waitPong(addr, exited) {
-			srv := &redisServer{addr: addr, cmd: cmd, exited: exited}
-			tb.Cleanup(srv.kill)
-			return srv
-		}
-		_ = cmd.Process.Kill()
-		<-exited
-	}
-	tb.Fatal("could not start redis-server on a free port")
-	return nil
-}
-
-// redisServer is a redis-server a test started.
-type redisServer struct {
-	addr   string
-	cmd    *exec.Cmd
-	exited chan struct{}
-}
-
-// kill stops the server by its pid, and waits for it to exit.
-func (s *redisServer) kill() {
-	_ = s.cmd.Process.Kill()
-	<-s.exited
-}
-
-// waitPong waits up to 5 s for the server at addr to answer PING.
-func waitPong(addr string, exited <-chan struct{}) bool {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return false
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-			_ = c.SetDeadline(time.Now().Add(time.Second))
-			_, _ = c.Write([]byte("PING\r\n"))
-			line, err := bufio.NewReader(c).ReadString('\n')
-			c.Close()
-			if err == nil && line == "+PONG\r\n" {
-				return true
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(tb testing.TB) int {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// redisStore returns a Redis store on a redis-server of the test's own.
+// redisStore returns a Redis store on a redis-server of the test's own
+// (redistest.Start: a free loopback port, stopped by its pid; skipped
+// without redis-server unless REQUIRE_REDIS=1).
 func redisStore(tb testing.TB) *redisstore.Store {
 	tb.Helper()
 	store, _ := redisStoreOn(tb)
@@ -104,10 +19,10 @@ func redisStore(tb testing.TB) *redisstore.Store {
 }
 
 // redisStoreOn is redisStore, with the server it runs on.
-func redisStoreOn(tb testing.TB) (*redisstore.Store, *redisServer) {
+func redisStoreOn(tb testing.TB) (*redisstore.Store, *redistest.Server) {
 	tb.Helper()
-	srv := startRedis(tb)
-	client, err := redisstore.NewClient(srv.addr)
+	srv := redistest.Start(tb)
+	client, err := redisstore.NewClient(srv.Addr)
 	if err != nil {
 		tb.Fatal(err)
 	}

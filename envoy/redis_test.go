@@ -232,7 +232,7 @@ descriptors:
 	}
 	c := serve(t, svc)
 	call(t, c, request("d", desc("local", "x")))
-	srv.kill()
+	srv.Kill()
 	for i, want := range []rlsv3.RateLimitResponse_Code{ok, ok, over} {
 		if resp := call(t, c, request("d", desc("local", "x"))); resp.OverallCode != want {
 			t.Errorf("local request %d with the store gone: %v, want %v", i+1, codesOf(resp), want)
