@@ -120,6 +120,7 @@ func WithErrorHandler(h ErrorHandler) Option {
 // Without it, a store that is a [sluice.ObserverSource] supplies the
 // observer: a redisstore.Store whose Config.Events is a metrics.Collector
 // reports decisions to that collector, with nothing to set here.
+// WithObserver(nil) changes nothing.
 func WithObserver(o sluice.Observer) Option {
 	return optionFunc(func(c *config) error {
 		if o != nil {
