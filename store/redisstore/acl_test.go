@@ -302,6 +302,7 @@ func aclWorkload(s *redisstore.Store, prefix string, flush func()) error {
 // can do without (loading its scripts ahead), its start-up check warns
 // naming it. A bucket whose read is refused is never read as empty.
 func TestEachACLPermissionIsNeeded(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	acl, _ := documentedACL(t)
 	srv := redistest.Start(t)
 	i := slices.Index(acl, "-@all")
@@ -359,6 +360,7 @@ func TestEachACLPermissionIsNeeded(t *testing.T) {
 // read is neither read as empty, which would admit a request its bucket
 // refuses, nor replaced.
 func TestRefusedReadNeverEmptiesABucket(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	acl, _ := documentedACL(t)
 	srv := redistest.Start(t)
 	rule := []string{"ACL", "SETUSER", "writer"}

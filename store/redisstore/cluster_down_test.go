@@ -17,6 +17,7 @@ import (
 // slots live on the other masters, and fails only the rules of the dead
 // master's slots, without ambiguity (nothing reached Redis).
 func TestClusterNodeDownAtStart(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	c := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1, Timeout: time.Minute})
 	ctx := context.Background()
 	probe := newStore(t, newClusterClient(t, c.Addrs()), nil)

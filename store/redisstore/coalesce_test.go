@@ -452,6 +452,7 @@ func (c *panickyClient) Process(ctx context.Context, cmd redis.Cmder) error {
 // A lone call whose client panics still frees its lane: otherwise, once
 // every lane was lost so, later calls would queue with nobody to send them.
 func TestCoalescerLoneCallFreesItsLaneWhenTheClientPanics(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	srv := redistest.Start(t)
 	pc := &panickyClient{Client: newClient(t, srv.Addr)}
 	pc.panics.Store(redisstore.Lanes)
@@ -670,6 +671,7 @@ func TestCoalescedBatchRunsUntilEarliestDeadline(t *testing.T) {
 // A call whose context is already done is not sent, even on an idle
 // store: it fails at once, unambiguously, and the breaker counts nothing.
 func TestTakeWithDoneContext(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	srv := redistest.Start(t)
 	rc := newClient(t, srv.Addr)
 	for _, coalesce := range []int{-1, 8} {

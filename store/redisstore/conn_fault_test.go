@@ -409,6 +409,7 @@ func TestCallsBeforeSetUpFailUnsent(t *testing.T) {
 // TestSetUpLoadsScripts: a store's first call on a server without its
 // scripts finds them loaded by the connection's set-up: no NOSCRIPT.
 func TestSetUpLoadsScripts(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	srv := redistest.Start(t)
 	direct := newClient(t, srv.Addr)
 	if err := direct.ScriptFlush(context.Background()).Err(); err != nil {

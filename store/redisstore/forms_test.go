@@ -36,6 +36,7 @@ func (*argCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // form, uncoalesced and as a coalescer's lone call: the clock, then four
 // arguments per hit and a fifth for a partial hit's minimum.
 func TestOneRequestForm(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	srv := redistest.Start(t)
 	tb := sluice.Hit{Key: "tb", Limit: sluice.PerMinute(5), Cost: 1}
 	shadow, forced, window, partial := tb, tb, tb, tb

@@ -81,6 +81,7 @@ var healAlgorithms = []sluice.Algorithm{sluice.TokenBucket, sluice.SlidingWindow
 // bucket's state (or nothing, after a peek), and the heal is counted and
 // logged once. The next check heals nothing.
 func TestCorruptKeysHeal(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	srv := redistest.Start(t)
 	admin := newClient(t, srv.Addr)
 	ctx := context.Background()

@@ -172,6 +172,7 @@ func TestNewClientRefusesWhatItCannotRead(t *testing.T) {
 // (the store is given a secret). The hand-built single-node client without
 // Protocol 2 is the one that warns, naming it.
 func TestClientFormsStartQuietly(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	type form struct {
 		name string
 		new  func() (redisstore.Client, error)

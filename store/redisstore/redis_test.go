@@ -61,6 +61,7 @@ func TestContentionCatchesNonAtomicStore(t *testing.T) {
 }
 
 func TestScriptFlushIsReloadedTransparently(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr)
 	s := newStore(t, c, nil)
@@ -122,6 +123,7 @@ func TestRestartedRedisDecidesWithoutError(t *testing.T) {
 }
 
 func TestKeysHideIdentitiesAndExpire(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr)
 	s := newStore(t, c, nil)
@@ -191,6 +193,7 @@ func TestTTLIsAtLeastOneSecond(t *testing.T) {
 }
 
 func TestServerClock(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	srv := redistest.Start(t)
 	s := newStore(t, newClient(t, srv.Addr), nil)
 	hit := sluice.Hit{Key: "k", Limit: sluice.PerHour(2), Cost: 1}
@@ -247,6 +250,7 @@ func TestUnsafeClientsAreRefused(t *testing.T) {
 }
 
 func TestWarnsWhenKeysCanBeEvicted(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	srv := redistest.Start(t, "--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru")
 	var buf syncBuffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
@@ -275,6 +279,7 @@ func TestWarnsWhenKeysCanBeEvicted(t *testing.T) {
 // Idle connections a kill left dead fail their call as unavailable (the
 // client cannot tell whether a command it wrote was run) and are replaced.
 func TestRedisDownIsUnavailableAndUnambiguous(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	for _, warm := range []bool{false, true} {
 		t.Run(fmt.Sprint("warm=", warm), func(t *testing.T) {
 			srv := redistest.Start(t)

@@ -92,6 +92,7 @@ func TestRefundBatchIsOneScriptCall(t *testing.T) {
 // TestRefundOfMissingOrCorruptBucketsChangesNothing: a refund whose bucket
 // expired, or holds something else, gives nothing back and fails nothing.
 func TestRefundOfMissingOrCorruptBucketsChangesNothing(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr)
 	s := newStoreWith(t, c, nil, redisstore.Config{StartupCheckTimeout: -1})
@@ -124,6 +125,7 @@ func TestRefundOfMissingOrCorruptBucketsChangesNothing(t *testing.T) {
 // TestRefundWithDoneContextSendsNothing: a refund whose context is done
 // fails at once, unambiguously, without a call.
 func TestRefundWithDoneContextSendsNothing(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr)
 	calls := &scriptCalls{}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestRefusalMemoryConfig(t *testing.T) {
+	t.Parallel() // its own redis-server; no package state, no timing
 	srv := redistest.Start(t)
 	_, err := redisstore.New(newClient(t, srv.Addr), redisstore.Config{RefusalMemory: -1})
 	if !errors.Is(err, sluice.ErrInvalidConfig) || !strings.Contains(err.Error(), "RefusalMemory") {
