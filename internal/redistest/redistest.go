@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -145,6 +146,14 @@ func (s *Server) start() error {
 		default:
 		}
 		if Ping(s.Addr) == nil {
+			if !answeredBy(s.Addr, cmd.Process.Pid) {
+				// Another test's server took the port first (ours will
+				// fail to bind): try another port.
+				_ = cmd.Process.Kill()
+				waitExit(exited)
+				s.closeLog()
+				return fmt.Errorf("port %d answered by another redis-server", s.Port)
+			}
 			s.cmd, s.exited = cmd, exited
 			return nil
 		}
@@ -154,6 +163,22 @@ func (s *Server) start() error {
 	waitExit(exited)
 	s.closeLog()
 	return fmt.Errorf("redis-server on port %d did not answer PING", s.Port)
+}
+
+// answeredBy reports whether the redis-server at addr is the process pid,
+// by the process_id its INFO gives; true when it cannot tell (a server
+// that wants a password before INFO).
+func answeredBy(addr string, pid int) bool {
+	info, err := DoString(addr, "INFO", "server")
+	if err != nil {
+		return true
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return v == strconv.Itoa(pid)
+		}
+	}
+	return true
 }
 
 func waitExit(exited <-chan error) {

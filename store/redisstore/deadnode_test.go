@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -292,6 +293,20 @@ func (d *deadStore) checkFailedAtOnce(t *testing.T, killed, promoted time.Time) 
 	first := d.calls[i].at
 	late := report(d.calls, true, first.Add(deadBudget), promoted)
 	t.Logf("%s: first failure %v after the kill; from a budget later: %v", d.name, first.Sub(killed).Round(100*time.Microsecond), late)
+	// Nothing is sent to a node found unreachable, so none of its checks is
+	// ambiguous, however busy the machine.
+	if late.ambiguous > 0 {
+		t.Errorf("%s: the dead node's checks from a budget after its first failure: %v, want none ambiguous", d.name, late)
+	}
+	// How long they took, and that checks decide again within a second of
+	// the promotion, hold only on a quiet machine: asserted with
+	// SLUICE_TIMING=1 (.ci/long's timing tier), logged above otherwise.
+	if os.Getenv("SLUICE_TIMING") == "" {
+		if after.checks == after.failed {
+			t.Errorf("%s: 1-2 s after the promotion: %v, want checks decided again (first error: %v)", d.name, after, after.firstErr)
+		}
+		return
+	}
 	if dead.waited > deadMaxWaited {
 		t.Errorf("%s: %d checks of the dead node waited more than %v before failing (%v in all), want at most %d: a node found unreachable must fail the next checks at once",
 			d.name, dead.waited, deadWaited, dead.waitedFor.Round(time.Millisecond), deadMaxWaited)
@@ -300,10 +315,10 @@ func (d *deadStore) checkFailedAtOnce(t *testing.T, killed, promoted time.Time) 
 		t.Errorf("%s: %d checks of the dead node that started a budget after its first failure waited more than %v before failing (%v in all), want at most %d",
 			d.name, late.waited, deadWaited, late.waitedFor.Round(time.Millisecond), deadMaxLate)
 	}
-	// Nothing is sent to a node found unreachable: its checks fail
-	// unavailable (or their breaker open), never ambiguous.
-	if late.ambiguous > 0 || late.failed != late.kinds["store unavailable"]+late.kinds["circuit breaker open"] {
-		t.Errorf("%s: the dead node's checks from a budget after its first failure: %v, want them all unavailable or refused by the breaker, none ambiguous", d.name, late)
+	// Its checks fail unavailable (or their breaker open), none waiting
+	// out its budget.
+	if late.failed != late.kinds["store unavailable"]+late.kinds["circuit breaker open"] {
+		t.Errorf("%s: the dead node's checks from a budget after its first failure: %v, want them all unavailable or refused by the breaker", d.name, late)
 	}
 	if after.checks == 0 || after.failed > 0 {
 		t.Errorf("%s: 1-2 s after the promotion: %v, want every check decided (first error: %v)", d.name, after, after.firstErr)
@@ -363,7 +378,7 @@ func TestSentinelDeadPrimaryFailsAtOnce(t *testing.T) {
 			}
 		}
 		t.Logf("%s: the last check failed %v after the switch", d.name, last.Sub(switched).Round(time.Millisecond))
-		if resumed := last.Sub(switched); resumed > deadResume {
+		if resumed := last.Sub(switched); resumed > deadResume && os.Getenv("SLUICE_TIMING") != "" {
 			t.Errorf("%s: checks failed until %v after the switch, want within %v (the set-up's 100 ms pause between attempts, and slack)", d.name, resumed.Round(time.Millisecond), deadResume)
 		}
 		// A script reload on the new primary: flushed, it lacks them.
