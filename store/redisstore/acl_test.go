@@ -139,6 +139,7 @@ func userClient(t testing.TB, addr, user string) *redis.Client {
 // after the server lost the scripts (EVAL): nothing fails and nothing is
 // logged above info.
 func TestConformanceAsACLUser(t *testing.T) {
+	t.Parallel()
 	acl, clusterACL := documentedACL(t)
 	t.Run("single", func(t *testing.T) {
 		srv := redistest.Start(t)

@@ -19,6 +19,7 @@ import (
 // (each on keys of its own) on one 3-master, 3-replica Redis Cluster,
 // started once: the tests that kill or stop nodes start their own.
 func TestOnOneCluster(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t, redistest.ClusterOptions{})
 	// The conformance suite: its multi-hit requests span slots, so they
 	// exercise one script per slot and the refunds of refused requests.

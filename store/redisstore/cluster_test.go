@@ -24,6 +24,7 @@ import (
 
 // TestCluster runs the cluster tests that share one 3+3 cluster.
 func TestCluster(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t, redistest.ClusterOptions{Args: redistest.DebugArgs(t)})
 	t.Run("Clients", func(t *testing.T) { testClusterClients(t, c) })
 	t.Run("SlotsAreRedis", func(t *testing.T) { testClusterSlots(t, c) })

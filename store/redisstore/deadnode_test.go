@@ -307,6 +307,11 @@ func (d *deadStore) checkFailedAtOnce(t *testing.T, killed, promoted time.Time) 
 		}
 		return
 	}
+	// Its checks fail unavailable (or their breaker open), none waiting
+	// out its budget.
+	if late.failed != late.kinds["store unavailable"]+late.kinds["circuit breaker open"] {
+		t.Errorf("%s: the dead node's checks from a budget after its first failure: %v, want them all unavailable or refused by the breaker", d.name, late)
+	}
 	if dead.waited > deadMaxWaited {
 		t.Errorf("%s: %d checks of the dead node waited more than %v before failing (%v in all), want at most %d: a node found unreachable must fail the next checks at once",
 			d.name, dead.waited, deadWaited, dead.waitedFor.Round(time.Millisecond), deadMaxWaited)
@@ -314,11 +319,6 @@ func (d *deadStore) checkFailedAtOnce(t *testing.T, killed, promoted time.Time) 
 	if late.waited > deadMaxLate {
 		t.Errorf("%s: %d checks of the dead node that started a budget after its first failure waited more than %v before failing (%v in all), want at most %d",
 			d.name, late.waited, deadWaited, late.waitedFor.Round(time.Millisecond), deadMaxLate)
-	}
-	// Its checks fail unavailable (or their breaker open), none waiting
-	// out its budget.
-	if late.failed != late.kinds["store unavailable"]+late.kinds["circuit breaker open"] {
-		t.Errorf("%s: the dead node's checks from a budget after its first failure: %v, want them all unavailable or refused by the breaker", d.name, late)
 	}
 	if after.checks == 0 || after.failed > 0 {
 		t.Errorf("%s: 1-2 s after the promotion: %v, want every check decided (first error: %v)", d.name, after, after.firstErr)
@@ -331,6 +331,7 @@ func (d *deadStore) checkFailedAtOnce(t *testing.T, killed, promoted time.Time) 
 // budget; a second after the switch they all decide again; events and log
 // records name the primaries by address, not the client's placeholder.
 func TestSentinelDeadPrimaryFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	ss := redistest.StartSentinel(t)
 	built, err := redisstore.NewFailoverClient(redistest.MasterName, ss.Addrs()...)
 	if err != nil {
@@ -399,6 +400,7 @@ func TestSentinelDeadPrimaryFailsAtOnce(t *testing.T) {
 // of the other masters alone never fail; a second after the promotion all
 // decide again; events and log records name the masters by address.
 func TestClusterDeadMasterFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t, redistest.ClusterOptions{})
 	nodes := c.Addrs()
 	built, err := redisstore.NewClusterClient(nodes...)

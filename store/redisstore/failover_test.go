@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -96,6 +97,19 @@ func runLoad(s sluice.Store, keys []sluice.Hit, hot sluice.Hit, victim func(slui
 	return calls
 }
 
+// checkRecovery asserts that the victims decided again within want of the
+// promotion: on a quiet machine (SLUICE_TIMING=1, .ci/long's timing tier);
+// elsewhere within 2.5 s, before the load's last half second.
+func checkRecovery(t *testing.T, recovery, want time.Duration) {
+	t.Helper()
+	if os.Getenv("SLUICE_TIMING") == "" {
+		want = 2500 * time.Millisecond
+	}
+	if recovery > want {
+		t.Errorf("victims failed until %v after the promotion, want within %v", recovery.Round(time.Millisecond), want)
+	}
+}
+
 // checkFailover asserts what every failover run must show and returns the
 // victims' recovery after promoted: the start of the last failed victim
 // call (0 if none failed after promoted).
@@ -156,8 +170,10 @@ func checkFailover(t *testing.T, calls []call, killed, promoted time.Time, hotCa
 // master's slots fail (their rules' on_fail decides) until its replica is
 // promoted, and decide normally within a second after that.
 func TestClusterFailoverUnderLoad(t *testing.T) {
+	t.Parallel()
 	for _, coalesce := range []int{-1, 64} {
 		t.Run("coalesce="+strconv.Itoa(coalesce), func(t *testing.T) {
+			t.Parallel()
 			c := redistest.StartCluster(t, redistest.ClusterOptions{})
 			opt := clusterOptions(c.Addrs())
 			opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = failoverBudget, failoverBudget, failoverBudget
@@ -198,9 +214,7 @@ func TestClusterFailoverUnderLoad(t *testing.T) {
 			<-done
 			recovery := checkFailover(t, calls, killed, promoted, hotRate)
 			t.Logf("victim slots (%d of the load's) resumed %v after promotion", len(victimSlots), recovery.Round(time.Millisecond))
-			if recovery > time.Second {
-				t.Errorf("victim slots failed until %v after promotion, want within 1 s", recovery)
-			}
+			checkRecovery(t, recovery, time.Second)
 		})
 	}
 }
@@ -211,6 +225,7 @@ func TestClusterFailoverUnderLoad(t *testing.T) {
 // open time); the promoted replica lacks the script, which is reloaded;
 // events and logs name the new primary.
 func TestSentinelFailoverUnderLoad(t *testing.T) {
+	t.Parallel()
 	ss := redistest.StartSentinel(t)
 	client := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:            redistest.MasterName,
@@ -266,9 +281,7 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	// The primary's breaker, opened by the failures, lets a probe through
 	// every OpenFor (500 ms by default): that bounds the recovery, plus
 	// slack for a machine shared with the race detector or other work.
-	if recovery > 500*time.Millisecond+250*time.Millisecond {
-		t.Errorf("calls failed until %v after the switch, want within the breaker's 500 ms open time + 250 ms", recovery)
-	}
+	checkRecovery(t, recovery, 500*time.Millisecond+250*time.Millisecond) // the breaker's 500 ms open time + 250 ms
 	if got := redisstore.Endpoint(s); got != promotedAddr {
 		t.Errorf("endpoint %q after the switch, want the new primary %s", got, promotedAddr)
 	}

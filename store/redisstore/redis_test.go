@@ -212,6 +212,7 @@ func TestServerClock(t *testing.T) {
 }
 
 func TestUnsafeClientsAreRefused(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		c    redisstore.Client

@@ -39,6 +39,7 @@ func (k *killBeforeRefund) ProcessPipelineHook(next redis.ProcessPipelineHook) r
 // counted and never retried, and once the replica is promoted the bucket
 // has lost at most that request's cost.
 func TestClusterRefundLostWithItsNode(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t, redistest.ClusterOptions{})
 	clock := storetest.NewClock(time.Now().Truncate(time.Hour).Add(5 * time.Minute))
 	client := newClusterClient(t, c.Addrs())

@@ -28,6 +28,7 @@ func newFailoverClient(t testing.TB, ss *redistest.Sentinels) *redis.Client {
 // TestConformanceSentinel runs the conformance suite on a Sentinel-managed
 // primary, through redis.NewFailoverClient.
 func TestConformanceSentinel(t *testing.T) {
+	t.Parallel()
 	ss := redistest.StartSentinel(t)
 	storetest.Run(t, func(t *testing.T) storetest.Harness {
 		clock := storetest.NewClock(time.Now())
