@@ -144,17 +144,16 @@ func TestGatewayProcess(t *testing.T) {
 		if err != nil || !strings.Contains(string(body), `"slow":"1s"`) {
 			t.Fatalf("the request in flight was cut: %q, %v\n%s", body, err, p.stderr())
 		}
-		waitErr := make(chan error, 1)
-		go func() { waitErr <- p.cmd.Wait() }()
+		// Its stderr is read to the end (the process exited) before Wait,
+		// which closes the pipe and would cut the last lines short.
 		select {
-		case err := <-waitErr:
-			if err != nil {
-				t.Fatalf("gateway exited with %v, want 0\n%s", err, p.stderr())
-			}
+		case <-p.done:
 		case <-time.After(30 * time.Second):
 			t.Fatalf("the gateway did not exit after SIGTERM\n%s", p.stderr())
 		}
-		<-p.done
+		if err := p.cmd.Wait(); err != nil {
+			t.Fatalf("gateway exited with %v, want 0\n%s", err, p.stderr())
+		}
 		if log := p.stderr(); !strings.Contains(log, "store closed") {
 			t.Errorf("the gateway did not close its store; its log:\n%s", log)
 		}

@@ -85,7 +85,7 @@ func TestNewClientForms(t *testing.T) {
 			}
 			tc.check(t, c)
 			var logs records
-			s, err := redisstore.New(c, redisstore.Config{Logger: slog.New(&logs), Secret: []byte("test secret"), StartupCheckTimeout: -1, PolicyCheckInterval: -1})
+			s, err := redisstore.New(c, redisstore.Config{Logger: slog.New(&logs), Secret: []byte("test secret"), StartupCheckTimeout: -1, PolicyCheckInterval: -1, PresenceInterval: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
