@@ -358,18 +358,27 @@ func testClusterCrossSlotCoalesced(t *testing.T, c *redistest.Cluster) {
 	batches := &batchCounter{}
 	client.AddHook(batches)
 	s := newStoreWith(t, client, clock, redisstore.Config{CoalesceLanes: 1})
-	prefix := "coalesced-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
+	// A prefix under which no user's bucket shares the global bucket's
+	// slot, so that every request is cross-slot (a run's random prefix
+	// collides once in a few hundred runs).
+	base := "coalesced-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
+	var prefix string
 	userHit := func(u int) sluice.Hit {
 		return sluice.Hit{Key: prefix + "user" + strconv.Itoa(u), Limit: sluice.PerHour(userBurst), Cost: 1}
 	}
-	globalHit := sluice.Hit{Key: prefix + "global", Limit: sluice.PerHour(global), Cost: 1}
-	batches.key = redisstore.KeyOf(s, globalHit)
-	globalSlot := redisstore.SlotOf(batches.key)
-	for u := range users {
-		if redisstore.SlotOf(redisstore.KeyOf(s, userHit(u))) == globalSlot {
-			t.Fatalf("user %d's bucket shares the global bucket's slot: the requests would not be cross-slot", u)
+	var globalHit sluice.Hit
+	for attempt := 0; prefix == ""; attempt++ {
+		prefix = base + strconv.Itoa(attempt) + "-"
+		globalHit = sluice.Hit{Key: prefix + "global", Limit: sluice.PerHour(global), Cost: 1}
+		globalSlot := redisstore.SlotOf(redisstore.KeyOf(s, globalHit))
+		for u := range users {
+			if redisstore.SlotOf(redisstore.KeyOf(s, userHit(u))) == globalSlot {
+				prefix = ""
+				break
+			}
 		}
 	}
+	batches.key = redisstore.KeyOf(s, globalHit)
 	perUser := make([]int64, users)
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
