@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/store/redisstore/internal/conn"
 )
 
 // ErrUnsupportedClient reports a client New refuses (a Ring, a failover
@@ -147,14 +148,5 @@ func worse(a, b error) error {
 // ctxError is the error of a call whose ctx is done before its reply:
 // ambiguous when the script may have run.
 func ctxError(ctx context.Context, ambiguous bool) error {
-	return &sluice.StoreError{Op: "redisstore: take", Kind: ctxKind(ctx), Ambiguous: ambiguous, Err: ctx.Err()}
-}
-
-// ctxKind is the kind of error of a call whose ctx is done: a timeout, or
-// unavailable when its caller cancelled it.
-func ctxKind(ctx context.Context) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return sluice.ErrTimeout
-	}
-	return sluice.ErrUnavailable
+	return &sluice.StoreError{Op: "redisstore: take", Kind: conn.CtxKind(ctx), Ambiguous: ambiguous, Err: ctx.Err()}
 }

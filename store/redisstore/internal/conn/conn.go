@@ -163,7 +163,7 @@ func (r *Set) get(ctx context.Context) (c *redis.Conn, waited bool, err error) {
 			return c, true, nil
 		case <-failed:
 		case <-ctx.Done():
-			return nil, true, &sluice.StoreError{Op: "redisstore: take", Kind: ctxKind(ctx), Err: fmt.Errorf("%w within the budget: %w", ErrNoConn, ctx.Err())}
+			return nil, true, &sluice.StoreError{Op: "redisstore: take", Kind: CtxKind(ctx), Err: fmt.Errorf("%w within the budget: %w", ErrNoConn, ctx.Err())}
 		}
 		select {
 		case c := <-r.conns:
@@ -501,9 +501,9 @@ func (r *Set) Down() error {
 // connections.
 func (r *Set) RTT() *RTT { return &r.rtt }
 
-// ctxKind is the kind of error of a call whose ctx is done: a timeout, or
+// CtxKind is the kind of error of a call whose ctx is done: a timeout, or
 // unavailable when its caller cancelled it.
-func ctxKind(ctx context.Context) error {
+func CtxKind(ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return sluice.ErrTimeout
 	}
