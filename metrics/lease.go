@@ -4,10 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluicehq/sluice/internal/obs"
 )
 
 // LeaseConfig configures a [LeaseCollector]. Its zero value is ready to
@@ -65,14 +64,9 @@ type LeaseCollector struct {
 	parts []prometheus.Collector
 
 	// labels maps the rule names met so far to their label: the name
-	// itself (as valid UTF-8), or OtherRule past the cap. It is replaced
-	// whole (under mu) when a name is first seen, so an event of a known
-	// rule takes no lock.
-	labels   atomic.Pointer[map[string]string]
-	full     atomic.Bool // labels takes no more names: unknown names are folded
-	mu       sync.Mutex
-	tracked  int // names with a label of their own (under mu)
-	maxRules int
+	// itself (as valid UTF-8), or OtherRule past the cap. An event of a
+	// known rule takes no lock.
+	labels *obs.Names[string]
 }
 
 // leaseLabels are the label names of a [LeaseCollector]'s metrics, which
@@ -110,10 +104,9 @@ func NewLease(cfg LeaseConfig) (*LeaseCollector, error) {
 		hot: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "hot_keys",
 			Help: "Keys hot right now.", ConstLabels: cfg.ConstLabels}, []string{"rule"}),
 		transitions: counter("hot_key_transitions_total", "Keys turning hot or cooling, by how the rule handles them.", "rule", "handling", "to"),
-		maxRules:    cfg.MaxRules,
+		labels:      obs.NewNames(cfg.MaxRules, OtherRule, validLabel),
 	}
 	c.parts = []prometheus.Collector{c.refills, c.refilled, c.returned, c.lost, c.refundFailures, c.keys, c.hot, c.transitions}
-	c.labels.Store(&map[string]string{})
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
@@ -133,37 +126,11 @@ func MustNewLease(cfg LeaseConfig) *LeaseCollector {
 }
 
 // rule returns the label for rule name: itself, or OtherRule past the cap.
-func (c *LeaseCollector) rule(name string) string {
-	if label, ok := (*c.labels.Load())[name]; ok {
-		return label
-	}
-	if c.full.Load() {
-		return OtherRule
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	labels := *c.labels.Load()
-	if label, ok := labels[name]; ok {
-		return label
-	}
-	label := OtherRule
-	if c.maxRules < 0 || c.tracked < c.maxRules {
-		label = strings.ToValidUTF8(name, "\uFFFD")
-		c.tracked++
-	} else if len(labels) >= 2*c.maxRules {
-		// Folded names are remembered too, up to as many again as the
-		// cap; past that, any unknown name is folded without a look-up.
-		c.full.Store(true)
-		return OtherRule
-	}
-	next := make(map[string]string, len(labels)+1)
-	for k, v := range labels {
-		next[k] = v
-	}
-	next[strings.Clone(name)] = label
-	c.labels.Store(&next)
-	return label
-}
+func (c *LeaseCollector) rule(name string) string { return c.labels.Get(name) }
+
+// validLabel is name as a label value: valid UTF-8, which the client
+// library requires.
+func validLabel(name string) string { return strings.ToValidUTF8(name, "\uFFFD") }
 
 // Describe implements [prometheus.Collector].
 func (c *LeaseCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -3,16 +3,14 @@ package metrics
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/obs"
 )
 
 // OtherRule is the rule label under which a [Collector] counts the
@@ -90,23 +88,12 @@ type Collector struct {
 	// visit them.
 	parts []prometheus.Collector
 
-	// The hot path reads rules without locking: an immutable table,
-	// replaced whole (under mu) when a rule name is first seen.
-	rules    atomic.Pointer[ruleTable]
-	full     atomic.Bool // the table takes no more names: unknown names are folded
-	mu       sync.Mutex
-	maxRules int                             // < 0: no cap
-	other    atomic.Pointer[outcomeCounters] // set before full
+	// rules holds the counters of each rule name, up to the cap; the
+	// hot path reads it without locking.
+	rules *obs.Names[*outcomeCounters]
 
 	latencyOK, latencyErr prometheus.Observer
-	errCounters           [numKinds][2]prometheus.Counter // [kind][ambiguous]
-}
-
-// ruleTable maps rule names to their counters. Names beyond the cap map to
-// the shared OtherRule counters.
-type ruleTable struct {
-	byName  map[string]*outcomeCounters
-	tracked int // names with counters of their own
+	errCounters           [obs.NumKinds][2]prometheus.Counter // [kind][ambiguous]
 }
 
 // outcomeCounters holds a rule label's counter for each known outcome,
@@ -141,13 +128,13 @@ func New(cfg Config) (*Collector, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Collector{maxRules: cfg.MaxRules}
+	c := &Collector{}
+	c.rules = obs.NewNames(cfg.MaxRules, OtherRule, c.newOutcomeCounters)
 	c.newRequestMetrics(cfg)
 	c.newEndpointMetrics(cfg)
 	c.evictions = newEvictions(cfg.Namespace, cfg.ConstLabels)
 	c.parts = []prometheus.Collector{c.decisions, c.latency, c.storeErrors, c.breaker, c.transitions,
 		c.reloads, c.healed, c.evicting, c.evictions, c.resets, c.remembered}
-	c.rules.Store(&ruleTable{byName: map[string]*outcomeCounters{}})
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
@@ -185,9 +172,9 @@ func (c *Collector) newRequestMetrics(cfg Config) {
 
 	c.latencyOK = c.latency.WithLabelValues("ok")
 	c.latencyErr = c.latency.WithLabelValues("error")
-	for k := range numKinds {
-		c.errCounters[k][0] = c.storeErrors.WithLabelValues(kindLabels[k], "false")
-		c.errCounters[k][1] = c.storeErrors.WithLabelValues(kindLabels[k], "true")
+	for k := range obs.NumKinds {
+		c.errCounters[k][0] = c.storeErrors.WithLabelValues(obs.KindNames[k], "false")
+		c.errCounters[k][1] = c.storeErrors.WithLabelValues(obs.KindNames[k], "true")
 	}
 }
 
@@ -314,10 +301,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // d.Outcome: store latency and errors are counted once per store call by
 // [Collector.ObserveStoreCall], not once per rule.
 func (c *Collector) Observe(_ context.Context, d sluice.Decision) {
-	oc, ok := c.rules.Load().byName[d.Rule]
-	if !ok {
-		oc = c.addRule(d.Rule)
-	}
+	oc := c.rules.Get(d.Rule)
 	if int(d.Outcome) < len(oc.counters) {
 		oc.counters[d.Outcome].Inc()
 		if d.Result.Remembered && d.Outcome == sluice.OutcomeDenied {
@@ -328,51 +312,6 @@ func (c *Collector) Observe(_ context.Context, d sluice.Decision) {
 	// Not a valid outcome: counted, but as "unknown", in a series that
 	// exists only if this happens.
 	c.decisions.WithLabelValues(oc.label, "unknown").Inc()
-}
-
-// addRule returns the counters of a rule name the table does not hold,
-// adding them to the table while it has room.
-func (c *Collector) addRule(name string) *outcomeCounters {
-	if c.full.Load() {
-		return c.other.Load()
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := c.rules.Load()
-	if oc, ok := t.byName[name]; ok {
-		return oc
-	}
-	tracked := t.tracked
-	var oc *outcomeCounters
-	if c.maxRules < 0 || tracked < c.maxRules {
-		oc = c.newOutcomeCounters(name)
-		tracked++
-	} else {
-		oc = c.otherCountersLocked()
-		// Folded names are remembered too, so that their decisions stay on
-		// the lock-free path, but only up to as many again as the cap:
-		// past that, any unknown name is folded without a look-up.
-		if len(t.byName) >= 2*c.maxRules {
-			c.full.Store(true)
-			return oc
-		}
-	}
-	byName := make(map[string]*outcomeCounters, len(t.byName)+1)
-	for k, v := range t.byName {
-		byName[k] = v
-	}
-	byName[strings.Clone(name)] = oc
-	c.rules.Store(&ruleTable{byName: byName, tracked: tracked})
-	return oc
-}
-
-func (c *Collector) otherCountersLocked() *outcomeCounters {
-	if oc := c.other.Load(); oc != nil {
-		return oc
-	}
-	oc := c.newOutcomeCounters(OtherRule)
-	c.other.Store(oc)
-	return oc
 }
 
 // newOutcomeCounters creates the series of rule for every known outcome.
@@ -402,7 +341,7 @@ func (c *Collector) ObserveStoreCall(_ context.Context, call sluice.StoreCall) {
 		return
 	}
 	c.latencyErr.Observe(secs)
-	k, ambiguous := classify(call.Err)
+	k, ambiguous := obs.Classify(call.Err)
 	a := 0
 	if ambiguous {
 		a = 1
@@ -452,46 +391,6 @@ func (c *Collector) ObserveReset(_ context.Context, rule string) {
 	c.resets.WithLabelValues(strings.ToValidUTF8(rule, "\uFFFD")).Inc()
 }
 
-// Error kinds, the values of the kind label of sluice_store_errors_total.
-const (
-	kindTimeout = iota
-	kindUnavailable
-	kindClusterDown
-	kindBreakerOpen
-	kindScriptMissing
-	kindCorruptState
-	kindClosed
-	kindInvalid
-	kindCanceled
-	kindOther
-	numKinds
-)
-
-var kindLabels = [numKinds]string{
-	"timeout", "unavailable", "cluster_down", "breaker_open", "script_missing",
-	"corrupt_state", "closed", "invalid", "canceled", "other",
-}
-
-// kindErrors are the sentinels of the kinds, in the order they are tested.
-var kindErrors = [...]struct {
-	err  error
-	kind int
-}{
-	{sluice.ErrTimeout, kindTimeout},
-	{sluice.ErrUnavailable, kindUnavailable},
-	{sluice.ErrClusterDown, kindClusterDown},
-	{sluice.ErrBreakerOpen, kindBreakerOpen},
-	{sluice.ErrScriptMissing, kindScriptMissing},
-	{sluice.ErrCorruptState, kindCorruptState},
-	{sluice.ErrClosed, kindClosed},
-	{sluice.ErrInvalidHit, kindInvalid},
-	{sluice.ErrInvalidLimit, kindInvalid},
-	{sluice.ErrInvalidConfig, kindInvalid},
-	// A store that does not wrap its context's errors.
-	{context.DeadlineExceeded, kindTimeout},
-	{context.Canceled, kindCanceled},
-}
-
 // ErrorKind names the kind of a store error, as the kind label of
 // sluice_store_errors_total has it: "timeout", "unavailable",
 // "cluster_down", "breaker_open", "script_missing", "corrupt_state",
@@ -503,35 +402,8 @@ var kindErrors = [...]struct {
 // anything else, nil included. It matches with errors.Is and never reads
 // the error's message. For a [*sluice.StoreError], its Kind decides.
 func ErrorKind(err error) string {
-	k, _ := classify(err)
-	return kindLabels[k]
-}
-
-// classify returns err's kind and whether it is ambiguous (see
-// sluice.IsAmbiguous). It does not allocate.
-func classify(err error) (kind int, ambiguous bool) {
-	if err == nil {
-		return kindOther, false
-	}
-	// The first *StoreError decides, as it does for sluice.IsAmbiguous.
-	// Testing its Kind alone spares errors.Is a walk of the whole tree
-	// (StoreError.Unwrap allocates).
-	if se, ok := errors.AsType[*sluice.StoreError](err); ok {
-		ambiguous = se.Ambiguous
-		if se.Kind != nil {
-			for _, ke := range kindErrors {
-				if errors.Is(se.Kind, ke.err) {
-					return ke.kind, ambiguous
-				}
-			}
-		}
-	}
-	for _, ke := range kindErrors {
-		if errors.Is(err, ke.err) {
-			return ke.kind, ambiguous
-		}
-	}
-	return kindOther, ambiguous
+	k, _ := obs.Classify(err)
+	return obs.KindNames[k]
 }
 
 // The interfaces a Collector implements.

@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/obs"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -63,24 +62,15 @@ type Recorder struct {
 	hotKeys        metric.Int64UpDownCounter
 	hotTransitions metric.Int64Counter
 
-	// The hot path reads rules without locking: an immutable table,
-	// replaced whole (under mu) when a rule name is first seen.
-	rules   atomic.Pointer[ruleTable]
-	full    atomic.Bool // the table takes no more names: unknown names are folded
-	mu      sync.Mutex
-	other   atomic.Pointer[ruleAttrs] // set before full
-	tracked int                       // names with attributes of their own (under mu)
+	// rules holds the attributes of each rule name, up to the cap; the
+	// hot path reads it without locking.
+	rules *obs.Names[*ruleAttrs]
 
 	latencyOK  []metric.RecordOption
-	latencyErr [numKinds][]metric.RecordOption
-	errOpts    [numKinds][2][]metric.AddOption // [kind][ambiguous]
+	latencyErr [obs.NumKinds][]metric.RecordOption
+	errOpts    [obs.NumKinds][2][]metric.AddOption // [kind][ambiguous]
 	baseAdd    []metric.AddOption
 	baseRecord []metric.RecordOption
-}
-
-// ruleTable maps rule names to their attributes.
-type ruleTable struct {
-	byName map[string]*ruleAttrs
 }
 
 // ruleAttrs are the measurement options of one sluice.rule value.
@@ -122,7 +112,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Recorder, error) {
 		return nil, fmt.Errorf("sluiceotel: %w", err)
 	}
 	r.latencyOK = []metric.RecordOption{r.set()}
-	for k := range numKinds {
+	for k := range obs.NumKinds {
 		r.latencyErr[k] = []metric.RecordOption{r.set(keyErrorType.String(kindLabels[k]))}
 		for a := range 2 {
 			r.errOpts[k][a] = []metric.AddOption{r.set(keyErrorType.String(kindLabels[k]), keyAmbiguous.Bool(a == 1))}
@@ -130,7 +120,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Recorder, error) {
 	}
 	r.baseAdd = []metric.AddOption{r.set()}
 	r.baseRecord = []metric.RecordOption{r.set()}
-	r.rules.Store(&ruleTable{byName: map[string]*ruleAttrs{}})
+	r.rules = obs.NewNames(r.cfg.maxRules, OtherRule, r.newRuleAttrs)
 	return r, nil
 }
 
@@ -221,51 +211,9 @@ func refused(d sluice.Decision) bool {
 	return false
 }
 
-// rule returns the attributes of rule name, adding them to the table
-// while it has room.
-func (r *Recorder) rule(name string) *ruleAttrs {
-	if ra, ok := r.rules.Load().byName[name]; ok {
-		return ra
-	}
-	if r.full.Load() {
-		return r.other.Load()
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t := r.rules.Load()
-	if ra, ok := t.byName[name]; ok {
-		return ra
-	}
-	var ra *ruleAttrs
-	if limit := r.cfg.maxRules; limit < 0 || r.tracked < limit {
-		ra = r.newRuleAttrs(name)
-		r.tracked++
-	} else {
-		ra = r.otherLocked()
-		// Folded names are remembered too, up to as many again as the
-		// cap; past that, any unknown name is folded without a look-up.
-		if len(t.byName) >= 2*r.cfg.maxRules {
-			r.full.Store(true)
-			return ra
-		}
-	}
-	byName := make(map[string]*ruleAttrs, len(t.byName)+1)
-	for k, v := range t.byName {
-		byName[k] = v
-	}
-	byName[strings.Clone(name)] = ra
-	r.rules.Store(&ruleTable{byName: byName})
-	return ra
-}
-
-func (r *Recorder) otherLocked() *ruleAttrs {
-	if ra := r.other.Load(); ra != nil {
-		return ra
-	}
-	ra := r.newRuleAttrs(OtherRule)
-	r.other.Store(ra)
-	return ra
-}
+// rule returns the attributes of rule name: its own while the table has
+// room, else OtherRule's.
+func (r *Recorder) rule(name string) *ruleAttrs { return r.rules.Get(name) }
 
 // newRuleAttrs builds the measurement options of a rule name.
 func (r *Recorder) newRuleAttrs(name string) *ruleAttrs {
@@ -288,7 +236,7 @@ func (r *Recorder) ObserveStoreCall(ctx context.Context, c sluice.StoreCall) {
 		r.latency.Record(ctx, secs, r.latencyOK...)
 		return
 	}
-	k, ambiguous := classify(c.Err)
+	k, ambiguous := obs.Classify(c.Err)
 	r.latency.Record(ctx, secs, r.latencyErr[k]...)
 	a := 0
 	if ambiguous {
