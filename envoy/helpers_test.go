@@ -1,11 +1,10 @@
 package envoy_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/redistest/redisstoretest"
 	"github.com/sluicehq/sluice/store/redisstore"
 )
 
@@ -22,24 +21,6 @@ func redisStore(tb testing.TB) *redisstore.Store {
 func redisStoreOn(tb testing.TB) (*redisstore.Store, *redistest.Server) {
 	tb.Helper()
 	srv := redistest.Start(tb)
-	client, err := redisstore.NewClient(srv.Addr)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	store, err := redisstore.New(client, redisstore.Config{Secret: []byte("envoy tests")})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = store.Close(ctx)
-		_ = client.Close()
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := store.Ready(ctx); err != nil {
-		tb.Fatalf("the Redis store is not ready: %v", err)
-	}
+	store, _ := redisstoretest.Open(tb, srv.Addr, redisstore.Config{})
 	return store, srv
 }

@@ -1,11 +1,10 @@
 package sluicegrpc_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/redistest/redisstoretest"
 	"github.com/sluicehq/sluice/store/redisstore"
 )
 
@@ -14,24 +13,6 @@ import (
 // without redis-server unless REQUIRE_REDIS=1).
 func redisStore(tb testing.TB) *redisstore.Store {
 	tb.Helper()
-	client, err := redisstore.NewClient(redistest.Start(tb).Addr)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	store, err := redisstore.New(client, redisstore.Config{Secret: []byte("grpc tests")})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = store.Close(ctx)
-		_ = client.Close()
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := store.Ready(ctx); err != nil {
-		tb.Fatalf("the Redis store is not ready: %v", err)
-	}
+	store, _ := redisstoretest.Open(tb, redistest.Start(tb).Addr, redisstore.Config{})
 	return store
 }

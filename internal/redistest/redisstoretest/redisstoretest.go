@@ -45,6 +45,38 @@ func New(t testing.TB) *redisstore.Store {
 	return store
 }
 
+// Open returns a store on the Redis at addr, built as a user builds one:
+// a client from redisstore.NewClient and cfg, with [Secret] when cfg has
+// none. It waits until the store is ready (failing t after 5 s), and
+// closes store and client when t ends.
+func Open(t testing.TB, addr string, cfg redisstore.Config) (*redisstore.Store, redis.UniversalClient) {
+	t.Helper()
+	client, err := redisstore.NewClient(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Secret == nil {
+		cfg.Secret = Secret
+	}
+	store, err := redisstore.New(client, cfg)
+	if err != nil {
+		client.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = store.Close(ctx)
+		_ = client.Close()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := store.Ready(ctx); err != nil {
+		t.Fatalf("the Redis store is not ready: %v", err)
+	}
+	return store, client
+}
+
 // Quiet wraps a package's tests (m, as TestMain runs them) so that
 // go-redis's own logging (dial failures, Sentinel and Cluster chatter) is
 // discarded while they run and the output shows the tests;
