@@ -76,14 +76,7 @@ func newReach(addr string, client *redis.Client, closed func() bool) *reach {
 	if opt.DialTimeout > 0 {
 		r.dialTimeout = min(r.dialTimeout, opt.DialTimeout)
 	}
-	network, dialer := opt.Network, opt.Dialer
-	r.dial = func(ctx context.Context) error {
-		c, err := dialer(ctx, network, addr)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	}
+	r.dial = conn.DialProbe(opt, addr)
 	return r
 }
 

@@ -103,17 +103,26 @@ type Set struct {
 func New(src Conner, opt *redis.Options, o Options) *Set {
 	r := &Set{src: src, size: o.Size, setupFor: o.SetupFor, log: o.Log, endpoint: o.Endpoint, name: o.Name, scripts: o.Scripts,
 		conns: make(chan *redis.Conn, o.Size), wake: make(chan struct{}, 1), failedCh: make(chan struct{})}
-	if opt != nil && opt.Dialer != nil {
-		network, addr, dialer := opt.Network, opt.Addr, opt.Dialer
-		r.dial = func(ctx context.Context) error {
-			c, err := dialer(ctx, network, addr)
-			if err == nil {
-				c.Close()
-			}
-			return err
-		}
+	if opt != nil {
+		r.dial = DialProbe(opt, opt.Addr)
 	}
 	return r
+}
+
+// DialProbe returns a check that the endpoint at addr can be reached: a
+// dial with opt's dialer, closed at once. Nil when opt has no dialer.
+func DialProbe(opt *redis.Options, addr string) func(context.Context) error {
+	if opt.Dialer == nil {
+		return nil
+	}
+	network, dialer := opt.Network, opt.Dialer
+	return func(ctx context.Context) error {
+		c, err := dialer(ctx, network, addr)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
 }
 
 // ErrNoConn is the error of a request that found no ready connection:
