@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/etcd"
 	"github.com/sluicehq/sluice/etcd/internal/etcdtest"
@@ -283,6 +285,13 @@ func TestWatchStart(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli := srv.Client()
 	srv.Put("/bad.json", `{"rules": [{"name": "x", "key": "global", "limit": {"rate": 0, "per": "1s"}}]}`)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	taken := prometheus.NewRegistry()
+	taken.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_etcd_rules_origin", Help: "another metric of the name"}))
 	tests := []struct {
 		name string
 		cli  *clientv3.Client
@@ -301,6 +310,16 @@ func TestWatchStart(t *testing.T) {
 		{"nil hook", cli, key, []etcd.Option{etcd.OnReload(nil)}, "etcd: OnReload: nil func", sluice.ErrInvalidConfig},
 		{"nil error hook", cli, key, []etcd.Option{etcd.OnError(nil)}, "etcd: OnError: nil func", sluice.ErrInvalidConfig},
 		{"read timeout", cli, key, []etcd.Option{etcd.WithReadTimeout(-1)}, "etcd: WithReadTimeout: -1ns: must be positive", sluice.ErrInvalidConfig},
+		{"empty snapshot path", cli, key, []etcd.Option{etcd.WithSnapshot("")}, "etcd: WithSnapshot: empty path", sluice.ErrInvalidConfig},
+		{"snapshot is a directory", cli, key, []etcd.Option{etcd.WithSnapshot(dir)}, "etcd: WithSnapshot: " + dir + " is a directory", sluice.ErrInvalidConfig},
+		{"snapshot's directory missing", cli, key, []etcd.Option{etcd.WithSnapshot(filepath.Join(dir, "none", "s"))},
+			"etcd: WithSnapshot: the directory of " + filepath.Join(dir, "none", "s") + ": stat: no such file or directory", sluice.ErrInvalidConfig},
+		{"snapshot's directory a file", cli, key, []etcd.Option{etcd.WithSnapshot(filepath.Join(file, "s"))},
+			"etcd: WithSnapshot: the directory of " + filepath.Join(file, "s") + ": " + file + " is not a directory", sluice.ErrInvalidConfig},
+		{"nil fallback", cli, key, []etcd.Option{etcd.WithFallback(nil)}, "etcd: WithFallback: nil Set", sluice.ErrInvalidConfig},
+		{"empty fallback", cli, key, []etcd.Option{etcd.WithFallback(&rules.Set{})}, "etcd: WithFallback: a Set without rules", sluice.ErrInvalidConfig},
+		{"nil registerer", cli, key, []etcd.Option{etcd.WithRegisterer(nil)}, "etcd: WithRegisterer: nil registerer", sluice.ErrInvalidConfig},
+		{"registry taken", cli, key, []etcd.Option{etcd.WithRegisterer(taken)}, "etcd: WithRegisterer: ", sluice.ErrInvalidConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -314,8 +333,14 @@ func TestWatchStart(t *testing.T) {
 			}
 		})
 	}
+	// A LoadConfig no document could be parsed with is an error, not a
+	// start from the fallback rules.
+	_, err := etcd.Watch(context.Background(), cli, "/nothing", rulefile.LoadConfig{APIKeyHeader: "no header"}, etcd.WithFallback(fallback), etcd.WithLogger(quiet))
+	if err == nil || !strings.HasPrefix(err.Error(), "rulefile: LoadConfig.APIKeyHeader") {
+		t.Errorf("with an invalid LoadConfig and fallback rules: %v", err)
+	}
 	srv.Kill()
-	_, err := etcd.Watch(context.Background(), cli, key, rulefile.LoadConfig{}, etcd.WithReadTimeout(300*time.Millisecond))
+	_, err = etcd.Watch(context.Background(), cli, key, rulefile.LoadConfig{}, etcd.WithReadTimeout(300*time.Millisecond))
 	if err == nil || !strings.Contains(err.Error(), "reading the key from etcd") {
 		t.Errorf("with etcd down: %v", err)
 	}
