@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -264,9 +265,10 @@ func TestStartFromFallbackThenEtcd(t *testing.T) {
 			t.Errorf("%s: snapshot read errors %v, want %v", tt.name, got, want)
 		}
 
-		srv.Put(key, doc(string(rune('1'+i))+"0"))
-		s.reloadTo(t, int64(10*(i+1)), 10*time.Second)
-		s.origin(t, etcd.OriginEtcd, int64(10*(i+1)))
+		rate := int64(10 * (i + 1)) // a rate of its own per case
+		srv.Put(key, doc(strconv.FormatInt(rate, 10)))
+		s.reloadTo(t, rate, 10*time.Second)
+		s.origin(t, etcd.OriginEtcd, rate)
 		srv.Put(key, bad)
 	}
 }
