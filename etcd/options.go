@@ -97,10 +97,11 @@ func OnReload(f func(*rules.Set)) Option {
 // OnError calls f with the error each time a change is refused (a
 // *rulefile.FileError: a document that does not parse, the key deleted),
 // while the last good rules stay in use. When [Watch] starts from the
-// snapshot or the fallback rules, it first calls f with why etcd's
-// document was not used (as [Watcher.Err] returns it) and, when it starts
-// from the fallback rules, with why the snapshot was not used. Hooks run one at a time, while
-// the watcher holds its lock: they must not call [Watcher.Reload].
+// snapshot or the fallback rules, it calls f before it returns: with why
+// etcd's document was not used (as [Watcher.Err] returns it) and, when it
+// starts from the fallback rules with a snapshot configured, with why the
+// snapshot was not used. Hooks run one at a time, while the watcher holds
+// its lock: they must not call [Watcher.Reload].
 func OnError(f func(error)) Option {
 	return optionFunc(func(c *config) error {
 		if f == nil {

@@ -83,11 +83,13 @@ type Watcher struct {
 // fallback rules ([WithFallback]), logs which at level WARN, and the
 // watcher takes etcd's next good document as soon as one arrives:
 // [Watcher.Origin] and [Watcher.Err] say where the rules in force came
-// from and why not from etcd. Without a snapshot or fallback rules, no
-// good document in etcd is an error, as it is when neither has good rules
-// (the error then says why for each: errors.Is finds [ErrNoRules],
-// rulefile.ErrInvalidFile, fs.ErrNotExist in it). Watch starts one
-// goroutine, which [Watcher.Close] stops; closing the client stops it too.
+// from and why not from etcd. Without either, no good document in etcd
+// is an error (etcd's: a service should not start on rules it cannot
+// read); with a snapshot but no fallback rules, so is a snapshot that
+// cannot be used, and the error says why for both (errors.Is finds
+// [ErrNoRules], rulefile.ErrInvalidFile or fs.ErrNotExist in it). Watch
+// starts one goroutine, which [Watcher.Close] stops; closing the client
+// stops it too.
 func Watch(ctx context.Context, client *clientv3.Client, key string, load rulefile.LoadConfig, opts ...Option) (*Watcher, error) {
 	w, err := newWatcher(ctx, client, key, load, opts)
 	if err != nil {
