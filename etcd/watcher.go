@@ -32,6 +32,13 @@ import (
 // the same document under the same name ([WithName]), so every instance
 // refuses a bad document with the same error.
 //
+// A watcher given a snapshot file ([WithSnapshot]) keeps a copy of each
+// document it applies there, so that a new instance can start while etcd
+// has no good document or does not answer; given fallback rules
+// ([WithFallback]), it can start without either. It then takes etcd's next
+// good document as soon as one arrives. [Watcher.Origin] says where the
+// rules in force came from.
+//
 // While etcd cannot be reached the rules in force stay, and Current keeps
 // returning them; the watch resumes where it stopped when etcd answers
 // again, and a change made meanwhile is applied then. When etcd has
@@ -47,13 +54,16 @@ type Watcher struct {
 	load   rulefile.LoadConfig
 	cfg    config
 	log    *slog.Logger
+	m      *watchMetrics // nil without WithRegisterer
 	cur    atomic.Pointer[rules.Set]
+	origin atomic.Uint32 // the Origin of cur
 
 	mu       sync.Mutex // serialises applies; guards the fields below
 	lastSum  [sha256.Size]byte
-	rev      int64 // the key's modification revision last seen, applied or refused
-	watchRev int64 // the store revision the watch has seen up to
-	lastErr  error // why the last change was refused; nil once one applies
+	rev      int64  // the key's modification revision last seen, applied or refused
+	watchRev int64  // the store revision the watch has seen up to
+	lastErr  error  // why the last change was refused; nil once one applies
+	unsaved  []byte // the document applied whose snapshot failed; nil once written
 
 	applied atomic.Int64 // the modification revision of the rules in use
 
@@ -64,48 +74,28 @@ type Watcher struct {
 
 // Watch reads the rules at key through client, with load as their
 // rulefile.Parse configuration, and returns a Watcher that keeps them
-// current. A key that is missing or holds an invalid document is an error
-// here, as is etcd not answering within ctx or the read timeout: a service
-// should not start on rules it cannot read. Client and key are required.
-// Watch starts one goroutine, which [Watcher.Close] stops; closing the
-// client stops it too.
+// current. Client and key are required; the options, load and the
+// snapshot's directory are checked before etcd is read.
+//
+// When etcd has no good document at start (the key missing, its document
+// refused, or etcd not answering within ctx and the read timeout), Watch
+// starts from the last good snapshot ([WithSnapshot]), else from the
+// fallback rules ([WithFallback]), logs which at level WARN, and the
+// watcher takes etcd's next good document as soon as one arrives:
+// [Watcher.Origin] and [Watcher.Err] say where the rules in force came
+// from and why not from etcd. Without either, no good document in etcd
+// is an error (etcd's: a service should not start on rules it cannot
+// read); with a snapshot but no fallback rules, so is a snapshot that
+// cannot be used, and the error says why for both (errors.Is finds
+// [ErrNoRules], rulefile.ErrInvalidFile or fs.ErrNotExist in it). Watch
+// starts one goroutine, which [Watcher.Close] stops; closing the client
+// stops it too.
 func Watch(ctx context.Context, client *clientv3.Client, key string, load rulefile.LoadConfig, opts ...Option) (*Watcher, error) {
 	w, err := newWatcher(ctx, client, key, load, opts)
 	if err != nil {
 		return nil, err
 	}
 	w.start()
-	return w, nil
-}
-
-// newWatcher is Watch without starting to follow the key.
-func newWatcher(ctx context.Context, client *clientv3.Client, key string, load rulefile.LoadConfig, opts []Option) (*Watcher, error) {
-	if client == nil {
-		return nil, invalidConfig("Watch: nil client")
-	}
-	if key == "" {
-		return nil, invalidConfig("Watch: empty key")
-	}
-	cfg, err := buildConfig(key, opts)
-	if err != nil {
-		return nil, err
-	}
-	w := &Watcher{client: client, key: key, load: load, cfg: cfg, log: cfg.logger, done: make(chan struct{})}
-	resp, err := w.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(resp.Kvs) == 0 {
-		return nil, w.noRules()
-	}
-	kv := resp.Kvs[0]
-	set, err := rulefile.Parse(cfg.name, kv.Value, load)
-	if err != nil {
-		return nil, err
-	}
-	w.cur.Store(set)
-	w.lastSum, w.rev, w.watchRev = sha256.Sum256(kv.Value), kv.ModRevision, resp.Header.Revision
-	w.applied.Store(kv.ModRevision)
 	return w, nil
 }
 
@@ -119,13 +109,21 @@ func (w *Watcher) start() {
 // Set for the whole request.
 func (w *Watcher) Current() *rules.Set { return w.cur.Load() }
 
+// Origin returns where the rules in use came from: etcd, or, until etcd's
+// first good document arrives, the snapshot or the fallback rules Watch
+// started from.
+func (w *Watcher) Origin() Origin { return Origin(w.origin.Load()) }
+
 // Revision returns the etcd modification revision of the document whose
 // rules are in use: instances that return the same revision decide by the
-// same rules.
+// same rules. It is 0 while the rules come from the snapshot or the
+// fallback rules.
 func (w *Watcher) Revision() int64 { return w.applied.Load() }
 
 // Err returns why the last change was refused (a *rulefile.FileError),
 // while the last good rules stay in use, or nil once a change applies.
+// After a start from the snapshot or the fallback rules, it returns why
+// etcd's document was not used until one applies.
 func (w *Watcher) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -180,27 +178,45 @@ func (w *Watcher) get(ctx context.Context) (*clientv3.GetResponse, error) {
 func (w *Watcher) noRules() error { return &rulefile.FileError{File: w.cfg.name, Err: ErrNoRules} }
 
 // loop follows the key until Close: a watch from the revision last seen,
-// and, when the watch is lost (compacted, no leader, closed), a read of
-// the key and a new watch, retried with a growing pause while etcd does
-// not answer.
+// and, when the watch is lost (compacted, no leader, closed) or etcd had
+// not answered at start, a read of the key and a new watch, retried with
+// a growing pause while etcd does not answer.
 func (w *Watcher) loop() {
 	defer close(w.done)
 	backoff := w.cfg.minBackoff
 	for {
-		w.follow()
-		if w.ctx.Err() != nil {
-			return
-		}
-		select {
-		case <-w.ctx.Done():
-			return
-		case <-time.After(backoff):
+		if w.seen() {
+			w.follow()
+			if !w.pause(backoff) {
+				return
+			}
 		}
 		if err := w.resync(); err != nil {
 			backoff = min(2*backoff, w.cfg.maxBackoff)
+			if !w.seen() && !w.pause(backoff) {
+				return
+			}
 			continue
 		}
 		backoff = w.cfg.minBackoff
+	}
+}
+
+// seen reports whether etcd has answered: there is a revision to watch
+// from.
+func (w *Watcher) seen() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.watchRev > 0
+}
+
+// pause waits for d, and reports false if the watcher is closed first.
+func (w *Watcher) pause(d time.Duration) bool {
+	select {
+	case <-w.ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 
@@ -265,12 +281,16 @@ func (w *Watcher) resync() error {
 
 // apply parses data, the key's content at revision rev, and makes it
 // current, or reports why not. Unless force, content equal to what is in
-// use is not parsed again. w.mu is held.
+// use is not parsed again. A document applied is saved as the snapshot.
+// w.mu is held.
 func (w *Watcher) apply(data []byte, rev int64, force bool) error {
 	sum := sha256.Sum256(data)
 	w.rev = rev
 	if !force && sum == w.lastSum && w.lastErr == nil {
 		w.applied.Store(rev)
+		if w.unsaved != nil {
+			w.saveSnapshot(w.unsaved) // the last write failed: try again
+		}
 		return nil
 	}
 	w.lastSum = sum
@@ -279,24 +299,45 @@ func (w *Watcher) apply(data []byte, rev int64, force bool) error {
 		w.refuse(err)
 		return err
 	}
-	w.cur.Store(set)
+	was := w.Origin()
+	w.use(set, OriginEtcd)
 	w.applied.Store(rev)
 	w.lastErr = nil
-	w.log.LogAttrs(context.Background(), slog.LevelInfo, "sluice: rules reloaded",
-		slog.String("key", w.key), slog.Int64("revision", rev), slog.Int("rules", set.Len()),
-		slog.String("sha256", hex.EncodeToString(sum[:8])))
+	attrs := []slog.Attr{slog.String("key", w.key), slog.String("origin", OriginEtcd.String()), slog.Int64("revision", rev),
+		slog.Int("rules", set.Len()), slog.String("sha256", hex.EncodeToString(sum[:8]))}
+	msg := "sluice: rules reloaded"
+	if was != OriginEtcd {
+		msg = "sluice: rules from etcd in force, replacing the " + was.String() + " rules"
+		attrs = append(attrs, slog.String("replaced", was.String()))
+	}
+	w.log.LogAttrs(context.Background(), slog.LevelInfo, msg, attrs...)
+	w.saveSnapshot(data)
 	if w.cfg.onReload != nil {
 		w.cfg.onReload(set)
 	}
 	return nil
 }
 
+// saveSnapshot writes data, the document in use, to the snapshot, or
+// logs and counts why not. w.mu is held, or the watcher is not started.
+func (w *Watcher) saveSnapshot(data []byte) {
+	if w.cfg.snapshot == "" {
+		return
+	}
+	if err := writeSnapshot(w.cfg.snapshot, data); err != nil {
+		w.unsaved = data
+		w.m.snapshotFailed(true)
+		w.log.LogAttrs(context.Background(), slog.LevelError, "sluice: the snapshot of the rules in force was not written",
+			slog.String("key", w.key), slog.String("snapshot", w.cfg.snapshot), slog.String("error", err.Error()))
+		return
+	}
+	w.unsaved = nil
+}
+
 // refuse records err, logs it and reports it to OnError. w.mu is held.
 func (w *Watcher) refuse(err error) {
 	w.lastErr = err
 	w.log.LogAttrs(context.Background(), slog.LevelError, "sluice: rules in etcd refused; keeping the last good rules",
-		slog.String("key", w.key), slog.String("error", err.Error()))
-	if w.cfg.onError != nil {
-		w.cfg.onError(err)
-	}
+		slog.String("key", w.key), slog.String("origin", w.Origin().String()), slog.String("error", err.Error()))
+	w.report(err)
 }

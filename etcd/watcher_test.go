@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/etcd"
 	"github.com/sluicehq/sluice/etcd/internal/etcdtest"
 	"github.com/sluicehq/sluice/middleware"
@@ -21,7 +20,6 @@ import (
 	"github.com/sluicehq/sluice/rules/admin"
 	"github.com/sluicehq/sluice/rules/rulefile"
 	"github.com/sluicehq/sluice/store/memstore"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Both packages take a Watcher wherever they take a *rules.Set.
@@ -273,51 +271,6 @@ func TestKeyDeleted(t *testing.T) {
 	}
 	if in.w.Err() != nil {
 		t.Errorf("Err() = %v", in.w.Err())
-	}
-}
-
-// TestWatchStart: Watch refuses to start without rules: a missing key, a
-// bad document, etcd not answering, and invalid arguments.
-func TestWatchStart(t *testing.T) {
-	t.Parallel()
-	srv := etcdtest.Start(t)
-	cli := srv.Client()
-	srv.Put("/bad.json", `{"rules": [{"name": "x", "key": "global", "limit": {"rate": 0, "per": "1s"}}]}`)
-	tests := []struct {
-		name string
-		cli  *clientv3.Client
-		key  string
-		opts []etcd.Option
-		want string
-		is   error
-	}{
-		{"missing key", cli, "/nothing", nil, "rulefile: etcd:/nothing: etcd: the key holds no rules", etcd.ErrNoRules},
-		{"bad JSON document", cli, "/bad.json", nil, `rulefile: etcd:/bad.json:1: rule "x": limit.rate`, rulefile.ErrInvalidFile},
-		{"nil client", nil, key, nil, "etcd: Watch: nil client", sluice.ErrInvalidConfig},
-		{"empty key", cli, "", nil, "etcd: Watch: empty key", sluice.ErrInvalidConfig},
-		{"nil option", cli, key, []etcd.Option{nil}, "etcd: nil Option", sluice.ErrInvalidConfig},
-		{"empty name", cli, key, []etcd.Option{etcd.WithName("")}, "etcd: WithName: empty name", sluice.ErrInvalidConfig},
-		{"nil logger", cli, key, []etcd.Option{etcd.WithLogger(nil)}, "etcd: WithLogger: nil logger", sluice.ErrInvalidConfig},
-		{"nil hook", cli, key, []etcd.Option{etcd.OnReload(nil)}, "etcd: OnReload: nil func", sluice.ErrInvalidConfig},
-		{"nil error hook", cli, key, []etcd.Option{etcd.OnError(nil)}, "etcd: OnError: nil func", sluice.ErrInvalidConfig},
-		{"read timeout", cli, key, []etcd.Option{etcd.WithReadTimeout(-1)}, "etcd: WithReadTimeout: -1ns: must be positive", sluice.ErrInvalidConfig},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w, err := etcd.Watch(context.Background(), tt.cli, tt.key, rulefile.LoadConfig{}, tt.opts...)
-			if err == nil {
-				w.Close()
-				t.Fatal("started")
-			}
-			if !strings.HasPrefix(err.Error(), tt.want) || !errors.Is(err, tt.is) {
-				t.Errorf("got %v, want %q wrapping %v", err, tt.want, tt.is)
-			}
-		})
-	}
-	srv.Kill()
-	_, err := etcd.Watch(context.Background(), cli, key, rulefile.LoadConfig{}, etcd.WithReadTimeout(300*time.Millisecond))
-	if err == nil || !strings.Contains(err.Error(), "reading the key from etcd") {
-		t.Errorf("with etcd down: %v", err)
 	}
 }
 
