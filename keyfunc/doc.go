@@ -17,7 +17,11 @@
 //
 // A request may lack the identity a key reads (no API key header, no
 // signed-in user): the rule then skips it, unless the key is
-// [Key.Required], which refuses it (see [Key] and [ErrMissing]).
+// [Key.Required], which refuses it (see [Key] and [ErrMissing]). A key
+// function of httprate's shape says so by returning "": [Key.Identity]
+// reads an empty identity as a missing one, so it never becomes a bucket
+// shared by every request without one, nor (unless the key is required) a
+// 400.
 //
 // An operator names an identity as they know it (an address, a user id,
 // "alice POST /login" for a user joined with an endpoint); [Key.Parse]

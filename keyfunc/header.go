@@ -14,8 +14,9 @@ import (
 //
 // A request without the header is skipped by the rule, or refused if the
 // Key is [Key.Required] (see [Key]): its error wraps [ErrMissing]. An
-// empty value (after trimming spaces and tabs) or a header sent more than
-// once is an error wrapping [ErrNoKey]. Repeated
+// empty value (after trimming spaces and tabs) is an error wrapping
+// [ErrNoKey]; a header sent more than once is a [*DuplicateHeaderError],
+// which wraps ErrNoKey too. Repeated
 // headers are refused rather than picking one, because another component
 // (say the authentication middleware) may read a different one, which would
 // let a client be authenticated as one identity and rate-limited as another.
@@ -71,7 +72,7 @@ func headerValue(r *http.Request, canonical string) (string, error) {
 		return "", missing("no %s header", canonical)
 	case 1:
 	default:
-		return "", noKey("%s header sent %d times", canonical, len(values))
+		return "", &DuplicateHeaderError{Header: canonical, Count: len(values)}
 	}
 	v := trimOWS(values[0])
 	if v == "" {
@@ -91,3 +92,23 @@ func headerName(name string) (string, error) {
 	}
 	return http.CanonicalHeaderKey(name), nil
 }
+
+// DuplicateHeaderError reports a request that sent the header a key reads
+// ([Header], [APIKey]) more than once: which one counts is ambiguous, so
+// the request is refused, never skipped, whether or not the Key is
+// required. It wraps [ErrNoKey] (not [ErrMissing]); find it with
+// errors.As. The middleware's default error handler answers 400 saying
+// the header was duplicated.
+type DuplicateHeaderError struct {
+	// Header is the header's canonical name.
+	Header string
+	// Count is how many times the request sent it.
+	Count int
+}
+
+func (e *DuplicateHeaderError) Error() string {
+	return fmt.Sprintf("keyfunc: no key: %s header duplicated (sent %d times)", e.Header, e.Count)
+}
+
+// Is reports whether target is [ErrNoKey], which e wraps.
+func (e *DuplicateHeaderError) Is(target error) bool { return target == ErrNoKey }

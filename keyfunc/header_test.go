@@ -57,6 +57,12 @@ func TestHeaderAndAPIKey(t *testing.T) {
 					if !strings.Contains(err.Error(), "X-Api-Key") {
 						t.Fatalf("error %q does not name the header", err)
 					}
+					var dup *keyfunc.DuplicateHeaderError
+					if isDup := errors.As(err, &dup); isDup != (len(tc.headers) == 2) {
+						t.Fatalf("error %q: a *DuplicateHeaderError %v, want %v", err, isDup, !isDup)
+					} else if isDup && (dup.Header != "X-Api-Key" || dup.Count != 2 || !strings.Contains(err.Error(), "duplicated")) {
+						t.Fatalf("error %q: %+v, want header X-Api-Key sent 2 times, said duplicated", err, *dup)
+					}
 					return
 				}
 				if err != nil || got != tc.want {

@@ -1,7 +1,6 @@
 package keyfunc
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -25,8 +24,8 @@ import (
 // If a part fails, the joined Key fails with that error, wrapped so that
 // it names the part and wraps [ErrNoKey] (and [ErrMissing] when the part's
 // identity is missing). A part that returns an empty key without an error
-// is treated as a failure too (see [Strict]). Join panics if keys is empty
-// or one of them is the zero Key.
+// has no identity, as with [Key.Identity]: the joined Key's identity is
+// missing too. Join panics if keys is empty or one of them is the zero Key.
 func Join(keys ...Key) Key {
 	if len(keys) == 0 {
 		panic("keyfunc: Join: no keys")
@@ -47,7 +46,7 @@ func Join(keys ...Key) Key {
 		for i, fn := range fns {
 			part, err := fn(r)
 			if err == nil && part == "" {
-				err = errors.New("empty key")
+				err = errEmptyIdentity
 			}
 			if err != nil {
 				return "", fmt.Errorf("keyfunc: Join part #%d: %w", i+1, wrapNoKey(err))

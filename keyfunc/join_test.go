@@ -73,7 +73,7 @@ func TestJoinErrors(t *testing.T) {
 	}{
 		{"own_error", []keyfunc.Key{constKey("a"), keyfunc.ClientIP()}, keyfunc.ErrNoKey},
 		{"foreign_error", []keyfunc.Key{keyfunc.New("failing", failing), constKey("b")}, boom},
-		{"empty_part", []keyfunc.Key{constKey("a"), constKey("")}, keyfunc.ErrNoKey},
+		{"empty_part_is_missing", []keyfunc.Key{constKey("a"), constKey("")}, keyfunc.ErrMissing},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,7 +27,10 @@ import (
 // makes the request fail instead: the middleware answers 400 Bad Request.
 // An identity that is present but unusable (a header sent twice, an empty
 // value) is always an error, never a skip. Key functions report a missing
-// identity with an error wrapping [ErrMissing].
+// identity with an error wrapping [ErrMissing], or, as httprate's key
+// functions do, by returning "" without an error: [Key.Identity] turns an
+// empty identity into an error wrapping ErrMissing, so it never becomes a
+// bucket shared by every request that has none.
 //
 // The zero Key has no function; rules refuse it.
 type Key struct {
@@ -41,13 +44,22 @@ type Key struct {
 // reads at all (see [Key]). Errors wrapping it also wrap [ErrNoKey]. A
 // KeyFunc of your own returns an error wrapping ErrMissing, such as
 // fmt.Errorf("no tenant: %w", keyfunc.ErrMissing), for requests its rule
-// should skip.
+// should skip; returning "" without an error means the same.
 var ErrMissing error = missingError("identity missing")
+
+// errEmptyIdentity is what [Key.Identity] returns for a function that
+// returned "" without an error: no identity.
+var errEmptyIdentity error = missingError("the key function returned an empty identity")
 
 // New returns the Key of a KeyFunc of your own, such as a tenant id read
 // from a verified token: New("tenant", tenantOf). kind names what fn
 // returns (see [Key]); it must be printable ASCII without spaces. New
 // panics if kind is invalid or fn is nil: both are fixed in code.
+//
+// fn follows httprate's convention or this package's: a request for which
+// it returns "" (and no error), or an error wrapping [ErrMissing], carries
+// no identity and is skipped by the rule (refused with 400 if the Key is
+// [Key.Required]); any other error refuses the request.
 //
 // An operator names one of its identities (see [Key.Parse]) as fn returns
 // it; when fn transforms what it reads (lower-cases a header, looks an id
@@ -66,12 +78,21 @@ func New(kind string, fn KeyFunc) Key {
 func (k Key) Kind() string { return k.kind }
 
 // Func returns the key's function, for code that takes a plain KeyFunc
-// (such as github.com/go-chi/httprate).
+// (such as github.com/go-chi/httprate). It is the function as given: one
+// made with [New] may return "" where [Key.Identity] reports the identity
+// missing.
 func (k Key) Func() KeyFunc { return k.fn }
 
 // Identity returns the identity r is counted against, or an error wrapping
-// [ErrNoKey] (and [ErrMissing] when r carries no identity at all).
-func (k Key) Identity(r *http.Request) (string, error) { return k.fn(r) }
+// [ErrNoKey] (and [ErrMissing] when r carries no identity at all, including
+// when the key's function returned "" without an error).
+func (k Key) Identity(r *http.Request) (string, error) {
+	id, err := k.fn(r)
+	if err == nil && id == "" {
+		return "", errEmptyIdentity
+	}
+	return id, err
+}
 
 // IsZero reports whether k is the zero Key, which has no function.
 func (k Key) IsZero() bool { return k.fn == nil }

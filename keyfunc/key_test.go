@@ -71,3 +71,37 @@ func TestRequired(t *testing.T) {
 		t.Fatalf("Join's error %v hides the missing part", err)
 	}
 }
+
+// A key function of httprate's shape says "no key" with "" and no error:
+// every Key reports that identity missing, so the rule skips the request
+// (refuses it when required) rather than counting it in a bucket shared by
+// every request without one, directly, through Join and through Strict.
+func TestEmptyIdentityIsMissing(t *testing.T) {
+	userOf := func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil }
+	account := keyfunc.New("account", userOf)
+	cases := map[string]keyfunc.Key{
+		"New":         account,
+		"Join":        keyfunc.Join(keyfunc.ClientIP(), account),
+		"New(Strict)": keyfunc.New("account", keyfunc.Strict(userOf)),
+	}
+	for name, key := range cases {
+		t.Run(name, func(t *testing.T) {
+			id, err := key.Identity(newReq("192.0.2.1:1"))
+			wantNoKey(t, err)
+			if id != "" || !errors.Is(err, keyfunc.ErrMissing) {
+				t.Fatalf("got %q, %v; want no identity, an error wrapping ErrMissing", id, err)
+			}
+			if !key.Skips(err) || key.Required().Skips(err) {
+				t.Fatalf("error %q: Skips %v, Required().Skips %v; want true, false", err, key.Skips(err), key.Required().Skips(err))
+			}
+			if got := keyOf(t, key, newReq("192.0.2.1:1", "X-User: alice")); got == "" {
+				t.Fatal("a request with the identity has none")
+			}
+		})
+	}
+	// The function itself is kept as given, for code (httprate) that takes
+	// a plain KeyFunc.
+	if id, err := account.Func()(newReq("192.0.2.1:1")); id != "" || err != nil {
+		t.Fatalf("Func() = %q, %v; want the function as given", id, err)
+	}
+}

@@ -7,7 +7,9 @@ import (
 )
 
 // KeyFunc extracts the identity a rate-limit rule counts against from a
-// request. It returns an error wrapping [ErrNoKey] when it cannot.
+// request. It returns an error wrapping [ErrNoKey] when it cannot, and one
+// wrapping [ErrMissing] (or, httprate's convention, "" and no error) when
+// the request carries no identity at all (see [Key]).
 //
 // KeyFunc is an alias of the plain function type, so values of any named
 // type with this underlying signature, such as httprate.KeyFunc from
@@ -30,8 +32,10 @@ func Global() Key {
 
 // Strict wraps a KeyFunc that may not follow this package's rules, such as
 // a custom or third-party one, so that it does: an error that does not wrap
-// [ErrNoKey] is wrapped, and an empty key with a nil error (which would put
-// every client into one shared bucket) becomes an error.
+// [ErrNoKey] is wrapped, and an empty key with a nil error (httprate's "no
+// key", which would otherwise put every such request into one shared
+// bucket) becomes an error wrapping [ErrMissing]: no identity, as
+// [Key.Identity] reports it.
 //
 // Strict panics if fn is nil.
 func Strict(fn KeyFunc) KeyFunc {
@@ -44,7 +48,7 @@ func Strict(fn KeyFunc) KeyFunc {
 			return "", wrapNoKey(err)
 		}
 		if key == "" {
-			return "", noKey("key function returned an empty key")
+			return "", errEmptyIdentity
 		}
 		return key, nil
 	}

@@ -25,7 +25,7 @@ func TestStrict(t *testing.T) {
 		wantErr error
 	}{
 		{"passes_key", constKey("k").Func(), "k", nil},
-		{"empty_key_is_error", constKey("").Func(), "", keyfunc.ErrNoKey},
+		{"empty_key_is_missing", constKey("").Func(), "", keyfunc.ErrMissing},
 		{"foreign_error_wrapped", func(*http.Request) (string, error) { return "x", boom }, "", boom},
 		{"own_error_kept", keyfunc.ClientIP().Func(), "", keyfunc.ErrNoKey},
 	}

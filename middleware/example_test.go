@@ -141,18 +141,19 @@ func ExampleLimiter_Handler() {
 }
 
 // The one-liners: each client address limited on its own, as
-// httprate.LimitByIP does, over any store.
+// httprate.LimitByIP does, over any store; named here (unnamed, the
+// first LimitByIP a program makes is "ip", the next "ip-2", ...).
 func ExampleLimitByIP() {
 	store := memstore.New(memstore.Config{})
 	defer store.Close(context.Background())
-	h := middleware.LimitByIP(store, sluice.PerMinute(2))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	h := middleware.LimitByIP(store, sluice.PerMinute(2), middleware.WithName("per-ip"))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	for range 3 {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 		fmt.Println(rec.Code, rec.Header().Get("RateLimit"))
 	}
 	// Output:
-	// 200 "ip";r=1;t=30
-	// 200 "ip";r=0;t=60
-	// 429 "ip";r=0;t=30
+	// 200 "per-ip";r=1;t=30
+	// 200 "per-ip";r=0;t=60
+	// 429 "per-ip";r=0;t=30
 }

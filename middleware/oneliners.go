@@ -1,7 +1,10 @@
 package middleware
 
 import (
+	"fmt"
 	"net/http"
+	"strconv"
+	"sync"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/keyfunc"
@@ -9,21 +12,39 @@ import (
 )
 
 // LimitBy returns middleware limiting the requests of each identity key
-// gives to limit, on store: one rule, named after the key's kind (such as
-// "api_key"), with every default of [rules.Rule] (a token bucket, on_fail
-// local). A request without the identity is not counted (see
-// [keyfunc.Key.Required]). It is [Limit] with a one-rule set, for the
+// gives to limit, on store: one rule, with every default of [rules.Rule]
+// (a token bucket, on_fail local). A request without the identity is not
+// counted (see [keyfunc.Key.Required]); a key function of httprate's shape
+// says so by returning "". It is [Limit] with a one-rule set, for the
 // cases httprate's one-liners cover; several rules, matches, shadow rules
 // and rule files need [rules.Set]. It panics if limit is invalid or an
 // option is: for configurations fixed in code.
+//
+// # Names and buckets
+//
+// Each one-liner counts in buckets of its own, as each of httprate's
+// limiters does, so a global LimitByIP and a stricter one on a login route
+// never share a bucket. Its rule, which names it in the headers, problem
+// details, metrics and logs and is part of its bucket keys, is named by
+// [WithName], or else after the key's kind and the order the one-liners of
+// that kind are made in the process: the first "ip" (or "api_key",
+// "global", ...), the second "ip-2", the third "ip-3". Instances of one
+// program that make their one-liners in the same order, at start-up, name
+// them alike and so share their buckets through a shared store. Name them
+// with WithName when the order can differ (one-liners made concurrently,
+// or again when a router is rebuilt, or by different programs sharing a
+// store); two one-liners given the same name and keyed by the same kind
+// share their buckets.
 func LimitBy(store sluice.Store, limit sluice.Limit, key keyfunc.Key, opts ...Option) func(http.Handler) http.Handler {
-	set := rules.MustNew(rules.Rule{Name: key.Kind(), Key: key, Limit: limit})
+	name, opts := oneLinerName(key.Kind(), opts)
+	set := rules.MustNew(rules.Rule{Name: name, Key: key, Limit: limit})
 	return Limit(store, set, opts...)
 }
 
 // LimitByIP returns middleware limiting each client address to limit, on
 // store: the TCP peer, IPv6 grouped by /64 ([keyfunc.ClientIP]). Behind a
-// proxy every request has the proxy's address: use [LimitByRealIP].
+// proxy every request has the proxy's address: use [LimitByRealIP]. Its
+// buckets are its own (see [LimitBy]).
 func LimitByIP(store sluice.Store, limit sluice.Limit, opts ...Option) func(http.Handler) http.Handler {
 	return LimitBy(store, limit, keyfunc.ClientIP(), opts...)
 }
@@ -33,10 +54,11 @@ func LimitByIP(store sluice.Store, limit sluice.Limit, opts ...Option) func(http
 // as "10.0.0.0/8"), and the client is the rightmost address of
 // X-Forwarded-For that is not one of them ([keyfunc.XFF]); a request from
 // anywhere else is keyed by its TCP peer. Unlike httprate.LimitByRealIP it
-// never believes a header sent by the client itself. It panics on an
-// invalid CIDR: for configurations fixed in code (with CIDRs read at run
-// time, build the key with [keyfunc.ParsePrefixes], [keyfunc.XFF] and
-// [keyfunc.IP], and call [LimitBy]).
+// never believes a header sent by the client itself. Its buckets are its
+// own (see [LimitBy]). It panics on an invalid CIDR: for configurations
+// fixed in code (with CIDRs read at run time, build the key with
+// [keyfunc.ParsePrefixes], [keyfunc.XFF] and [keyfunc.IP], and call
+// [LimitBy]).
 func LimitByRealIP(store sluice.Store, limit sluice.Limit, trusted []string, opts ...Option) func(http.Handler) http.Handler {
 	nets, err := keyfunc.ParsePrefixes(trusted...)
 	if err != nil {
@@ -54,7 +76,69 @@ func LimitByRealIP(store sluice.Store, limit sluice.Limit, trusted []string, opt
 }
 
 // LimitAll returns middleware limiting all requests together to limit, on
-// store ([keyfunc.Global]).
+// store ([keyfunc.Global]). Its bucket is its own (see [LimitBy]): two
+// LimitAll one-liners are two limits, not one.
 func LimitAll(store sluice.Store, limit sluice.Limit, opts ...Option) func(http.Handler) http.Handler {
 	return LimitBy(store, limit, keyfunc.Global(), opts...)
+}
+
+// WithName names the rule of a one-liner ([LimitBy], [LimitByIP],
+// [LimitByRealIP], [LimitAll]) instead of the name it gets by the order it
+// is made in (see [LimitBy]): name shows in the headers, problem details,
+// metrics and logs, and is part of the bucket keys, so one-liners given
+// the same name and keyed by the same kind share buckets, in one process
+// or across instances. name must be non-empty printable ASCII. Given to
+// [New] or [Limit], whose rule sets name their own rules, it is an error.
+func WithName(name string) Option { return nameOption(name) }
+
+// nameOption is WithName's option: the one-liners take it out of their
+// options; anything else refuses it.
+type nameOption string
+
+func (n nameOption) apply(*config) error {
+	return fmt.Errorf("%w: middleware: WithName(%q) names a one-liner's rule (LimitBy, LimitByIP, LimitByRealIP, LimitAll); a rule set names its own rules", sluice.ErrInvalidConfig, string(n))
+}
+
+// oneLinerName returns the name of a one-liner keyed by kind, given or
+// next in the process's order, and opts without the WithName options.
+func oneLinerName(kind string, opts []Option) (string, []Option) {
+	name, rest := "", make([]Option, 0, len(opts))
+	named := false
+	for _, o := range opts {
+		if n, ok := o.(nameOption); ok {
+			name, named = string(n), true
+			continue
+		}
+		rest = append(rest, o)
+	}
+	if named {
+		if name == "" {
+			panic(fmt.Errorf("%w: middleware: WithName: empty name", sluice.ErrInvalidConfig))
+		}
+		return name, rest
+	}
+	return oneLiners.next(kind), rest
+}
+
+// oneLiners counts the unnamed one-liners made in the process, by kind.
+var oneLiners sequence
+
+type sequence struct {
+	mu   sync.Mutex
+	made map[string]int
+}
+
+// next returns the name of the next unnamed one-liner of kind: kind for
+// the first, then kind-2, kind-3, ...
+func (s *sequence) next(kind string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.made == nil {
+		s.made = make(map[string]int)
+	}
+	s.made[kind]++
+	if n := s.made[kind]; n > 1 {
+		return kind + "-" + strconv.Itoa(n)
+	}
+	return kind
 }

@@ -87,7 +87,8 @@ func WriteDenial(w http.ResponseWriter, _ *http.Request, d Denial) {
 
 // WriteError is the default [ErrorHandler]. A store failure under a closed
 // policy gets 503 Service Unavailable with a temporary-reduced-capacity
-// problem; a request a rule could not key gets 400 Bad Request; a negative
+// problem; a request a rule could not key gets 400 Bad Request (saying so
+// when it sent the key's header more than once); a negative
 // request cost (a server bug) gets 500. No body says anything about the
 // cause beyond that.
 //
@@ -123,6 +124,6 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		Type:   "about:blank",
 		Title:  "Bad Request",
 		Status: http.StatusBadRequest,
-		Detail: "The request lacks the identity a rate limit policy requires.",
+		Detail: keyErrorDetail(err),
 	}.Write(w)
 }

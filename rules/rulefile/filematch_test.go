@@ -247,15 +247,20 @@ func TestLoadConfigRequirements(t *testing.T) {
 	}
 }
 
-// Custom keys may not return an empty identity: keyfunc.Strict turns it
-// into a key error rather than a bucket shared by everyone.
+// A custom key's empty identity is no identity (keyfunc.Strict), never a
+// bucket shared by everyone: the rule skips the request, or refuses it
+// when the key is required.
 func TestCustomKeyIsStrict(t *testing.T) {
 	cfg := rulefile.LoadConfig{Keys: map[string]keyfunc.Key{
 		"tenant": keyfunc.New("any", func(*http.Request) (string, error) { return "", nil }),
 	}}
 	set := mustParse(t, "rules:\n  - {name: t, key: tenant, limit: {rate: 1, per: 1s}}\n", cfg)
 	var m rules.Matched
-	if err := set.Resolve(httptest.NewRequest("GET", "/", nil), &m); !errors.Is(err, keyfunc.ErrNoKey) {
+	if err := set.Resolve(httptest.NewRequest("GET", "/", nil), &m); err != nil || len(m.Hits) != 0 {
+		t.Fatalf("err = %v, hits %+v; want the rule to skip the request", err, m.Hits)
+	}
+	set = mustParse(t, "rules:\n  - {name: t, key: tenant, key_required: true, limit: {rate: 1, per: 1s}}\n", cfg)
+	if err := set.Resolve(httptest.NewRequest("GET", "/", nil), &m); !errors.Is(err, keyfunc.ErrMissing) {
 		t.Fatalf("err = %v", err)
 	}
 }
