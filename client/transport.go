@@ -69,8 +69,8 @@ const maxHosts = 1024
 // unknown), and requests go one per that wait, concurrent ones included,
 // until a response says quota remains again. A 429 or 503 with
 // Retry-After holds back every request to the host for that long. So 60
-// requests in a row against 50 a minute go 50 at once, then one every
-// 1.2 s: 12 s in all, none refused. Pacing never waits beyond the
+// requests in a row against a full token bucket of 50 a minute go 50 at
+// once, then one every 1.2 s: 12 s in all, none refused. Pacing never waits beyond the
 // request's bound: a request that would is sent at once, and the server
 // decides.
 type Transport struct {
