@@ -18,8 +18,8 @@
 // says none remains, they go one per unit's share of the policy's window
 // (w/q: 1.2 s for 50 a minute) or the reset the server gives, whichever is
 // shorter, queued instead of refused, until a response says quota remains.
-// Sixty requests in a row at 50 a minute take 12.0 s, none refused: 50 at
-// once, then 10 × 1.2 s; with [WithoutPacing], 12.1 to 13 s, 9 or 10 of them
+// Sixty requests in a row to a server's token bucket of 50 a minute, full
+// at the start, take 12.0 s, none refused: 50 at once, then 10 × 1.2 s; with [WithoutPacing], 12.1 to 13 s, 9 or 10 of them
 // refused and sent again after Retry-After. A server that lies (a Retry-After of a year, a
 // field that does not parse) costs a bounded wait ([WithMaxWait], 30 s in
 // all by default) and a clear error ([*RefusedError]), never a hang.

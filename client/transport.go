@@ -4,21 +4,24 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/retrywait"
 )
 
 // Defaults of [New].
 const (
-	// DefaultMaxWait bounds the time one request spends waiting, in all.
-	DefaultMaxWait = 30 * time.Second
-	// DefaultMaxRetries bounds how many times one request is sent again.
-	DefaultMaxRetries = 3
+	// DefaultMaxWait bounds the time one request spends waiting, in
+	// all: 30 s.
+	DefaultMaxWait = retrywait.DefaultMaxWait
+	// DefaultMaxRetries bounds how many times one request is sent
+	// again: 3.
+	DefaultMaxRetries = retrywait.DefaultMaxRetries
 	// DefaultJitter is the largest share of a wait added at random, so
-	// clients told the same Retry-After do not come back together.
-	DefaultJitter = 0.2
+	// clients told the same Retry-After do not come back together: 0.2.
+	DefaultJitter = retrywait.DefaultJitter
 )
 
 // maxHosts bounds the table of hosts the transport paces.
@@ -66,18 +69,14 @@ const maxHosts = 1024
 // unknown), and requests go one per that wait, concurrent ones included,
 // until a response says quota remains again. A 429 or 503 with
 // Retry-After holds back every request to the host for that long. So 60
-// requests in a row against 50 a minute go 50 at once, then one every
-// 1.2 s: 12 s in all, none refused. Pacing never waits beyond the
+// requests in a row against a full token bucket of 50 a minute go 50 at
+// once, then one every 1.2 s: 12 s in all, none refused. Pacing never waits beyond the
 // request's bound: a request that would is sent at once, and the server
 // decides.
 type Transport struct {
-	base       http.RoundTripper
-	maxWait    time.Duration
-	maxRetries int
-	jitter     float64
-	pace       bool
-	now        func() time.Time
-	sleep      func(ctx context.Context, d time.Duration) error
+	base   http.RoundTripper
+	policy retrywait.Policy
+	pace   bool
 
 	mu    sync.Mutex
 	hosts map[string]*pacer
@@ -89,37 +88,19 @@ type Option func(*Transport) error
 // WithMaxWait bounds the total time one request waits (for pacing and
 // before retries). Default: [DefaultMaxWait].
 func WithMaxWait(d time.Duration) Option {
-	return func(t *Transport) error {
-		if d < 0 {
-			return fmt.Errorf("%w: WithMaxWait: negative %v", ErrInvalidConfig, d)
-		}
-		t.maxWait = d
-		return nil
-	}
+	return func(t *Transport) error { return invalid(t.policy.SetMaxWait(d)) }
 }
 
 // WithMaxRetries bounds how many times one request is sent again; 0 never
 // retries (pacing still applies). Default: [DefaultMaxRetries].
 func WithMaxRetries(n int) Option {
-	return func(t *Transport) error {
-		if n < 0 {
-			return fmt.Errorf("%w: WithMaxRetries: negative %d", ErrInvalidConfig, n)
-		}
-		t.maxRetries = n
-		return nil
-	}
+	return func(t *Transport) error { return invalid(t.policy.SetMaxRetries(n)) }
 }
 
 // WithJitter sets the largest share of a wait added at random, from 0 to
 // 1. Default: [DefaultJitter].
 func WithJitter(share float64) Option {
-	return func(t *Transport) error {
-		if !(share >= 0 && share <= 1) {
-			return fmt.Errorf("%w: WithJitter: %v is not within 0 to 1", ErrInvalidConfig, share)
-		}
-		t.jitter = share
-		return nil
-	}
+	return func(t *Transport) error { return invalid(t.policy.SetJitter(share)) }
 }
 
 // WithoutPacing turns pacing off: the transport only waits out refusals.
@@ -132,13 +113,15 @@ func WithoutPacing() Option {
 // against now. Default: the system clock and a timer.
 // Tests pass a fake clock whose sleep moves it.
 func WithTime(now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) Option {
-	return func(t *Transport) error {
-		if now == nil || sleep == nil {
-			return fmt.Errorf("%w: WithTime: nil clock or sleep", ErrInvalidConfig)
-		}
-		t.now, t.sleep = now, sleep
-		return nil
+	return func(t *Transport) error { return invalid(t.policy.SetTime(now, sleep)) }
+}
+
+// invalid wraps err, an option's error, in [ErrInvalidConfig].
+func invalid(err error) error {
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
+	return nil
 }
 
 // New returns a Transport sending requests through base
@@ -149,8 +132,8 @@ func New(base http.RoundTripper, opts ...Option) (*Transport, error) {
 		base = http.DefaultTransport
 	}
 	t := &Transport{
-		base: base, maxWait: DefaultMaxWait, maxRetries: DefaultMaxRetries, jitter: DefaultJitter,
-		pace: true, now: time.Now, sleep: sleep, hosts: map[string]*pacer{},
+		base: base, policy: retrywait.New(ErrWaitTooLong, "request"),
+		pace: true, hosts: map[string]*pacer{},
 	}
 	for _, o := range opts {
 		if err := o(t); err != nil {
@@ -168,18 +151,6 @@ func MustNew(base http.RoundTripper, opts ...Option) *Transport {
 		panic(err)
 	}
 	return t
-}
-
-// sleep waits d on a timer, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-tm.C:
-		return nil
-	}
 }
 
 // RoundTrip sends req, waiting and sending it again as the type's
@@ -210,7 +181,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		discard(resp)
 		if wait > 0 {
-			if err := t.sleep(ctx, wait); err != nil {
+			if err := t.policy.Sleep(ctx, wait); err != nil {
 				return nil, err
 			}
 			waited += wait
@@ -223,14 +194,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // waited so far). It returns the request's number (for [pacer.answered])
 // and how long it waited.
 func (t *Transport) awaitTurn(ctx context.Context, p *pacer, waited time.Duration) (seq uint64, d time.Duration, err error) {
-	d, seq, err = p.reserve(ctx, t.now)
+	d, seq, err = p.reserve(ctx, t.policy.Now)
 	if err != nil {
 		return 0, 0, err
 	}
-	if d <= 0 || !t.fits(ctx, waited, d) {
+	if d <= 0 || !t.policy.Fits(ctx, waited, d) {
 		return seq, 0, nil
 	}
-	if err := t.sleep(ctx, d); err != nil {
+	if err := t.policy.Sleep(ctx, d); err != nil {
 		p.answered(nil, seq, time.Time{})
 		return 0, 0, err
 	}
@@ -257,7 +228,7 @@ func (t *Transport) sendAttempt(req *http.Request, attempt int, p *pacer, seq ui
 		}
 		return nil, time.Time{}, nil, err
 	}
-	now := t.now()
+	now := t.policy.Now()
 	var quota *Quota
 	if q, ok := ParseQuota(resp.Header, now); ok {
 		quota = &q
@@ -282,22 +253,17 @@ func (t *Transport) retryWait(ctx context.Context, req *http.Request, resp *http
 		return 0, false, nil // not a refusal, or no word on when: the caller decides
 	}
 	if malformed == nil {
-		p.block(now.Add(min(wait, t.maxWait)))
+		p.block(now.Add(min(wait, t.policy.MaxWait)))
 	}
-	if attempt > t.maxRetries || !retryable(req, resp.StatusCode) {
+	if !t.policy.Retries(attempt) || !retryable(req, resp.StatusCode) {
 		return 0, false, nil
 	}
 	if malformed != nil {
 		return 0, false, t.refuse(resp, attempt, 0, malformed)
 	}
-	// The jitter's range doubles with each refusal of this request,
-	// so clients that keep colliding spread further apart.
-	wait += time.Duration(rand.Float64() * t.jitter * float64(wait) * float64(int64(1)<<min(attempt-1, 5)))
-	switch {
-	case waited+wait > t.maxWait:
-		return 0, false, t.refuse(resp, attempt, wait, fmt.Errorf("%w: %v, with %v waited of at most %v", ErrWaitTooLong, wait, waited, t.maxWait))
-	case !t.fitsDeadline(ctx, wait):
-		return 0, false, t.refuse(resp, attempt, wait, fmt.Errorf("waiting %v would outlast the request's context: %w", wait, context.DeadlineExceeded))
+	wait = t.policy.Jittered(wait, attempt)
+	if err := t.policy.Check(ctx, waited, wait); err != nil {
+		return 0, false, t.refuse(resp, attempt, wait, err)
 	}
 	return wait, true, nil
 }
@@ -318,18 +284,6 @@ func refusalWait(resp *http.Response, q *Quota, now time.Time) (wait time.Durati
 		return q.Reset, true, nil
 	}
 	return 0, false, nil
-}
-
-// fits reports whether a wait of d keeps the request within its bounds.
-func (t *Transport) fits(ctx context.Context, waited, d time.Duration) bool {
-	return waited+d <= t.maxWait && t.fitsDeadline(ctx, d)
-}
-
-// fitsDeadline reports whether a wait of d ends before ctx's deadline, on
-// the transport's clock (see [WithTime]).
-func (t *Transport) fitsDeadline(ctx context.Context, d time.Duration) bool {
-	deadline, ok := ctx.Deadline()
-	return !ok || deadline.Sub(t.now()) > d
 }
 
 func (t *Transport) refuse(resp *http.Response, attempts int, wait time.Duration, err error) error {

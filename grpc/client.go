@@ -2,10 +2,9 @@ package sluicegrpc
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/retrywait"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -13,13 +12,13 @@ import (
 
 // Defaults of [UnaryClientInterceptor] and [StreamClientInterceptor].
 const (
-	// DefaultMaxWait bounds the time one call spends waiting, in all.
-	DefaultMaxWait = 30 * time.Second
-	// DefaultMaxRetries bounds how many times one call is sent again.
-	DefaultMaxRetries = 3
+	// DefaultMaxWait bounds the time one call spends waiting, in all: 30 s.
+	DefaultMaxWait = retrywait.DefaultMaxWait
+	// DefaultMaxRetries bounds how many times one call is sent again: 3.
+	DefaultMaxRetries = retrywait.DefaultMaxRetries
 	// DefaultJitter is the largest share of a wait added at random, so
-	// clients told the same delay do not come back together.
-	DefaultJitter = 0.2
+	// clients told the same delay do not come back together: 0.2.
+	DefaultJitter = retrywait.DefaultJitter
 )
 
 // ClientOption configures [UnaryClientInterceptor] and
@@ -34,49 +33,35 @@ type clientOptionFunc func(*clientConfig) error
 func (f clientOptionFunc) apply(c *clientConfig) error { return f(c) }
 
 type clientConfig struct {
-	maxWait    time.Duration
-	maxRetries int
-	jitter     float64
+	retrywait.Policy
 	idempotent func(fullMethod string) bool
-	now        func() time.Time
-	sleep      func(ctx context.Context, d time.Duration) error
-	rand       func() float64
+}
+
+// policyError returns err, an error of the retry policy's Set methods, as
+// an error wrapping sluice.ErrInvalidConfig.
+func policyError(err error) error {
+	if err != nil {
+		return invalidConfig("%v", err)
+	}
+	return nil
 }
 
 // WithMaxWait bounds the total time one call waits before retries.
 // Default: [DefaultMaxWait]. It must not be negative.
 func WithMaxWait(d time.Duration) ClientOption {
-	return clientOptionFunc(func(c *clientConfig) error {
-		if d < 0 {
-			return invalidConfig("WithMaxWait: negative %v", d)
-		}
-		c.maxWait = d
-		return nil
-	})
+	return clientOptionFunc(func(c *clientConfig) error { return policyError(c.SetMaxWait(d)) })
 }
 
 // WithMaxRetries bounds how many times one call is sent again; 0 never
 // retries. Default: [DefaultMaxRetries]. It must not be negative.
 func WithMaxRetries(n int) ClientOption {
-	return clientOptionFunc(func(c *clientConfig) error {
-		if n < 0 {
-			return invalidConfig("WithMaxRetries: negative %d", n)
-		}
-		c.maxRetries = n
-		return nil
-	})
+	return clientOptionFunc(func(c *clientConfig) error { return policyError(c.SetMaxRetries(n)) })
 }
 
 // WithJitter sets the largest share of a wait added at random, from 0 to
 // 1; the wait is never shortened. Default: [DefaultJitter].
 func WithJitter(share float64) ClientOption {
-	return clientOptionFunc(func(c *clientConfig) error {
-		if !(share >= 0 && share <= 1) {
-			return invalidConfig("WithJitter: %v is not within 0 to 1", share)
-		}
-		c.jitter = share
-		return nil
-	})
+	return clientOptionFunc(func(c *clientConfig) error { return policyError(c.SetJitter(share)) })
 }
 
 // WithIdempotent names the methods that may be sent again after
@@ -99,13 +84,7 @@ func WithIdempotent(idempotent func(fullMethod string) bool) ClientOption {
 // now. Default: the system clock and a timer. Tests pass a fake clock
 // whose sleep moves it, so no test waits.
 func WithTime(now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) ClientOption {
-	return clientOptionFunc(func(c *clientConfig) error {
-		if now == nil || sleep == nil {
-			return invalidConfig("WithTime: nil clock or sleep")
-		}
-		c.now, c.sleep = now, sleep
-		return nil
-	})
+	return clientOptionFunc(func(c *clientConfig) error { return policyError(c.SetTime(now, sleep)) })
 }
 
 // UnaryClientInterceptor returns a client interceptor that honours the
@@ -135,10 +114,7 @@ func UnaryClientInterceptor(opts ...ClientOption) (grpc.UnaryClientInterceptor, 
 
 // newClientConfig returns the configuration of opts.
 func newClientConfig(opts []ClientOption) (*clientConfig, error) {
-	c := &clientConfig{
-		maxWait: DefaultMaxWait, maxRetries: DefaultMaxRetries, jitter: DefaultJitter,
-		now: time.Now, sleep: sleep, rand: rand.Float64,
-	}
+	c := &clientConfig{Policy: retrywait.New(ErrWaitTooLong, "call")}
 	for _, o := range opts {
 		if o == nil {
 			return nil, invalidConfig("nil ClientOption")
@@ -179,19 +155,12 @@ func (c *clientConfig) next(ctx context.Context, method string, err error, attem
 		return 0, err
 	}
 	wait, ok := retryDelay(st)
-	if !ok || attempt > c.maxRetries {
+	if !ok || !c.Retries(attempt) {
 		return 0, err
 	}
-	// The jitter's range doubles with each refusal of this call, so
-	// clients that keep colliding spread further apart.
-	wait += time.Duration(c.rand() * c.jitter * float64(wait) * float64(int64(1)<<min(attempt-1, 5)))
-	switch {
-	case waited+wait > c.maxWait:
-		return 0, &RefusedError{Status: st, Wait: wait, Attempts: attempt,
-			Err: fmt.Errorf("%w: %v, with %v waited of at most %v", ErrWaitTooLong, wait, waited, c.maxWait)}
-	case !c.fitsDeadline(ctx, wait):
-		return 0, &RefusedError{Status: st, Wait: wait, Attempts: attempt,
-			Err: fmt.Errorf("sluicegrpc: waiting %v would outlast the call's context: %w", wait, context.DeadlineExceeded)}
+	wait = c.Jittered(wait, attempt)
+	if err := c.Check(ctx, waited, wait); err != nil {
+		return 0, &RefusedError{Status: st, Wait: wait, Attempts: attempt, Err: err}
 	}
 	return wait, nil
 }
@@ -202,7 +171,7 @@ func (c *clientConfig) pause(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	if err := c.sleep(ctx, d); err != nil {
+	if err := c.Sleep(ctx, d); err != nil {
 		return status.FromContextError(err).Err()
 	}
 	return nil
@@ -218,23 +187,4 @@ func (c *clientConfig) retryable(method string, code codes.Code) bool {
 		return c.idempotent != nil && c.idempotent(method)
 	}
 	return false
-}
-
-// fitsDeadline reports whether a wait of d ends before ctx's deadline, on
-// the interceptor's clock.
-func (c *clientConfig) fitsDeadline(ctx context.Context, d time.Duration) bool {
-	deadline, ok := ctx.Deadline()
-	return !ok || deadline.Sub(c.now()) > d
-}
-
-// sleep waits d on a timer, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
 }

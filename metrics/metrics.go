@@ -29,14 +29,7 @@ const DefaultNamespace = "sluice"
 // call latency histogram: 50 µs to 1 s in 1-2.5-5 steps. They include the
 // default latency budget (50 ms) as a bound, so calls that ran into the
 // budget show in the buckets above it. Each call returns a new slice.
-func DefaultBuckets() []float64 {
-	return []float64{
-		0.00005, 0.0001, 0.00025, 0.0005,
-		0.001, 0.0025, 0.005,
-		0.01, 0.025, 0.05,
-		0.1, 0.25, 0.5, 1,
-	}
-}
+func DefaultBuckets() []float64 { return obs.DefaultBuckets() }
 
 // Config configures a [Collector]. Its zero value is ready to use.
 type Config struct {
@@ -103,21 +96,6 @@ type outcomeCounters struct {
 	counters   []prometheus.Counter
 	remembered prometheus.Counter // denials a store answered from memory
 }
-
-// outcomeLabels are the labels of every known sluice.Outcome, in order.
-// They are read from Outcome.String, so outcomes added to the root package
-// are labelled without a change here.
-var outcomeLabels = func() []string {
-	var labels []string
-	for o := 0; o < 256; o++ {
-		s := sluice.Outcome(o).String()
-		if s == "unknown" {
-			break
-		}
-		labels = append(labels, s)
-	}
-	return labels
-}()
 
 // New returns a collector configured by cfg. It fails on an invalid
 // configuration (a bad namespace or constant label, buckets not strictly
@@ -321,9 +299,9 @@ func (c *Collector) newOutcomeCounters(rule string) *outcomeCounters {
 	// UTF-8.
 	oc := &outcomeCounters{
 		label:    strings.ToValidUTF8(rule, "\uFFFD"),
-		counters: make([]prometheus.Counter, len(outcomeLabels)),
+		counters: make([]prometheus.Counter, len(obs.OutcomeLabels)),
 	}
-	for i, o := range outcomeLabels {
+	for i, o := range obs.OutcomeLabels {
 		oc.counters[i] = c.decisions.WithLabelValues(oc.label, o)
 	}
 	oc.remembered = c.remembered.WithLabelValues(oc.label)

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/obs"
 	"go.opentelemetry.io/otel/attribute"
 )
 
@@ -20,14 +21,7 @@ const DefaultMaxRules = 1000
 // seconds, of sluice.store.call.duration: 50 µs to 1 s in 1-2.5-5 steps,
 // with the default latency budget (50 ms) as a boundary, as the metrics
 // package's histogram has them. Each call returns a new slice.
-func DefaultBuckets() []float64 {
-	return []float64{
-		0.00005, 0.0001, 0.00025, 0.0005,
-		0.001, 0.0025, 0.005,
-		0.01, 0.025, 0.05,
-		0.1, 0.25, 0.5, 1,
-	}
-}
+func DefaultBuckets() []float64 { return obs.DefaultBuckets() }
 
 // Option configures a [Recorder]. The With functions return them.
 type Option interface {

@@ -81,20 +81,6 @@ type ruleAttrs struct {
 	rule     []metric.AddOption   // sluice.rule alone
 }
 
-// outcomeLabels are the labels of every known sluice.Outcome, in order,
-// read from Outcome.String.
-var outcomeLabels = func() []string {
-	var labels []string
-	for o := 0; o < 256; o++ {
-		s := sluice.Outcome(o).String()
-		if s == "unknown" {
-			break
-		}
-		labels = append(labels, s)
-	}
-	return labels
-}()
-
 // New returns a recorder whose instruments come from mp's meter of scope
 // [ScopeName]. A nil provider, an invalid option, or an instrument the
 // provider refuses is an error; the first two wrap
@@ -218,8 +204,8 @@ func (r *Recorder) rule(name string) *ruleAttrs { return r.rules.Get(name) }
 // newRuleAttrs builds the measurement options of a rule name.
 func (r *Recorder) newRuleAttrs(name string) *ruleAttrs {
 	label := strings.ToValidUTF8(name, "\uFFFD")
-	ra := &ruleAttrs{label: label, outcomes: make([][]metric.AddOption, len(outcomeLabels))}
-	for i, o := range outcomeLabels {
+	ra := &ruleAttrs{label: label, outcomes: make([][]metric.AddOption, len(obs.OutcomeLabels))}
+	for i, o := range obs.OutcomeLabels {
 		ra.outcomes[i] = []metric.AddOption{r.set(keyRule.String(label), keyOutcome.String(o))}
 	}
 	ra.unknown = []metric.AddOption{r.set(keyRule.String(label), keyOutcome.String("unknown"))}

@@ -113,9 +113,11 @@ type Config struct {
 	// than this, later Takes that need that bucket at the refused cost (a
 	// token bucket's, at that cost or more) are refused in process, with no
 	// script call (their results are marked [sluice.Result.Remembered]). So
-	// a flood of refused requests costs Redis at most one script call per
-	// refused bucket per RememberRefusals and per process, whatever its
-	// rate.
+	// a flood on a refused bucket costs Redis, per process, one script call
+	// every min(RetryAfter, RememberRefusals) for each of the bucket's
+	// checks in flight when the memory lapses, plus one per request
+	// admitted: a number of calls a second whatever the flood's rate, and
+	// a cost per request that falls as the rate grows.
 	//
 	// It is exact while others only consume: a refused bucket cannot admit
 	// that cost before its RetryAfter, counted from when the call was sent.

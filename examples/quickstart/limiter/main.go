@@ -1,5 +1,9 @@
-// Command limiter runs export jobs at most 10 a minute per tenant, without
-// HTTP: a sluice.Limiter over Redis, shared by every process that runs jobs.
+// Command limiter runs export jobs at 10 a minute per tenant, without HTTP:
+// a sluice.Limiter over Redis, shared by every process that runs jobs. The
+// token bucket (the default) lets a tenant's first 10 go at once, then one
+// every 6 s: up to 19 within a minute. For at most 10 in any minute, use
+// sluice.PerMinute(10).WithBurst(1) (one every 6 s) or add
+// sluice.WithAlgorithm(sluice.SlidingLog).
 package main
 
 import (
