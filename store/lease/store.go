@@ -41,6 +41,7 @@ var (
 	_ sluice.InProcessStore  = (*Store)(nil)
 	_ sluice.LocalStore      = (*Store)(nil)
 	_ sluice.InstanceCounter = (*Store)(nil)
+	_ sluice.ObserverSource  = (*Store)(nil)
 )
 
 // New returns a lease store over backing. It leases only when backing
@@ -101,6 +102,20 @@ func (s *Store) Instances() int {
 func (s *Store) InProcess() bool {
 	ip, ok := s.backing.(sluice.InProcessStore)
 	return ok && ip.InProcess()
+}
+
+// Observer returns the backing store's observer (see
+// [sluice.ObserverSource]), or nil when it has none: the Redis store's
+// Config.Events when that is a [sluice.Observer], as the metrics
+// package's Collector is. A middleware on the lease store so reports its
+// decisions and store calls where it would on the backing store: a
+// collector set as the Redis store's Config.Events sees them whether or
+// not the store is wrapped in leases.
+func (s *Store) Observer() sluice.Observer {
+	if src, ok := s.backing.(sluice.ObserverSource); ok {
+		return src.Observer()
+	}
+	return nil
 }
 
 // micros returns the time leases expire by, in µs.
