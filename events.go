@@ -64,6 +64,18 @@ type StoreEvents interface {
 	ScriptReloaded(endpoint string)
 }
 
+// BreakerStartedEvents is an optional interface of [StoreEvents]: a store
+// reports to it each circuit breaker it starts, closed, before any call
+// goes through it (the Redis store: its endpoint's when it is created; on
+// Cluster each master's, and with Sentinel each primary's, when first
+// called), so that a breaker's state is known from the start, not from its
+// first transition. The metrics package implements it.
+type BreakerStartedEvents interface {
+	// BreakerStarted reports that the circuit breaker of endpoint started,
+	// closed.
+	BreakerStarted(endpoint string)
+}
+
 // StateHealedEvents is an optional interface of [StoreEvents]: a store
 // reports to it each bucket it found holding something that is not a
 // bucket's state (a key of another type, a value that does not parse) and

@@ -1,21 +1,52 @@
 package sluice
 
-import "context"
+import (
+	"context"
+	"reflect"
+)
 
 // Observers returns an [Observer] that forwards every decision, and every
 // store call (see [StoreCallObserver]), to each of obs in turn: metrics and
-// a custom sink side by side. nil observers are skipped.
+// a custom sink side by side. nil observers are skipped, and so is an
+// observer given again (directly or within another Observers): a collector
+// named twice counts each decision once.
 func Observers(obs ...Observer) Observer {
 	var m multiObserver
 	for _, o := range obs {
-		if o != nil {
-			m = append(m, o)
-		}
+		m = m.add(o)
 	}
 	return m
 }
 
 type multiObserver []Observer
+
+// add returns m with o, unless o is nil or m has it already; the
+// observers of a multiObserver are added one by one.
+func (m multiObserver) add(o Observer) multiObserver {
+	switch o := o.(type) {
+	case nil:
+		return m
+	case multiObserver:
+		for _, inner := range o {
+			m = m.add(inner)
+		}
+		return m
+	}
+	for _, have := range m {
+		if sameObserver(have, o) {
+			return m
+		}
+	}
+	return append(m, o)
+}
+
+// sameObserver reports whether a and b are one observer: equal values of
+// one comparable type (such as the same pointer). Values that cannot be
+// compared (a function, a slice) are never the same.
+func sameObserver(a, b Observer) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Type() == vb.Type() && va.Comparable() && vb.Comparable() && a == b
+}
 
 // Observe forwards d to every observer.
 func (m multiObserver) Observe(ctx context.Context, d Decision) {

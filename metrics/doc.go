@@ -13,11 +13,14 @@
 //	limiter, err := middleware.New(store, set) // observed by c
 //	mux.Handle("/metrics", promhttp.Handler())
 //
-// Through Events the store also reports circuit-breaker transitions,
-// script reloads and healed keys. Over the in-process store, give it to the middleware:
-// middleware.WithObserver(c). An explicit WithObserver also replaces the
-// store's collector for that middleware; to combine the two, use
-// [sluice.Observers](c, other).
+// A lease store wrapping that store passes its observer on
+// (lease.Store.Observer), so a middleware on the lease store reports to c
+// as well. Through Events the store also reports circuit-breaker starts
+// and transitions, script reloads and healed keys. Over the in-process
+// store, give it to the middleware: middleware.WithObserver(c). An
+// explicit WithObserver also replaces the store's collector for that
+// middleware; to combine the two, use [sluice.Observers](c, other), which
+// counts each decision once even where both are c.
 //
 // # Metrics
 //
@@ -26,7 +29,7 @@
 // sluice_refusals_remembered_total{rule},
 // sluice_store_call_duration_seconds{result} (buckets [DefaultBuckets]),
 // sluice_store_errors_total{kind, ambiguous} (kind is [ErrorKind]'s
-// answer), sluice_breaker_state{endpoint} and
+// answer), sluice_breaker_state{endpoint} (from the breaker's start) and
 // sluice_breaker_transitions_total{endpoint, from, to},
 // sluice_script_reloads_total{endpoint}, sluice_state_healed_total{endpoint},
 // sluice_store_evicting{endpoint}, sluice_memstore_evictions_total (give the

@@ -63,7 +63,8 @@ type Config struct {
 //
 // It implements [prometheus.Collector], [sluice.Observer],
 // [sluice.StoreCallObserver], [sluice.ResetObserver], [sluice.StoreEvents],
-// [sluice.StateHealedEvents] and [sluice.EvictionPolicyEvents]. Create it with [New].
+// [sluice.BreakerStartedEvents], [sluice.StateHealedEvents] and
+// [sluice.EvictionPolicyEvents]. Create it with [New].
 // It is safe for concurrent use.
 type Collector struct {
 	decisions   *prometheus.CounterVec
@@ -327,15 +328,6 @@ func (c *Collector) ObserveStoreCall(_ context.Context, call sluice.StoreCall) {
 	c.errCounters[k][a].Inc()
 }
 
-// BreakerChanged sets sluice_breaker_state of endpoint to the value of to
-// and counts the change in sluice_breaker_transitions_total. It implements
-// [sluice.StoreEvents].
-func (c *Collector) BreakerChanged(endpoint string, from, to sluice.BreakerState) {
-	endpoint = strings.ToValidUTF8(endpoint, "\uFFFD")
-	c.breaker.WithLabelValues(endpoint).Set(float64(to))
-	c.transitions.WithLabelValues(endpoint, from.String(), to.String()).Inc()
-}
-
 // ScriptReloaded counts a script reload of endpoint in
 // sluice_script_reloads_total. It implements [sluice.StoreEvents].
 func (c *Collector) ScriptReloaded(endpoint string) {
@@ -390,6 +382,7 @@ var (
 	_ sluice.Observer             = (*Collector)(nil)
 	_ sluice.StoreCallObserver    = (*Collector)(nil)
 	_ sluice.StoreEvents          = (*Collector)(nil)
+	_ sluice.BreakerStartedEvents = (*Collector)(nil)
 	_ sluice.StateHealedEvents    = (*Collector)(nil)
 	_ sluice.EvictionPolicyEvents = (*Collector)(nil)
 )

@@ -12,13 +12,14 @@
 // A [Recorder] is attached through the same single hook as the metrics
 // package's Collector: the Redis store's Config.Events. The store is then
 // a [sluice.ObserverSource], so the HTTP middleware, the gRPC
-// interceptors and the Envoy service on it report their decisions and
-// store calls to the recorder too, and the store reports its breaker,
-// script reloads, healed keys and eviction policy. Over the in-process
+// interceptors and the Envoy service on it, or on a lease store wrapping
+// it, report their decisions and store calls to the recorder too, and the
+// store reports its breaker (from its start), script reloads, healed keys
+// and eviction policy. Over the in-process
 // store, give it to the middleware (middleware.WithObserver) and to
-// memstore.Config.Events; to a lease store, as lease.Config.Observer. To
-// feed the Prometheus collector as well, combine them with
-// [sluice.Observers](rec, collector).
+// memstore.Config.Events; for a lease store's own instruments, as
+// lease.Config.Observer. To feed the Prometheus collector as well,
+// combine them with [sluice.Observers](rec, collector).
 //
 // # Instruments
 //
@@ -40,7 +41,7 @@
 //	    true when the call may have been applied (sluice.IsAmbiguous).
 //	sluice.breaker.state          gauge    1           sluice.store.endpoint, sluice.breaker.state
 //	    1 for an endpoint's current state (closed, open, half_open), 0 for
-//	    the others.
+//	    the others; from the breaker's start.
 //	sluice.breaker.transitions    counter  {transition}  sluice.store.endpoint, sluice.breaker.from, sluice.breaker.to
 //	sluice.store.script.reloads   counter  {reload}    sluice.store.endpoint
 //	sluice.store.heals            counter  {key}       sluice.store.endpoint

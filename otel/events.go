@@ -25,16 +25,33 @@ var breakerStates = []sluice.BreakerState{sluice.BreakerClosed, sluice.BreakerOp
 // (1 for to, 0 for the other states) and counts the change in
 // sluice.breaker.transitions. It implements [sluice.StoreEvents].
 func (r *Recorder) BreakerChanged(e string, from, to sluice.BreakerState) {
-	ctx := context.Background()
+	r.breakers.Store(e, struct{}{})
 	ep := endpoint(e)
+	r.breakerState(ep, to)
+	r.transitions.Add(context.Background(), 1, r.set(ep, keyFrom.String(from.String()), keyTo.String(to.String())))
+}
+
+// BreakerStarted records endpoint's breaker as closed in
+// sluice.breaker.state when it has no state recorded yet: a breaker is
+// shown from its start, not from its first transition. It implements
+// [sluice.BreakerStartedEvents].
+func (r *Recorder) BreakerStarted(e string) {
+	if _, seen := r.breakers.LoadOrStore(e, struct{}{}); !seen {
+		r.breakerState(endpoint(e), sluice.BreakerClosed)
+	}
+}
+
+// breakerState records sluice.breaker.state of endpoint ep: 1 for state,
+// 0 for the others.
+func (r *Recorder) breakerState(ep attribute.KeyValue, state sluice.BreakerState) {
+	ctx := context.Background()
 	for _, s := range breakerStates {
 		v := int64(0)
-		if s == to {
+		if s == state {
 			v = 1
 		}
 		r.breaker.Record(ctx, v, r.set(ep, keyState.String(s.String())))
 	}
-	r.transitions.Add(ctx, 1, r.set(ep, keyFrom.String(from.String()), keyTo.String(to.String())))
 }
 
 // ScriptReloaded counts a script reload of endpoint in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/obs"
@@ -34,7 +35,8 @@ const (
 // documentation for the list). Attach it where the metrics package's
 // Collector would go: it implements [sluice.Observer],
 // [sluice.StoreCallObserver], [sluice.ResetObserver],
-// [sluice.StoreEvents], [sluice.StateHealedEvents],
+// [sluice.StoreEvents], [sluice.BreakerStartedEvents],
+// [sluice.StateHealedEvents],
 // [sluice.EvictionPolicyEvents], the memory store's Events and the lease
 // store's Observer and RefundObserver. Create it with [New]. It is safe
 // for concurrent use.
@@ -47,6 +49,7 @@ type Recorder struct {
 	latency        metric.Float64Histogram
 	storeErrors    metric.Int64Counter
 	breaker        metric.Int64Gauge
+	breakers       sync.Map // endpoint → struct{}: the endpoints sluice.breaker.state has points of
 	transitions    metric.Int64Counter
 	reloads        metric.Int64Counter
 	heals          metric.Int64Counter
@@ -243,6 +246,7 @@ var (
 	_ sluice.StoreCallObserver    = (*Recorder)(nil)
 	_ sluice.ResetObserver        = (*Recorder)(nil)
 	_ sluice.StoreEvents          = (*Recorder)(nil)
+	_ sluice.BreakerStartedEvents = (*Recorder)(nil)
 	_ sluice.StateHealedEvents    = (*Recorder)(nil)
 	_ sluice.EvictionPolicyEvents = (*Recorder)(nil)
 )

@@ -17,10 +17,12 @@ import (
 
 // TestOverCluster runs the lease tests that share one Redis Cluster (3
 // masters with a replica each): the conformance suite, and a request
-// whose rules lie in different slots.
+// whose rules lie in different slots, and a collector counting through
+// leases.
 func TestOverCluster(t *testing.T) {
 	c := redistest.StartCluster(t, redistest.ClusterOptions{})
 	t.Run("CrossSlotRefusal", func(t *testing.T) { testCrossSlotRefusal(t, c) })
+	t.Run("CollectorThroughLeases", func(t *testing.T) { testCollectorThroughLeasesOverCluster(t, c) })
 	t.Run("Conformance", func(t *testing.T) {
 		storetest.Run(t, leaseHarnesses(func(t *testing.T, clock *storetest.Clock) sluice.Store {
 			return clusterStore(t, c, clock)

@@ -71,15 +71,14 @@ type Config struct {
 }
 
 const (
-	defaultTTL         = 2 * time.Second
-	defaultMaxLease    = 64
-	defaultBudget      = 0.05
-	defaultMaxKeys     = 1 << 16
-	defaultMaxRules    = 256
-	defaultTopK        = 16
-	defaultSweep       = time.Second
-	maxTopK            = 256
-	minLeaseForLeasing = 2
+	defaultTTL      = 2 * time.Second
+	defaultMaxLease = 64
+	defaultBudget   = 0.05
+	defaultMaxKeys  = 1 << 16
+	defaultMaxRules = 256
+	defaultTopK     = 16
+	defaultSweep    = time.Second
+	maxTopK         = 256
 )
 
 // validate reports the first field of c that is invalid, in an error

@@ -82,4 +82,12 @@
 // file), so wrapping the store is the only other step:
 //
 //	store, err := lease.New(redisStore, lease.Config{Instances: 4})
+//
+// # Metrics
+//
+// The lease store passes on the backing store's observer
+// ([Store.Observer]): a collector set as the Redis store's Config.Events
+// counts the decisions and store calls of a middleware on the lease store
+// as it does on the Redis store alone. Config.Observer receives the lease
+// store's own events (refills, give-backs, hot keys).
 package lease

@@ -2,7 +2,7 @@ package lease
 
 // HotTracked returns how many rules have a hot-key detector and how many
 // keys they track in all.
-func HotTracked(s *Store) (rules, keys int) { return s.hot.Len() }
+func HotTracked(s *Store) (rules, keys int) { return s.hot.rules.Len() }
 
 // SplitLimit is splitLimit, for the tests of package lease_test.
 var SplitLimit = splitLimit

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"hash/fnv"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 
@@ -22,53 +23,75 @@ import (
 // key of a rule that splits them.
 type detector = hotkey.Detector[*split]
 
-// split is a hot key's sub-buckets, made when it turns hot: their keys
-// and the number of requests that used one, which chooses the next.
-type split struct {
-	keys []string
-	used atomic.Uint64
+// hotKeys holds the hot-key detectors of the rules (policies) seen, and
+// says when a key turns hot or cools.
+type hotKeys struct {
+	rules *hotkey.Table[*sluice.LeasePolicy, *split]
+	topK  int
+	log   *slog.Logger
+	obs   Observer
+}
+
+// newHotKeys returns the detectors of up to maxRules rules, each tracking
+// topK keys, which tell log and obs of the keys turning hot and cooling.
+func newHotKeys(maxRules, topK int, log *slog.Logger, obs Observer) *hotKeys {
+	hk := &hotKeys{topK: topK, log: log, obs: obs}
+	hk.rules = hotkey.NewTable(maxRules, hk.config)
+	return hk
 }
 
 // detector returns p's detector, or nil when p detects nothing.
-func (s *Store) detector(p *sluice.LeasePolicy) *detector {
+func (hk *hotKeys) detector(p *sluice.LeasePolicy) *detector {
 	if p == nil || p.HotKeys.Threshold <= 0 {
 		return nil
 	}
-	return s.hot.Get(p)
+	return hk.rules.Get(p)
 }
 
-// hotConfig returns the configuration of p's detector: a key turning hot
-// or cooling is logged and told to the observer, and a key of a rule
-// that splits gets its sub-bucket keys when it turns hot.
-func (s *Store) hotConfig(p *sluice.LeasePolicy) hotkey.Config[*split] {
-	handling := handling(p)
+// lookup returns pol's detector (nil when pol detects nothing), whether
+// key is hot under it at now, and the sub-buckets of a hot key pol
+// splits.
+func (hk *hotKeys) lookup(pol *sluice.LeasePolicy, key string, now int64) (d *detector, sp *split, hot bool) {
+	d = hk.detector(pol)
+	if d == nil {
+		return nil, nil, false
+	}
+	sp, hot = d.Lookup(key, now)
+	return d, sp, hot
+}
+
+// config returns the configuration of p's detector: a key turning hot or
+// cooling is logged and told to the observer, and a key of a rule that
+// splits gets its sub-bucket keys when it turns hot.
+func (hk *hotKeys) config(p *sluice.LeasePolicy) hotkey.Config[*split] {
+	handling := handlingOf(p)
 	return hotkey.Config[*split]{
 		Threshold: p.HotKeys.Threshold,
-		TopK:      s.cfg.TopK,
+		TopK:      hk.topK,
 		OnHot: func(key string) *split {
-			s.turned(p, key, true, handling)
+			hk.turned(p, key, true, handling)
 			if p.HotKeys.Split < 2 {
 				return nil
 			}
 			return &split{keys: subKeys(key, p.HotKeys.Split)}
 		},
-		OnCool: func(key string) { s.turned(p, key, false, handling) },
+		OnCool: func(key string) { hk.turned(p, key, false, handling) },
 	}
 }
 
 // turned says in the log and to the observer that key turned hot or
 // cooled.
-func (s *Store) turned(p *sluice.LeasePolicy, key string, hot bool, handling string) {
+func (hk *hotKeys) turned(p *sluice.LeasePolicy, key string, hot bool, handling string) {
 	msg := "sluice: key cooled"
 	if hot {
 		msg = "sluice: key turned hot"
 	}
-	s.cfg.Logger.Info(msg, "rule", p.Rule, "key_hash", keyHash(key), "handling", handling)
-	s.obs.HotKey(p.Rule, hot, handling)
+	hk.log.Info(msg, "rule", p.Rule, "key_hash", keyHash(key), "handling", handling)
+	hk.obs.HotKey(p.Rule, hot, handling)
 }
 
-// handling names what p does with a hot key, for logs and metrics.
-func handling(p *sluice.LeasePolicy) string {
+// handlingOf names what p does with a hot key, for logs and metrics.
+func handlingOf(p *sluice.LeasePolicy) string {
 	h := p.HotKeys
 	switch {
 	case h.Lease && h.Split >= 2:
@@ -81,57 +104,25 @@ func handling(p *sluice.LeasePolicy) string {
 	return "none"
 }
 
-// hotKey reports whether h's key is hot under its rule's detector, and
-// returns the detector. When the key is split and h is not leased, it
-// sets p.sub to the hit on the sub-bucket h uses, taking the next one in
-// turn.
-func (s *Store) hotKey(pol *sluice.LeasePolicy, h *sluice.Hit, now, kmax, c int64, p *plan) (bool, *detector) {
-	d := s.detector(pol)
-	if d == nil {
-		return false, nil
-	}
-	sp, hot := d.Lookup(h.Key, now)
-	if !hot {
-		return false, d
-	}
-	leased := pol.Enabled || pol.HotKeys.Lease
-	if sp == nil || h.Peek || leased && kmax > 0 && c <= h.Limit.Capacity() {
-		return true, d
-	}
-	if sub, ok := splitLimit(h.Limit, h.Algorithm, len(sp.keys), c); ok {
-		n := sp.used.Add(1) - 1
-		p.sub = *h
-		p.sub.Key, p.sub.Limit = sp.keys[n%uint64(len(sp.keys))], sub
-		p.split = true
-	}
-	return true, d
+// split is a hot key's sub-buckets, made when it turns hot: their keys
+// and the number of requests that used one, which chooses the next.
+type split struct {
+	keys []string
+	used atomic.Uint64
 }
 
-// observeAnswered counts toward hot-key detection the hits of a request
-// answered by the memory of refusals, with no backing call: as each would
-// have been counted had the request gone to the backing store, so a key
-// flooded while over its limit turns hot (and splits) as any other.
-func (s *Store) observeAnswered(hits []sluice.Hit) {
-	if s.refunder == nil {
-		return // nothing is detected over this backing store (see planHit)
+// next returns the hit of cost c on the sub-bucket h uses, taking the
+// next one in turn, or false when h's limit cannot be split that way
+// (see [splitLimit]).
+func (sp *split) next(h *sluice.Hit, c int64) (sluice.Hit, bool) {
+	sub, ok := splitLimit(h.Limit, h.Algorithm, len(sp.keys), c)
+	if !ok {
+		return sluice.Hit{}, false
 	}
-	var now int64
-	read := false
-	for i := range hits {
-		h := &hits[i]
-		pol := s.policy(h)
-		if !pol.Active() || h.Shadow || h.MinCost != 0 || h.Peek {
-			continue
-		}
-		d := s.detector(pol)
-		if d == nil {
-			continue
-		}
-		if !read {
-			now, read = s.now(), true
-		}
-		d.Observe(h.Key, h.Units(), now)
-	}
+	n := sp.used.Add(1) - 1
+	sh := *h
+	sh.Key, sh.Limit = sp.keys[n%uint64(len(sp.keys))], sub
+	return sh, true
 }
 
 // subKeys returns the n sub-bucket keys of key. They start with a NUL

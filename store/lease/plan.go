@@ -17,6 +17,9 @@ const (
 	kPeek                   // a peek: the backing's answer plus the lease
 )
 
+// plan is how one hit of a request is decided, and what deciding it holds
+// until the request is settled: tokens reserved from its entry's lease,
+// the entry's refill.
 type plan struct {
 	kind     planKind
 	e        *entry
@@ -31,67 +34,15 @@ type plan struct {
 	sub      sluice.Hit
 }
 
-// plan decides what each hit needs, reserving local tokens and claiming
-// refills. When a refill it needs is in flight in another call and it may
-// wait, it returns that refill's channel, holding nothing (undo releases
-// what it reserved): a call waits only while it owns no refill, so two
-// calls never wait for each other.
-func (s *Store) plan(now int64, hits []sluice.Hit, plans []plan, mayWait bool) <-chan struct{} {
-	if hits[0].Force {
-		for i := range plans {
-			plans[i] = plan{kind: kPass, j: -1}
-		}
-		return nil
-	}
-	for i := range hits {
-		if busy := s.planHit(now, &hits[i], &plans[i], mayWait); busy != nil {
-			return busy
-		}
-	}
-	return nil
-}
-
-// planHit plans h into p: it passes through unless its bucket is leased;
-// a leased hit is served from its lease when the lease holds its cost,
-// else planned by planRefill. It returns the channel of a refill in
-// flight to wait for, or nil.
-func (s *Store) planHit(now int64, h *sluice.Hit, p *plan, mayWait bool) <-chan struct{} {
-	*p = plan{j: -1}
-	pol := s.policy(h)
-	if s.refunder == nil || !pol.Active() || h.Shadow || h.MinCost != 0 {
-		return nil
-	}
-	c := h.Units()
-	kmax := s.kmax(h, pol)
-	hot, det := s.hotKey(pol, h, now, kmax, c, p)
-	p.det = det
-	leased := pol.Enabled || hot && pol.HotKeys.Lease
-	if !leased || kmax == 0 || c > h.Limit.Capacity() {
-		return nil
-	}
-	if h.Peek {
-		p.kind = kPeek
-		p.e = s.table.get(h.Key)
-		return nil
-	}
-	e := s.table.getOrCreate(h.Key, now, func() *entry { return s.newEntry(h, pol) })
-	if e == nil || e.limit != h.Limit || e.alg != h.Algorithm {
-		return nil
-	}
-	p.e, p.gen = e, e.gen.Load()
-	if reserve(e, c, now) {
-		p.kind, p.reserved = kLocal, c
-		return nil
-	}
-	return s.planRefill(now, pol, e, c, kmax, p, mayWait)
-}
-
-// planRefill plans, under e's lock, a hit of cost c its lease did not
-// serve: it waits for a refill in flight (returning its channel) or
-// passes through when it may not wait; it is served from the lease when
-// tokens came back meanwhile, refused by the lease's remembered denial of
-// that cost, or else claims the refill.
-func (s *Store) planRefill(now int64, pol *sluice.LeasePolicy, e *entry, c, kmax int64, p *plan, mayWait bool) <-chan struct{} {
+// claim plans, under the lock of p's entry, a hit of cost c under pol
+// that the entry's lease did not serve: it waits for a refill in flight
+// (returning its channel, holding nothing) or passes through when it may
+// not wait; it is served from the lease when tokens came back meanwhile,
+// refused by the lease's remembered denial of that cost, or else claims
+// the refill, of up to kmax tokens. Tokens of a past window it finds held
+// are lost (told to obs).
+func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, mayWait bool, obs Observer) <-chan struct{} {
+	e := p.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
@@ -100,7 +51,7 @@ func (s *Store) planRefill(now int64, pol *sluice.LeasePolicy, e *entry, c, kmax
 	case e.refilling != nil:
 		p.e = nil // pass through this time
 		return nil
-	case reserve(e, c, now):
+	case e.reserve(c, now):
 		p.kind, p.reserved = kLocal, c
 		return nil
 	case now < e.deny.until && c == e.deny.cost:
@@ -112,7 +63,7 @@ func (s *Store) planRefill(now int64, pol *sluice.LeasePolicy, e *entry, c, kmax
 	// worth nothing.
 	held := e.left.Swap(0)
 	if held > 0 && e.interval == 0 && now >= e.windowEnd() {
-		s.obs.LeaseLost(pol.Rule, held) // tokens of a past window
+		obs.LeaseLost(pol.Rule, held) // tokens of a past window
 		held = 0
 	}
 	if held >= c { // a refund came back meanwhile
@@ -130,60 +81,97 @@ func (s *Store) planRefill(now int64, pol *sluice.LeasePolicy, e *entry, c, kmax
 	return nil
 }
 
-// reserve takes c tokens from e's lease if it is live and holds them.
-func reserve(e *entry, c, now int64) bool {
-	for {
-		l := e.left.Load()
-		if l < c || !e.live(now) {
-			return false
-		}
-		if e.left.CompareAndSwap(l, l-c) {
-			return true
-		}
+// undo gives back what p reserved and releases the refill it claimed,
+// for a request that is not admitted or must start over.
+func (p *plan) undo() {
+	if p.reserved > 0 {
+		p.e.putBack(p.gen, p.reserved)
+	}
+	p.reserved = 0
+	if p.marked {
+		p.e.mu.Lock()
+		p.e.endRefill()
+		p.e.mu.Unlock()
+		p.marked = false
 	}
 }
 
-// undo gives back what plans reserved and releases the refills they
-// claimed, for a request that is not admitted or must start over.
-func (s *Store) undo(plans []plan) {
+// undoAll undoes every plan of a request.
+func undoAll(plans []plan) {
 	for i := range plans {
-		p := &plans[i]
-		if p.reserved > 0 && p.e.keep(p.gen) {
-			p.e.left.Add(p.reserved)
-		}
-		p.reserved = 0
-		if p.marked {
-			p.e.mu.Lock()
-			close(p.e.refilling)
-			p.e.refilling = nil
-			p.e.mu.Unlock()
-			p.marked = false
-		}
+		plans[i].undo()
 	}
 }
 
-func (s *Store) newEntry(h *sluice.Hit, pol *sluice.LeasePolicy) *entry {
-	e := &entry{limit: h.Limit, alg: h.Algorithm, policy: pol}
-	if h.Algorithm == sluice.TokenBucket {
-		e.interval = h.Limit.IntervalMicros()
+// backingHit returns the hit p sends to the backing store for h, and
+// whether it sends one: a refill asks for up to upTo tokens, at least
+// need; a hit its remembered denial refused goes as it is (it is sent
+// only when the backing store is called anyway), as does a peek; a split
+// hit goes to its sub-bucket.
+func (p *plan) backingHit(h sluice.Hit) (sluice.Hit, bool) {
+	switch p.kind {
+	case kLocal:
+		return h, false
+	case kRefill:
+		h.Cost, h.MinCost = p.upTo, p.need
+	case kDeny:
+		p.kind = kPass
+		fallthrough
+	case kPass:
+		if p.split {
+			h = p.sub
+		}
 	}
-	ttl := s.cfg.TTL
-	if pol.TTL > 0 {
-		ttl = pol.TTL
-	}
-	e.ttl = int64(ttl / time.Microsecond)
-	return e
+	return h, true
 }
 
-// kmax returns the largest lease h's bucket may take under pol: the drift
-// bound, the store's cap and the policy's.
-func (s *Store) kmax(h *sluice.Hit, pol *sluice.LeasePolicy) int64 {
-	k := min(MaxLease(h.Limit, h.Algorithm, s.instances(), s.cfg.DriftBudget), s.cfg.MaxLease)
-	if pol.MaxLease > 0 {
-		k = min(k, pol.MaxLease)
+// refill returns the refill p made for h as the backing store took it
+// (receipt rc), for give-backs: nothing of it goes back when own (the
+// hit's receipt is rc: the caller may refund it).
+func (p *plan) refill(h *sluice.Hit, rc sluice.Receipt, own bool) take {
+	t := take{hit: *h, receipt: rc, left: rc.Taken}
+	if own {
+		t.left = 0
 	}
-	if k < minLeaseForLeasing {
-		return 0
+	t.hit.Lease = p.e.policy // names the rule when the policy is the default
+	t.hit.Cost, t.hit.MinCost = p.upTo, p.need
+	return t
+}
+
+// settleLocal writes to out the result of a hit decided in process:
+// served from p's lease (given back when the request is not admitted), or
+// refused by the lease's remembered denial.
+func (p *plan) settleLocal(now int64, out *sluice.Result, admitted bool) {
+	switch p.kind {
+	case kLocal:
+		left := p.e.left.Load()
+		if !admitted {
+			left = p.e.putBack(p.gen, p.reserved)
+			p.reserved = 0
+		}
+		p.e.report(now, left, out)
+		out.Allowed = true
+		if admitted {
+			out.Receipt = localReceipt(p.reserved, p.gen, p.e.served.Add(p.reserved))
+		}
+	case kDeny:
+		*out = p.e.denied(now)
 	}
-	return k
+}
+
+// refused returns the result of p's refill for h in a request that was
+// not admitted, r being the backing store's answer: the tokens p held
+// count as in the bucket, and go back to the lease; a refusal of the
+// refill itself is remembered.
+func (p *plan) refused(now int64, h *sluice.Hit, r sluice.Result) sluice.Result {
+	held := p.reserved
+	r.Remaining = min(h.Limit.Capacity(), r.Remaining+held)
+	r.Receipt = sluice.Receipt{}
+	r.Limit = h.Limit
+	if p.e.interval > 0 {
+		r.ResetAfter = max(0, r.ResetAfter-time.Duration(held*p.e.interval)*time.Microsecond)
+	}
+	p.e.refused(now, h.Units(), held, p.gen, r)
+	p.marked, p.reserved = false, 0
+	return r
 }

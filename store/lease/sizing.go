@@ -7,6 +7,10 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
+// minLeaseForLeasing is the least K worth a lease: a bound below it
+// leaves the bucket unleased.
+const minLeaseForLeasing = 2
+
 // MaxLease returns the largest K a lease of a bucket with limit l may take
 // when instances processes share it, within the drift budget (a share of
 // burst + 60 s × rate, such as 0.05), or 0 when the bucket cannot be

@@ -3,14 +3,12 @@ package lease
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/refusal"
-	"github.com/sluicehq/sluice/store/lease/internal/hotkey"
 )
 
 // Store serves leased buckets in process and passes everything else to
@@ -25,8 +23,8 @@ type Store struct {
 	epoch     time.Time
 	epochU    int64
 	table     table
-	hot       *hotkey.Table[*sluice.LeasePolicy, *split]
-	scratch   sync.Pool
+	hot       *hotKeys
+	scratches sync.Pool // of *scratch
 	closed    atomic.Bool
 	givenBack atomic.Bool  // Close is giving every lease back: later refills' tokens are lost
 	calls     sync.RWMutex // held for reading by calls that may change leases; Close takes it to wait for them
@@ -37,62 +35,14 @@ type Store struct {
 	counter   sluice.InstanceCounter // the backing store's, or nil
 }
 
-var _ sluice.InstanceCounter = (*Store)(nil)
-
-// instances returns how many processes share the backing store: the
-// configured number, else the backing store's count, at least 1.
-func (s *Store) instances() int {
-	switch {
-	case s.cfg.Instances > 0:
-		return s.cfg.Instances
-	case s.counter != nil:
-		return max(s.counter.Instances(), 1)
-	}
-	return 1
-}
-
-// Instances returns how many processes share the backing store (see
-// [sluice.InstanceCounter]): Config.Instances when set, else the backing
-// store's count, or 0 when it does not count.
-func (s *Store) Instances() int {
-	switch {
-	case s.cfg.Instances > 0:
-		return s.cfg.Instances
-	case s.counter != nil:
-		return s.counter.Instances()
-	}
-	return 0
-}
-
 var (
-	_ sluice.Refunder       = (*Store)(nil)
-	_ sluice.Resetter       = (*Store)(nil)
-	_ sluice.InProcessStore = (*Store)(nil)
-	_ sluice.LocalStore     = (*Store)(nil)
+	_ sluice.Refunder        = (*Store)(nil)
+	_ sluice.Resetter        = (*Store)(nil)
+	_ sluice.InProcessStore  = (*Store)(nil)
+	_ sluice.LocalStore      = (*Store)(nil)
+	_ sluice.InstanceCounter = (*Store)(nil)
+	_ sluice.ObserverSource  = (*Store)(nil)
 )
-
-// A receipt of a hit served from a lease has a negative Seq (the backing
-// stores' sequence numbers are never negative); Mark is the lease's
-// generation. Seq names the hit's tokens: the low placeBits bits are the
-// place of its first token in the key's count of tokens served
-// (entry.served, modulo 2^placeBits), the bits above them its cost
-// (capped at costMask). So a refund gives back only tokens this receipt
-// took, each once (see [entry.redeem]), whatever Receipt.Taken says.
-const (
-	placeBits = 40
-	placeMask = 1<<placeBits - 1
-	costMask  = 1<<(63-placeBits) - 1
-)
-
-// localReceipt returns the receipt of a hit served from the lease of
-// generation gen: taken tokens, the last of them at place end-1.
-func localReceipt(taken, gen, end int64) sluice.Receipt {
-	place := (end - taken) & placeMask
-	return sluice.Receipt{Taken: taken, Mark: gen, Seq: math.MinInt64 | min(taken, costMask)<<placeBits | place}
-}
-
-// isLocal reports whether rc is the receipt of a hit served from a lease.
-func isLocal(rc sluice.Receipt) bool { return rc.Seq < 0 }
 
 // New returns a lease store over backing. It leases only when backing
 // implements [sluice.Refunder]: a refill takes up to K tokens with a
@@ -124,15 +74,28 @@ func New(backing sluice.Store, cfg Config) (*Store, error) {
 		cfg.Logger.Warn("sluice: lease store assumes one instance: set lease.Config.Instances to the number of processes sharing the store, which bounds the drift (Instances × K)")
 	}
 	if ip, ok := backing.(sluice.InProcessStore); !ok || !ip.InProcess() {
-		s.refusals = refusal.New(cfg.RememberRefusals, cfg.RefusalMemory, func() int64 { return s.now() * int64(time.Microsecond) })
+		s.refusals = refusal.New(cfg.RememberRefusals, cfg.RefusalMemory, func() int64 { return s.micros() * int64(time.Microsecond) })
 	}
 	s.table.init(cfg.MaxKeys)
-	s.hot = hotkey.NewTable(cfg.MaxRules, s.hotConfig)
+	s.hot = newHotKeys(cfg.MaxRules, cfg.TopK, cfg.Logger, s.obs)
 	if cfg.SweepInterval > 0 {
 		s.done.Add(1)
 		go s.sweepLoop(cfg.SweepInterval)
 	}
 	return s, nil
+}
+
+// Instances returns how many processes share the backing store (see
+// [sluice.InstanceCounter]): Config.Instances when set, else the backing
+// store's count, or 0 when it does not count.
+func (s *Store) Instances() int {
+	switch {
+	case s.cfg.Instances > 0:
+		return s.cfg.Instances
+	case s.counter != nil:
+		return s.counter.Instances()
+	}
+	return 0
 }
 
 // InProcess answers for the backing store (see [sluice.InProcessStore]).
@@ -141,7 +104,22 @@ func (s *Store) InProcess() bool {
 	return ok && ip.InProcess()
 }
 
-func (s *Store) now() int64 {
+// Observer returns the backing store's observer (see
+// [sluice.ObserverSource]), or nil when it has none: the Redis store's
+// Config.Events when that is a [sluice.Observer], as the metrics
+// package's Collector is. A middleware on the lease store so reports its
+// decisions and store calls where it would on the backing store: a
+// collector set as the Redis store's Config.Events sees them whether or
+// not the store is wrapped in leases.
+func (s *Store) Observer() sluice.Observer {
+	if src, ok := s.backing.(sluice.ObserverSource); ok {
+		return src.Observer()
+	}
+	return nil
+}
+
+// micros returns the time leases expire by, in µs.
+func (s *Store) micros() int64 {
 	if s.clock == nil {
 		return s.epochU + int64(time.Since(s.epoch)/time.Microsecond)
 	}
@@ -150,20 +128,52 @@ func (s *Store) now() int64 {
 
 func errClosed() error { return &sluice.StoreError{Op: "lease: take", Kind: sluice.ErrClosed} }
 
-// Take decides hits (see [sluice.Store]) all-or-nothing. A hit of a
-// leased bucket is served from the local lease with no I/O when the lease
-// holds its cost; otherwise the hits that need the backing store (refills
-// of up to K tokens, and the hits that pass through) go to it in one call.
-// The local part is decided first, so the backing store is called only
-// for a request every local lease admits, and a request the backing store
-// refuses gives back what it reserved locally. A backing-store error is
-// returned as it is, so the rule's on_fail applies; leases keep serving
-// until they expire.
-func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
-	if len(hits) == 1 && len(out) > 0 && s.takeLocal(&hits[0], &out[0]) {
-		return nil
+// policyOf returns h's lease policy.
+func (s *Store) policyOf(h *sluice.Hit) *sluice.LeasePolicy {
+	if h.Lease != nil {
+		return h.Lease
 	}
-	if err := sluice.CheckHits(hits, out); err != nil {
+	return s.cfg.Default
+}
+
+// ruleOf names h's rule for the observer.
+func (s *Store) ruleOf(h *sluice.Hit) string {
+	if p := s.policyOf(h); p != nil {
+		return p.Rule
+	}
+	return ""
+}
+
+// kmax returns the largest lease h's bucket may take under pol: the drift
+// bound for the instances sharing the backing store (at least 1), the
+// store's cap and the policy's.
+func (s *Store) kmax(h *sluice.Hit, pol *sluice.LeasePolicy) int64 {
+	k := min(MaxLease(h.Limit, h.Algorithm, max(s.Instances(), 1), s.cfg.DriftBudget), s.cfg.MaxLease)
+	if pol.MaxLease > 0 {
+		k = min(k, pol.MaxLease)
+	}
+	if k < minLeaseForLeasing {
+		return 0
+	}
+	return k
+}
+
+// Refund gives back what hits took (see [sluice.Refunder]). A hit served
+// from a lease goes back into the key's current lease while it is live
+// and no lease of the key went back since the one the hit was served from
+// (refills in between do not matter; a fixed window's new window does);
+// otherwise its tokens went back, or were lost, with the lease: the
+// refund does nothing and is counted as lost (Observer.LeaseLost). Such a
+// receipt gives each of its tokens back once: refunded again, or with a
+// Receipt.Taken larger than the hit took, it gives back nothing more. The
+// store tells apart the last 1,024 tokens served from a key's leases; the
+// tokens of a hit served before them are counted as lost. A refund that
+// gives tokens back clears the key's remembered denial. Other refunds go
+// to the backing store, which bounds them as it does its own; over a
+// backing store that is not a Refunder they are an error wrapping
+// [sluice.ErrInvalidHit].
+func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
+	if err := sluice.CheckRefunds(refunds); err != nil {
 		return fmt.Errorf("lease: %w", err)
 	}
 	s.calls.RLock()
@@ -171,106 +181,124 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if s.closed.Load() {
 		return errClosed()
 	}
-	if s.refusals.Answer(hits, out) {
-		s.observeAnswered(hits)
+	for i := range refunds { // tokens come back: what was refused may pass
+		s.refusals.Forget(refunds[i].Hit.Key)
+	}
+	now := s.micros()
+	var pass []sluice.Refund
+	for i := range refunds {
+		if r := &refunds[i]; isLocal(r.Receipt) {
+			s.refundLocal(now, r)
+		} else {
+			pass = append(pass, *r)
+		}
+	}
+	if len(pass) == 0 {
 		return nil
 	}
-	sent := s.refusals.Now()
-	err := s.takeSlow(ctx, hits, out)
-	if err == nil {
-		s.refusals.Remember(hits, out, sent)
-	}
-	return err
+	return s.refundBacking(ctx, pass)
 }
 
-// TakeLocal decides hits with no I/O when every one of them is a plain hit
-// its lease can serve, and reports true; otherwise it decides and consumes
-// nothing and reports false (see [sluice.LocalStore]). The middleware
-// calls it before Take, so a request served from leases needs no context
-// with a deadline.
-func (s *Store) TakeLocal(hits []sluice.Hit, out []sluice.Result) bool {
-	if len(out) < len(hits) || len(hits) == 0 {
-		return false
-	}
-	if !s.closed.Load() && s.refusals.Answer(hits, out) {
-		s.observeAnswered(hits)
-		return true
-	}
-	for i := range hits {
-		if !s.takeLocal(&hits[i], &out[i]) {
-			// Give back what the earlier hits took: the request is not
-			// decided here.
-			for j := range i {
-				if e := s.table.get(hits[j].Key); e != nil && e.keep(out[j].Receipt.Mark) {
-					e.left.Add(out[j].Receipt.Taken)
-				}
-			}
-			return false
-		}
-	}
-	return true
-}
-
-// takeLocal serves a plain hit from a live lease: no lock, no I/O, no
-// allocation. It reports false when the hit needs the general path.
-func (s *Store) takeLocal(h *sluice.Hit, out *sluice.Result) bool {
-	if h.Peek || h.Force || h.Shadow || h.MinCost != 0 || h.Cost < 0 || h.Key == "" || s.closed.Load() {
-		return false
-	}
-	e := s.table.get(h.Key)
-	if e == nil || e.limit != h.Limit || e.alg != h.Algorithm {
-		return false
-	}
-	now := s.now()
-	c := h.Units()
-	gen := e.gen.Load()
-	for {
-		l := e.left.Load()
-		if l < c || !e.live(now) {
-			return false
-		}
-		if e.left.CompareAndSwap(l, l-c) {
-			e.report(now, l-c, out)
-			out.Allowed = true
-			out.Receipt = localReceipt(c, gen, e.served.Add(c))
-			return true
-		}
-	}
-}
-
-// report fills r with the lease's view: Remaining is the tokens held plus
-// what the backing bucket holds as of the last refill (for a token bucket,
-// refilled at its rate since, as a process alone would see it); ResetAfter
-// is when that bucket is full again, counting the tokens held as back in
-// it.
-func (e *entry) report(now, left int64, r *sluice.Result) {
-	fullAt := e.fullAt.Load()
-	*r = sluice.Result{Limit: e.limit}
-	if e.interval > 0 {
-		capacity := e.limit.Capacity()
-		backing := min(capacity, max(0, capacity+floorDiv(now-fullAt, e.interval)))
-		r.Remaining = min(capacity, left+backing)
-		r.ResetAfter = time.Duration(max(0, fullAt-now-left*e.interval)) * time.Microsecond
+// refundLocal gives back into its key's lease what a hit served from a
+// lease took, when that lease may still take it; else counts it as lost.
+func (s *Store) refundLocal(now int64, r *sluice.Refund) {
+	e := s.table.get(r.Hit.Key)
+	if e == nil {
+		s.obs.LeaseLost(s.ruleOf(&r.Hit), r.Amount())
 		return
 	}
-	r.Remaining = min(e.limit.Rate, left+e.base.Load())
-	r.ResetAfter = time.Duration(max(0, fullAt-now)) * time.Microsecond
+	if lost := e.refund(now, r.Receipt, r.Amount()); lost > 0 {
+		s.obs.LeaseLost(e.policy.Rule, lost)
+	}
 }
 
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
+// refundBacking passes refunds to the backing store. The tokens are back
+// in the bucket: the keys' remembered denials no longer stand.
+func (s *Store) refundBacking(ctx context.Context, pass []sluice.Refund) error {
+	for i := range pass {
+		if e := s.table.get(pass[i].Hit.Key); e != nil {
+			e.clearDenial()
+		}
 	}
-	return q
+	if s.refunder == nil {
+		return fmt.Errorf("lease: %w: the backing store %T gives nothing back", sluice.ErrInvalidHit, s.backing)
+	}
+	if err := s.refunder.Refund(ctx, pass); err != nil {
+		s.refundFailed(pass)
+		return err
+	}
+	return nil
 }
 
-// policy returns h's lease policy.
-func (s *Store) policy(h *sluice.Hit) *sluice.LeasePolicy {
-	if h.Lease != nil {
-		return h.Lease
+// refundFailed tells the observer of refunds the backing store failed to
+// take.
+func (s *Store) refundFailed(refunds []sluice.Refund) {
+	ro, ok := s.obs.(RefundObserver)
+	if !ok {
+		return
 	}
-	return s.cfg.Default
+	for i := range refunds {
+		ro.RefundFailed(s.ruleOf(&refunds[i].Hit), 1)
+	}
+}
+
+// Reset drops the leases of hits' buckets without giving their tokens
+// back, and resets the buckets in the backing store (see
+// [sluice.Resetter]), with the sub-buckets of a key its rule splits; a
+// hot key is forgotten by its rule's detector (it cools; its traffic can
+// make it hot again); over a backing store that is not a Resetter it is an
+// error wrapping [sluice.ErrInvalidHit].
+func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
+	for i := range hits {
+		if hits[i].Key == "" {
+			return fmt.Errorf("lease: %w: empty key", sluice.ErrInvalidHit)
+		}
+	}
+	rs, ok := s.backing.(sluice.Resetter)
+	if !ok {
+		return fmt.Errorf("lease: %w: the backing store %T cannot reset", sluice.ErrInvalidHit, s.backing)
+	}
+	if err := rs.Reset(ctx, s.withSubBuckets(hits)); err != nil {
+		return err
+	}
+	for i := range hits {
+		if pol := s.policyOf(&hits[i]); pol != nil {
+			s.hot.rules.Forget(pol, hits[i].Key)
+		}
+		s.refusals.Forget(hits[i].Key)
+	}
+	for i := range hits {
+		if e := s.table.get(hits[i].Key); e != nil {
+			e.reset(&s.gens)
+		}
+	}
+	return nil
+}
+
+// withSubBuckets returns hits with, for each hit whose rule splits hot
+// keys, the hits of its sub-buckets.
+func (s *Store) withSubBuckets(hits []sluice.Hit) []sluice.Hit {
+	out := hits
+	for i := range hits {
+		h := &hits[i]
+		pol := s.policyOf(h)
+		if pol == nil || pol.HotKeys.Split < 2 {
+			continue
+		}
+		sub, ok := splitLimit(h.Limit, h.Algorithm, pol.HotKeys.Split, 1)
+		if !ok {
+			continue
+		}
+		if len(out) == len(hits) {
+			out = append([]sluice.Hit(nil), hits...)
+		}
+		for _, k := range subKeys(h.Key, pol.HotKeys.Split) {
+			sh := *h
+			sh.Key, sh.Limit = k, sub
+			out = append(out, sh)
+		}
+	}
+	return out
 }
 
 // Sweep gives back the unused tokens of every lease that has expired, in
@@ -325,4 +353,38 @@ func (s *Store) sweepLoop(every time.Duration) {
 			cancel()
 		}
 	}
+}
+
+// giveBack returns the unused tokens of expired leases (all: of every
+// lease) to the backing store in one refund call, and forgets entries
+// that hold nothing. A failed refund is counted and logged, never
+// retried: a retry could give back twice.
+func (s *Store) giveBack(ctx context.Context, all bool) error {
+	now := s.micros()
+	var refunds []sluice.Refund
+	s.table.each(nil, nil, func(e *entry) bool {
+		var lost int64
+		var forget bool
+		refunds, lost, forget = e.sweep(now, all, s.refunder != nil, refunds)
+		if lost > 0 {
+			s.obs.LeaseLost(e.policy.Rule, lost)
+		}
+		return forget
+	})
+	s.obs.LeasedKeys(s.table.len())
+	if len(refunds) == 0 {
+		return nil
+	}
+	if err := s.refunder.Refund(ctx, refunds); err != nil {
+		s.refundFailed(refunds)
+		for i := range refunds {
+			s.obs.LeaseLost(refunds[i].Hit.Lease.Rule, refunds[i].Amount())
+		}
+		s.cfg.Logger.Warn("sluice: lease tokens not given back", "refunds", len(refunds), "err", err)
+		return fmt.Errorf("lease: give back: %w", err)
+	}
+	for i := range refunds {
+		s.obs.LeaseReturned(refunds[i].Hit.Lease.Rule, refunds[i].Amount())
+	}
+	return nil
 }

@@ -75,6 +75,9 @@ type breaker struct {
 	opened     chan struct{}
 }
 
+// newBreaker returns endpoint's breaker, closed, and reports it started
+// to events ([sluice.BreakerStartedEvents]); nil when breakers are
+// disabled.
 func newBreaker(endpoint string, cfg BreakerConfig, events sluice.StoreEvents) *breaker {
 	if cfg.Disabled {
 		return nil
@@ -93,6 +96,9 @@ func newBreaker(endpoint string, cfg BreakerConfig, events sluice.StoreEvents) *
 	}
 	if b.clock == nil {
 		b.clock = sluice.SystemClock
+	}
+	if e, ok := events.(sluice.BreakerStartedEvents); ok {
+		e.BreakerStarted(endpoint)
 	}
 	return b
 }
@@ -238,7 +244,8 @@ func countsAsFailure(err error) bool {
 type breakers struct {
 	cfg    BreakerConfig
 	events sluice.StoreEvents
-	m      sync.Map // address → *breaker
+	mu     sync.Mutex // held while an endpoint's breaker is made, so it is made (and reported) once
+	m      sync.Map   // address → *breaker
 }
 
 func newBreakers(cfg BreakerConfig, events sluice.StoreEvents) *breakers {
@@ -253,8 +260,14 @@ func (bs *breakers) get(addr string) *breaker {
 	if b, ok := bs.m.Load(addr); ok {
 		return b.(*breaker)
 	}
-	b, _ := bs.m.LoadOrStore(addr, newBreaker(addr, bs.cfg, bs.events))
-	return b.(*breaker)
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if b, ok := bs.m.Load(addr); ok {
+		return b.(*breaker)
+	}
+	b := newBreaker(addr, bs.cfg, bs.events)
+	bs.m.Store(addr, b)
+	return b
 }
 
 // state returns the least healthy state of the breakers: open if any is

@@ -44,8 +44,9 @@ type Config struct {
 	// Breaker configures the circuit breaker. The zero value enables it
 	// with the defaults of [BreakerConfig].
 	Breaker BreakerConfig
-	// Events receives breaker transitions and script reloads (the metrics
-	// package implements it). Default: none.
+	// Events receives breaker transitions and script reloads, and each
+	// breaker's start when it implements [sluice.BreakerStartedEvents]
+	// (the metrics package implements both). Default: none.
 	Events sluice.StoreEvents
 	// Coalesce is how many concurrent Take calls may share one script
 	// call. Default: 64. 1 or negative turns coalescing off: every call is
