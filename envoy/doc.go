@@ -77,6 +77,12 @@
 //
 //	envoy: ratelimit.yaml:7: domain "api": descriptors[1].rate_limit.unit: "minutes" is not a unit (second, minute, hour, day, week, month, year)
 //
+// A file is at most [MaxMappingSize] bytes and may make the reader visit
+// at most 200,000 values, its YAML aliases expanded. A message names an
+// unknown field only when its name is at most 24 bytes long: a longer one
+// is more likely a secret pasted in the wrong place, and is described by
+// its length. Rule files (rules/rulefile) are read by the same rules.
+//
 // # Descriptors no limit applies to
 //
 // A descriptor that matches no rate limit of its domain is answered per

@@ -1,12 +1,9 @@
 package envoy
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +11,7 @@ import (
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/yamlkit"
 	"github.com/sluicehq/sluice/rules"
 )
 
@@ -244,20 +242,25 @@ func LoadMapping(paths ...string) (*Mapping, error) {
 
 // add parses one file into m.
 func (m *Mapping) add(name string, data []byte) error {
-	if len(data) > MaxMappingSize {
-		return &MappingError{File: name, Err: fmt.Errorf("larger than %d bytes", MaxMappingSize)}
-	}
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
-	docs, err := parseDocuments(name, data)
+	data, err := yamlkit.Input(data, MaxMappingSize)
 	if err != nil {
-		return err
+		return &MappingError{File: name, Err: err}
 	}
-	if len(docs) == 0 {
-		return &MappingError{File: name, Err: errors.New("empty file: no domain")}
-	}
-	for _, doc := range docs {
-		d := &decoder{file: name, budget: maxNodes}
-		dom, err := d.document(doc)
+	d := newDecoder(name) // one node budget for the file's documents
+	docs, found := yamlkit.NewDocuments(data), false
+	for {
+		doc, err := docs.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return syntaxError(name, err)
+		}
+		if len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
+			continue // an empty document, such as after a trailing "---"
+		}
+		found = true
+		dom, err := d.document(doc.Content[0])
 		if err != nil {
 			return err
 		}
@@ -267,28 +270,25 @@ func (m *Mapping) add(name string, data []byte) error {
 		}
 		m.domains[dom.name] = dom
 	}
+	if !found {
+		return &MappingError{File: name, Err: errors.New("empty file: no domain")}
+	}
 	return nil
+}
+
+// syntaxError returns the *MappingError of a file that is not YAML.
+func syntaxError(file string, err error) error {
+	if se, ok := errors.AsType[*yamlkit.SyntaxError](err); ok {
+		return &MappingError{File: file, Line: se.Line, Err: se.Err}
+	}
+	return &MappingError{File: file, Err: err}
 }
 
 // readFile reads at most MaxMappingSize bytes of path.
 func readFile(path string) ([]byte, error) {
-	fail := func(err error) error {
-		if pe, ok := errors.AsType[*fs.PathError](err); ok {
-			err = fmt.Errorf("%s: %w", pe.Op, pe.Err)
-		}
-		return &MappingError{File: path, Err: err}
-	}
-	f, err := os.Open(path)
+	data, err := yamlkit.ReadFile(path, MaxMappingSize)
 	if err != nil {
-		return nil, fail(err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxMappingSize+1))
-	if err != nil {
-		return nil, fail(err)
-	}
-	if len(data) > MaxMappingSize {
-		return nil, fail(fmt.Errorf("larger than %d bytes", MaxMappingSize))
+		return nil, &MappingError{File: path, Err: err}
 	}
 	return data, nil
 }
