@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/ascii"
 	"github.com/sluicehq/sluice/internal/yamlkit"
 	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
@@ -45,6 +44,17 @@ func (d *decoder) rateLimit(n *yaml.Node, path, full string, shadow bool) (*limi
 		return nil, err
 	}
 	lim.unit, lim.rpu = u.unit, uint32(rn.rpu)
+	if rn.rpu == 0 {
+		// envoyproxy/ratelimit's way to ban a value: every request is
+		// over the limit, and none is counted.
+		for _, name := range []string{"algorithm", "burst", "on_fail", "expose"} {
+			if v, ok := f[name]; ok {
+				return nil, d.Failf(yamlkit.Deref(v), yamlkit.Sub(path, name), "not with requests_per_unit: 0 (it refuses every request and counts none)")
+			}
+		}
+		lim.banned, lim.shadow = true, shadow
+		return lim, nil
+	}
 	r, err := d.limitRule(f, path, lim.name, u, rn, shadow)
 	if err != nil {
 		return nil, err
@@ -52,34 +62,8 @@ func (d *decoder) rateLimit(n *yaml.Node, path, full string, shadow bool) (*limi
 	if err := r.Validate(); err != nil {
 		return nil, d.Failf(yamlkit.Deref(n), path, "%v", err)
 	}
-	d.rules = append(d.rules, r)
+	d.part.rules = append(d.part.rules, r)
 	return lim, nil
-}
-
-// limitName returns a rate_limit's name (its name field, else full,
-// escaped), and records it, refusing one the domain already has.
-func (d *decoder) limitName(n *yaml.Node, f map[string]*yaml.Node, path, full string) (string, error) {
-	name, line := escapeName(full), yamlkit.Deref(n).Line
-	if v, ok := f["name"]; ok {
-		s, err := d.Str(v, yamlkit.Sub(path, "name"))
-		if err != nil {
-			return "", err
-		}
-		switch {
-		case s == "":
-			return "", d.Failf(yamlkit.Deref(v), yamlkit.Sub(path, "name"), "empty: leave the field out instead")
-		case len(s) > maxNameLen:
-			return "", d.Failf(yamlkit.Deref(v), yamlkit.Sub(path, "name"), "longer than %d bytes", maxNameLen)
-		case !ascii.Printable(s):
-			return "", d.Failf(yamlkit.Deref(v), yamlkit.Sub(path, "name"), "%s: must be printable ASCII (it names the limit in response headers)", yamlkit.Quote(s))
-		}
-		name, line = s, yamlkit.Deref(v).Line
-	}
-	if first, dup := d.names[name]; dup {
-		return "", d.Failf(yamlkit.Deref(n), yamlkit.Sub(path, "name"), "%s names two rate limits of the domain (first at line %d); name them apart with name", yamlkit.Quote(name), first)
-	}
-	d.names[name] = line
-	return name, nil
 }
 
 // rate is a rate_limit's requests_per_unit and its node.
@@ -109,9 +93,6 @@ func (d *decoder) unitRate(n *yaml.Node, f map[string]*yaml.Node, path string) (
 	rpu, err := d.IntegerIn(rn, yamlkit.Sub(path, "requests_per_unit"), 0, 1<<32-1)
 	if err != nil {
 		return unitDef{}, rate{}, err
-	}
-	if rpu == 0 {
-		return unitDef{}, rate{}, d.Failf(yamlkit.Deref(rn), yamlkit.Sub(path, "requests_per_unit"), "0: a limit admits at least one request per unit")
 	}
 	return units[ui], rate{node: rn, rpu: rpu}, nil
 }
@@ -183,7 +164,7 @@ func (d *decoder) replaces(n *yaml.Node, path, own string) ([]string, error) {
 		case s == own:
 			return nil, d.Failf(yamlkit.Deref(v), yamlkit.Sub(p, "name"), "%s is this rate limit's own name", yamlkit.Quote(s))
 		}
-		d.refs = append(d.refs, ref{name: s, field: yamlkit.Sub(p, "name"), line: yamlkit.Deref(v).Line})
+		d.part.refs = append(d.part.refs, ref{name: s, at: place{file: d.file, field: yamlkit.Sub(p, "name"), line: yamlkit.Deref(v).Line}})
 		out = append(out, s)
 	}
 	return out, nil
