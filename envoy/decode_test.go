@@ -1,6 +1,7 @@
 package envoy_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,4 +55,37 @@ func TestMappingValueBudget(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "the document is too large (more than 200000 values, aliases expanded)") {
 		t.Fatalf("two documents: %v, want the budget's error in domain b", err)
 	}
+}
+
+// FuzzParseMappingMerged: with MergeDomains, and through the fields that
+// carry envoyproxy/ratelimit's meanings (requests_per_unit 0, quota_mode,
+// metadata), no input makes the parser panic, and every refusal is a
+// *MappingError naming the file, with a line within the input.
+func FuzzParseMappingMerged(f *testing.F) {
+	for _, seed := range []string{
+		"domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 0}\n---\ndomain: d\ndescriptors:\n  - key: b\n",
+		"domain: d\ndescriptors:\n  - key: s\n    quota_mode: true\n    metadata: {x: {y: [1, 2.5, true, ~, z]}}\n    rate_limit: {unit: minute, requests_per_unit: 1}\n",
+		"domain: d\nunmatched: ok\n---\ndomain: d\nunmatched: over_limit\n",
+		"domain: d\ndescriptors: [{key: a}]\n---\ndomain: d\ndescriptors: [{key: a}]\n",
+		"domain: d\ndescriptors:\n  - key: a\n    metadata: &m {a: *m}\n",
+		"domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1, replaces: [{name: b}]}\n---\ndomain: d\ndescriptors:\n  - key: c\n    rate_limit: {unit: second, requests_per_unit: 1, name: b}\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := envoy.ParseMapping("fuzz.yaml", data, envoy.MergeDomains())
+		if err != nil {
+			me, ok := errors.AsType[*envoy.MappingError](err)
+			if !ok || me.File != "fuzz.yaml" || me.Line < 0 || me.Line > strings.Count(string(data), "\n")+strings.Count(string(data), "\r")+2 {
+				t.Fatalf("bad error %v", err)
+			}
+			return
+		}
+		for _, d := range m.Domains() {
+			if d == "" {
+				t.Fatal("an empty domain was accepted")
+			}
+			_ = m.Rules(d)
+		}
+	})
 }

@@ -112,8 +112,14 @@ func TestQuotaMode(t *testing.T) {
 		{ok, over, ok},     // s1 over, s2 1 → 0: one quota passes
 		{over, over, over}, // both over: refused
 	} {
-		if got := codesOf(mustDecide(t, svc, both)); !sameCodes(got, want...) {
+		resp := mustDecide(t, svc, both)
+		if got := codesOf(resp); !sameCodes(got, want...) {
 			t.Fatalf("request %d: %v, want %v", i+1, got, want)
+		}
+		// Refused, it waits for the longest of its quota limits: s1's
+		// minute, s2's half minute.
+		if want[0] == over && header(resp, "retry-after") != "60" {
+			t.Errorf("request %d: retry-after %q, want 60", i+1, header(resp, "retry-after"))
 		}
 	}
 	// One quota limit alone refuses as any limit does; with a banned
