@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/yamlkit"
 	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
 )
@@ -12,7 +13,7 @@ import (
 // rateLimit decodes a descriptor's rate_limit. full is the descriptor's
 // path of names, the limit's name unless it has one.
 func (d *decoder) rateLimit(n *yaml.Node, path, full string, shadow bool) (*limit, error) {
-	f, err := d.mapping(n, path, rateLimitFields)
+	f, err := d.Mapping(n, path, rateLimitFields...)
 	if err != nil {
 		return nil, err
 	}
@@ -21,19 +22,19 @@ func (d *decoder) rateLimit(n *yaml.Node, path, full string, shadow bool) (*limi
 		return nil, err
 	}
 	if v, ok := f["replaces"]; ok {
-		if lim.replaces, err = d.replaces(v, sub(path, "replaces"), lim.name); err != nil {
+		if lim.replaces, err = d.replaces(v, yamlkit.Sub(path, "replaces"), lim.name); err != nil {
 			return nil, err
 		}
 	}
 	if v, ok := f["unlimited"]; ok {
-		if lim.unlimited, err = d.boolean(v, sub(path, "unlimited")); err != nil {
+		if lim.unlimited, err = d.Boolean(v, yamlkit.Sub(path, "unlimited")); err != nil {
 			return nil, err
 		}
 	}
 	if lim.unlimited {
 		for _, name := range []string{"unit", "requests_per_unit", "algorithm", "burst", "on_fail", "expose"} {
 			if v, ok := f[name]; ok {
-				return nil, d.fail(deref(v), sub(path, name), "not with unlimited: true (an unlimited descriptor is never counted)")
+				return nil, d.Failf(yamlkit.Deref(v), yamlkit.Sub(path, name), "not with unlimited: true (an unlimited descriptor is never counted)")
 			}
 		}
 		return lim, nil
@@ -43,41 +44,26 @@ func (d *decoder) rateLimit(n *yaml.Node, path, full string, shadow bool) (*limi
 		return nil, err
 	}
 	lim.unit, lim.rpu = u.unit, uint32(rn.rpu)
+	if rn.rpu == 0 {
+		// envoyproxy/ratelimit's way to ban a value: every request is
+		// over the limit, and none is counted.
+		for _, name := range []string{"algorithm", "burst", "on_fail", "expose"} {
+			if v, ok := f[name]; ok {
+				return nil, d.Failf(yamlkit.Deref(v), yamlkit.Sub(path, name), "not with requests_per_unit: 0 (it refuses every request and counts none)")
+			}
+		}
+		lim.banned, lim.shadow = true, shadow
+		return lim, nil
+	}
 	r, err := d.limitRule(f, path, lim.name, u, rn, shadow)
 	if err != nil {
 		return nil, err
 	}
 	if err := r.Validate(); err != nil {
-		return nil, d.fail(deref(n), path, "%v", err)
+		return nil, d.Failf(yamlkit.Deref(n), path, "%v", err)
 	}
-	d.rules = append(d.rules, r)
+	d.part.rules = append(d.part.rules, r)
 	return lim, nil
-}
-
-// limitName returns a rate_limit's name (its name field, else full,
-// escaped), and records it, refusing one the domain already has.
-func (d *decoder) limitName(n *yaml.Node, f map[string]*yaml.Node, path, full string) (string, error) {
-	name, line := escapeName(full), deref(n).Line
-	if v, ok := f["name"]; ok {
-		s, err := d.str(v, sub(path, "name"), false)
-		if err != nil {
-			return "", err
-		}
-		switch {
-		case s == "":
-			return "", d.fail(deref(v), sub(path, "name"), "empty: leave the field out instead")
-		case len(s) > maxNameLen:
-			return "", d.fail(deref(v), sub(path, "name"), "longer than %d bytes", maxNameLen)
-		case !printable(s):
-			return "", d.fail(deref(v), sub(path, "name"), "%s: must be printable ASCII (it names the limit in response headers)", quote(s))
-		}
-		name, line = s, deref(v).Line
-	}
-	if first, dup := d.names[name]; dup {
-		return "", d.fail(deref(n), sub(path, "name"), "%s names two rate limits of the domain (first at line %d); name them apart with name", quote(name), first)
-	}
-	d.names[name] = line
-	return name, nil
 }
 
 // rate is a rate_limit's requests_per_unit and its node.
@@ -90,26 +76,23 @@ type rate struct {
 func (d *decoder) unitRate(n *yaml.Node, f map[string]*yaml.Node, path string) (unitDef, rate, error) {
 	un, ok := f["unit"]
 	if !ok {
-		return unitDef{}, rate{}, d.fail(deref(n), sub(path, "unit"), "missing (second, minute, hour, day, week, month or year), or set unlimited: true")
+		return unitDef{}, rate{}, d.Failf(yamlkit.Deref(n), yamlkit.Sub(path, "unit"), "missing (second, minute, hour, day, week, month or year), or set unlimited: true")
 	}
-	us, err := d.str(un, sub(path, "unit"), false)
+	us, err := d.Str(un, yamlkit.Sub(path, "unit"))
 	if err != nil {
 		return unitDef{}, rate{}, err
 	}
 	ui := slices.IndexFunc(units, func(u unitDef) bool { return strings.EqualFold(u.name, us) })
 	if ui < 0 {
-		return unitDef{}, rate{}, d.fail(deref(un), sub(path, "unit"), "%s is not a unit (second, minute, hour, day, week, month, year)", quote(us))
+		return unitDef{}, rate{}, d.Failf(yamlkit.Deref(un), yamlkit.Sub(path, "unit"), "%s is not a unit (second, minute, hour, day, week, month, year)", yamlkit.Quote(us))
 	}
 	rn, ok := f["requests_per_unit"]
 	if !ok {
-		return unitDef{}, rate{}, d.fail(deref(n), sub(path, "requests_per_unit"), "missing: how many requests each %s admits", units[ui].name)
+		return unitDef{}, rate{}, d.Failf(yamlkit.Deref(n), yamlkit.Sub(path, "requests_per_unit"), "missing: how many requests each %s admits", units[ui].name)
 	}
-	rpu, err := d.integer(rn, sub(path, "requests_per_unit"), 0, 1<<32-1)
+	rpu, err := d.IntegerIn(rn, yamlkit.Sub(path, "requests_per_unit"), 0, 1<<32-1)
 	if err != nil {
 		return unitDef{}, rate{}, err
-	}
-	if rpu == 0 {
-		return unitDef{}, rate{}, d.fail(deref(rn), sub(path, "requests_per_unit"), "0: a limit admits at least one request per unit")
 	}
 	return units[ui], rate{node: rn, rpu: rpu}, nil
 }
@@ -122,30 +105,30 @@ func (d *decoder) limitRule(f map[string]*yaml.Node, path, name string, u unitDe
 	alg, onFail, expose := d.algorithm, d.onFail, d.expose
 	var err error
 	if v, ok := f["algorithm"]; ok {
-		if alg, err = d.algorithmOf(v, sub(path, "algorithm")); err != nil {
+		if alg, err = d.algorithmOf(v, yamlkit.Sub(path, "algorithm")); err != nil {
 			return rules.Rule{}, err
 		}
 	}
 	if v, ok := f["burst"]; ok {
-		if l.Burst, err = d.integer(v, sub(path, "burst"), 1, 1<<50); err != nil {
+		if l.Burst, err = d.IntegerIn(v, yamlkit.Sub(path, "burst"), 1, 1<<50); err != nil {
 			return rules.Rule{}, err
 		}
 		if alg != sluice.TokenBucket && l.Burst != l.Rate {
-			return rules.Rule{}, d.fail(deref(v), sub(path, "burst"), "only a token_bucket has a burst (%v admits requests_per_unit per unit)", alg)
+			return rules.Rule{}, d.Failf(yamlkit.Deref(v), yamlkit.Sub(path, "burst"), "only a token_bucket has a burst (%v admits requests_per_unit per unit)", alg)
 		}
 	}
 	if v, ok := f["on_fail"]; ok {
-		if onFail, err = d.onFailOf(v, sub(path, "on_fail")); err != nil {
+		if onFail, err = d.onFailOf(v, yamlkit.Sub(path, "on_fail")); err != nil {
 			return rules.Rule{}, err
 		}
 	}
 	if v, ok := f["expose"]; ok {
-		if expose, err = d.boolean(v, sub(path, "expose")); err != nil {
+		if expose, err = d.Boolean(v, yamlkit.Sub(path, "expose")); err != nil {
 			return rules.Rule{}, err
 		}
 	}
 	if err := alg.ValidateLimit(l); err != nil {
-		return rules.Rule{}, d.fail(deref(rn.node), sub(path, "requests_per_unit"), "%d per %s with %v: %s", rn.rpu, u.name, alg,
+		return rules.Rule{}, d.Failf(yamlkit.Deref(rn.node), yamlkit.Sub(path, "requests_per_unit"), "%d per %s with %v: %s", rn.rpu, u.name, alg,
 			strings.TrimPrefix(err.Error(), sluice.ErrInvalidLimit.Error()+": "))
 	}
 	return newRule(name, l, alg, onFail, shadow, !expose), nil
@@ -153,32 +136,35 @@ func (d *decoder) limitRule(f map[string]*yaml.Node, path, name string, u unitDe
 
 // replaces decodes a rate limit's replaces: a list of {name: ...}.
 func (d *decoder) replaces(n *yaml.Node, path, own string) ([]string, error) {
-	seq := deref(n)
-	if seq.Kind != yaml.SequenceNode || len(seq.Content) == 0 {
-		return nil, d.fail(seq, path, "must be a list of {name: ...}, not %s", describe(seq))
+	seq, err := d.Sequence(n, path, "a list of {name: ...}")
+	if err != nil {
+		return nil, err
+	}
+	if len(seq.Content) == 0 {
+		return nil, d.Failf(seq, path, "empty list: leave the field out instead")
 	}
 	var out []string
 	for i, item := range seq.Content {
-		p := elem(path, i)
-		f, err := d.mapping(item, p, []string{"name"})
+		p := yamlkit.Elem(path, i)
+		f, err := d.Mapping(item, p, "name")
 		if err != nil {
 			return nil, err
 		}
 		v, ok := f["name"]
 		if !ok {
-			return nil, d.fail(deref(item), sub(p, "name"), "missing")
+			return nil, d.Failf(yamlkit.Deref(item), yamlkit.Sub(p, "name"), "missing")
 		}
-		s, err := d.str(v, sub(p, "name"), false)
+		s, err := d.Str(v, yamlkit.Sub(p, "name"))
 		if err != nil {
 			return nil, err
 		}
 		switch {
 		case s == "":
-			return nil, d.fail(deref(v), sub(p, "name"), "empty")
+			return nil, d.Failf(yamlkit.Deref(v), yamlkit.Sub(p, "name"), "empty")
 		case s == own:
-			return nil, d.fail(deref(v), sub(p, "name"), "%s is this rate limit's own name", quote(s))
+			return nil, d.Failf(yamlkit.Deref(v), yamlkit.Sub(p, "name"), "%s is this rate limit's own name", yamlkit.Quote(s))
 		}
-		d.refs = append(d.refs, ref{name: s, field: sub(p, "name"), line: deref(v).Line})
+		d.part.refs = append(d.part.refs, ref{name: s, at: place{file: d.file, field: yamlkit.Sub(p, "name"), line: yamlkit.Deref(v).Line}})
 		out = append(out, s)
 	}
 	return out, nil

@@ -49,7 +49,8 @@
 // replaces refers to it. Two limits of a domain may not share a name.
 // detailed_metric and value_to_metric are accepted and change nothing:
 // sluice's metrics count by limit name, never by descriptor value.
-// quota_mode and metadata are refused.
+// requests_per_unit: 0, quota_mode and metadata mean what they mean in
+// envoyproxy/ratelimit (see Decisions and [WithDynamicMetadata]).
 //
 // sluice's own fields, all optional:
 //
@@ -77,6 +78,18 @@
 //
 //	envoy: ratelimit.yaml:7: domain "api": descriptors[1].rate_limit.unit: "minutes" is not a unit (second, minute, hour, day, week, month, year)
 //
+// A file is at most [MaxMappingSize] bytes and may make the reader visit
+// at most 200,000 values, its YAML aliases expanded. A message names an
+// unknown field only when its name is at most 24 bytes long: a longer one
+// is more likely a secret pasted in the wrong place, and is described by
+// its length. Rule files (rules/rulefile) are read by the same rules.
+//
+// Each domain is defined once, in one document of one file, unless the
+// documents are merged ([MergeDomains], MERGE_DOMAIN_CONFIG=true for the
+// command): then each document adds its top-level descriptors to the
+// domain, and one that repeats another's top-level key and value is
+// refused, as envoyproxy/ratelimit refuses a duplicate composite key.
+//
 // # Descriptors no limit applies to
 //
 // A descriptor that matches no rate limit of its domain is answered per
@@ -97,6 +110,25 @@
 // with exact refunds when one slot refuses (see store/redisstore). The
 // decision is the decide package's, the same as the HTTP middleware's and
 // the gRPC interceptors'.
+//
+// A limit of requests_per_unit: 0 bans the descriptors it matches: each is
+// OVER_LIMIT, without duration_until_reset or Retry-After (no wait lets it
+// pass), also when it only checks (hits_addend 0). The request is refused
+// before anything is counted, as with unmatched: over_limit: its other
+// descriptors consume nothing and are answered OK with their
+// current_limit. In shadow_mode such a descriptor is OK; a limit that
+// replaces it, or a limit override, lifts the ban; in quota_mode it is a
+// quota descriptor always over.
+//
+// A descriptor with quota_mode: true refuses a request only when all of
+// the request's quota descriptors are over their limits, as
+// envoyproxy/ratelimit documents it; each still reports its own status
+// (OVER_LIMIT when over). A descriptor without quota_mode refuses as
+// always, and a request with one quota descriptor is refused when that one
+// is over, as by any limit. A refused request consumes nothing in any of
+// its descriptors: what its quota limits, or, refused by them, its other
+// limits took is given back ([sluice.Refunder]; with a store that cannot
+// give back, it stays taken, as envoyproxy/ratelimit counts it).
 //
 // A descriptor's cost is its hits_addend, else the request's, 0 meaning 1.
 // A descriptor's own hits_addend of 0 checks without consuming: its status

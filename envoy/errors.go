@@ -2,10 +2,9 @@ package envoy
 
 import (
 	"errors"
-	"strconv"
-	"strings"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/yamlkit"
 )
 
 // ErrInvalidMapping reports a mapping file [ParseMapping] or [LoadMapping]
@@ -40,26 +39,11 @@ type MappingError struct {
 
 // Error returns the message shown above.
 func (e *MappingError) Error() string {
-	var b strings.Builder
-	b.WriteString("envoy: ")
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		b.WriteByte(':')
-		b.WriteString(strconv.Itoa(e.Line))
-	}
+	scope := ""
 	if e.Domain != "" {
-		b.WriteString(": domain ")
-		b.WriteString(quote(e.Domain))
+		scope = "domain " + quote(e.Domain)
 	}
-	if e.Field != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Field)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
+	return yamlkit.Message("envoy", e.File, e.Line, scope, e.Field, e.Err)
 }
 
 // Unwrap returns [ErrInvalidMapping], [sluice.ErrInvalidConfig] and the
@@ -81,14 +65,5 @@ func (e *configError) Unwrap() error { return sluice.ErrInvalidConfig }
 
 func invalidConfig(msg string) error { return &configError{msg: msg} }
 
-// maxQuoted is the longest text from a file or a request that a message
-// repeats.
-const maxQuoted = 64
-
-// quote quotes text for an error message, shortened.
-func quote(s string) string {
-	if len(s) > maxQuoted {
-		return strconv.Quote(s[:maxQuoted]) + "..."
-	}
-	return strconv.Quote(s)
-}
+// quote quotes text from a file or a request for a message, shortened.
+func quote(s string) string { return yamlkit.Quote(s) }

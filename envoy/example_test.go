@@ -70,7 +70,7 @@ descriptors:
 
 // Serving the rate limit service to Envoy over gRPC.
 func ExampleService_Register() {
-	mapping, err := envoy.LoadMapping("testdata/doc.yaml")
+	mapping, err := envoy.LoadMapping([]string{"testdata/doc.yaml"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,12 +1,6 @@
 package envoy
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +9,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/rules"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // MaxMappingSize is the size of the largest mapping file accepted, 1 MiB.
@@ -72,17 +67,19 @@ func (m *Mapping) Rules(domain string) *rules.Set {
 	return nil
 }
 
-// domain is one document of a mapping file.
+// domain is the rate limits of one domain: one document of a mapping
+// file, or, with [MergeDomains], several.
 type domain struct {
 	name      string
-	file      string // where it was defined, for duplicate-domain errors
+	file      string // where it was first defined, for errors
 	line      int
-	root      *level
+	root      *level // nil when it has no descriptors
 	unmatched Unmatched
-	set       *rules.Set // nil when the domain has no limits
+	set       *rules.Set // nil when the domain has no counted limits
 	// override is the template of limits a descriptor overrides
 	// (RateLimitDescriptor.limit) when it matches no rate limit: the
-	// domain's defaults, named "<domain>.limit_override".
+	// defaults of the domain's first document, named
+	// "<domain>.limit_override".
 	override rules.Rule
 }
 
@@ -91,6 +88,49 @@ type level struct {
 	exact map[entry]*node  // key and value
 	wild  []*node          // value with a '*', in file order
 	any   map[string]*node // key only: any value
+	all   []*node          // all of them, in file order
+}
+
+func newLevel() *level { return &level{exact: map[entry]*node{}, any: map[string]*node{}} }
+
+// add adds n to lv, which has no descriptor of n's key and value yet.
+func (lv *level) add(n *node) {
+	switch {
+	case n.value == "":
+		lv.any[n.key] = n
+	case n.parts != nil:
+		lv.wild = append(lv.wild, n)
+	default:
+		lv.exact[entry{n.key, n.value}] = n
+	}
+	lv.all = append(lv.all, n)
+}
+
+// find returns the descriptor of lv with n's key and value, or nil.
+func (lv *level) find(n *node) *node {
+	switch {
+	case n.value == "":
+		return lv.any[n.key]
+	case n.parts == nil:
+		return lv.exact[entry{n.key, n.value}]
+	}
+	for _, w := range lv.wild {
+		if w.key == n.key && w.value == n.value {
+			return w
+		}
+	}
+	return nil
+}
+
+// walk calls f for every node under lv.
+func (lv *level) walk(f func(*node)) {
+	if lv == nil {
+		return
+	}
+	for _, n := range lv.all {
+		f(n)
+		n.next.walk(f)
+	}
 }
 
 type entry struct{ key, value string }
@@ -102,16 +142,35 @@ type node struct {
 	share      bool     // share_threshold: every value the wildcard matches shares one bucket
 	limit      *limit   // nil: no rate_limit here
 	next       *level   // nil: no nested descriptors
+	line       int      // where the file gives it
+}
+
+// what names n's key and value for messages.
+func (n *node) what() string {
+	s := "key " + quote(n.key)
+	if n.value != "" {
+		s += " and value " + quote(n.value)
+	}
+	return s
 }
 
 // limit is a descriptor's rate_limit.
 type limit struct {
 	name      string // the rule's name, also what replaces refers to
 	unlimited bool
-	replaces  []string
-	rule      *rules.Rule // nil when unlimited
-	unit      rlsv3.RateLimitResponse_RateLimit_Unit
-	rpu       uint32
+	// banned is requests_per_unit: 0: every request is over the limit,
+	// and none is counted; shadow is then the descriptor's shadow_mode.
+	banned, shadow bool
+	// quota is the descriptor's quota_mode: the limit refuses a request
+	// only when every quota limit the request meets is over.
+	quota    bool
+	replaces []string
+	rule     *rules.Rule // nil when unlimited or banned
+	unit     rlsv3.RateLimitResponse_RateLimit_Unit
+	rpu      uint32
+	// metadata is the descriptor's, returned as dynamic metadata when
+	// the limit passes (see WithDynamicMetadata); nil for none.
+	metadata *structpb.Struct
 }
 
 // unitDef is a unit of a rate limit.
@@ -203,94 +262,6 @@ func wildcardMatch(parts []string, value string) bool {
 		rest = rest[i+len(p):]
 	}
 	return true
-}
-
-// ParseMapping reads a mapping file's content (see the package
-// documentation for the format): one YAML document per domain, several
-// separated by "---". name appears in error messages, typically as the
-// file's path.
-//
-// Every problem is found here, none per request: an error is a
-// [*MappingError] wrapping [ErrInvalidMapping] and
-// [sluice.ErrInvalidConfig] that names the file, the line, the domain and
-// the field.
-func ParseMapping(name string, data []byte) (*Mapping, error) {
-	m := &Mapping{domains: make(map[string]*domain)}
-	if err := m.add(name, data); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// LoadMapping reads the mapping files at paths and combines their domains
-// into one Mapping. A domain defined twice, in one file or two, is an
-// error, as is a file that cannot be read or parsed (see [ParseMapping]).
-func LoadMapping(paths ...string) (*Mapping, error) {
-	if len(paths) == 0 {
-		return nil, &MappingError{Err: errors.New("no mapping file given")}
-	}
-	m := &Mapping{domains: make(map[string]*domain)}
-	for _, p := range paths {
-		data, err := readFile(p)
-		if err != nil {
-			return nil, err
-		}
-		if err := m.add(p, data); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
-}
-
-// add parses one file into m.
-func (m *Mapping) add(name string, data []byte) error {
-	if len(data) > MaxMappingSize {
-		return &MappingError{File: name, Err: fmt.Errorf("larger than %d bytes", MaxMappingSize)}
-	}
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
-	docs, err := parseDocuments(name, data)
-	if err != nil {
-		return err
-	}
-	if len(docs) == 0 {
-		return &MappingError{File: name, Err: errors.New("empty file: no domain")}
-	}
-	for _, doc := range docs {
-		d := &decoder{file: name, budget: maxNodes}
-		dom, err := d.document(doc)
-		if err != nil {
-			return err
-		}
-		if prev := m.domains[dom.name]; prev != nil {
-			return &MappingError{File: name, Line: dom.line, Domain: dom.name, Field: "domain",
-				Err: fmt.Errorf("defined twice (first at %s:%d)", prev.file, prev.line)}
-		}
-		m.domains[dom.name] = dom
-	}
-	return nil
-}
-
-// readFile reads at most MaxMappingSize bytes of path.
-func readFile(path string) ([]byte, error) {
-	fail := func(err error) error {
-		if pe, ok := errors.AsType[*fs.PathError](err); ok {
-			err = fmt.Errorf("%s: %w", pe.Op, pe.Err)
-		}
-		return &MappingError{File: path, Err: err}
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fail(err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxMappingSize+1))
-	if err != nil {
-		return nil, fail(err)
-	}
-	if len(data) > MaxMappingSize {
-		return nil, fail(fmt.Errorf("larger than %d bytes", MaxMappingSize))
-	}
-	return data, nil
 }
 
 // newRule builds a rate limit's rule. Its key is never called: the service

@@ -126,7 +126,7 @@ func TestParseMappingErrors(t *testing.T) {
 		{"bad unit", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: minutes\n      requests_per_unit: 1\n", `test.yaml:5: domain "d": descriptors[0].rate_limit.unit: "minutes" is not a unit (second, minute, hour, day, week, month, year)`},
 		{"no unit", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {requests_per_unit: 1}\n", `test.yaml:4: domain "d": descriptors[0].rate_limit.unit: missing`},
 		{"no requests", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second}\n", `test.yaml:4: domain "d": descriptors[0].rate_limit.requests_per_unit: missing`},
-		{"zero requests", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      requests_per_unit: 0\n", `test.yaml:6: domain "d": descriptors[0].rate_limit.requests_per_unit: 0: a limit admits at least one request per unit`},
+		{"zero requests with a burst", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      requests_per_unit: 0\n      burst: 5\n", `test.yaml:7: domain "d": descriptors[0].rate_limit.burst: not with requests_per_unit: 0`},
 		{"string requests", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      requests_per_unit: '10'\n", `test.yaml:6: domain "d": descriptors[0].rate_limit.requests_per_unit: must be a whole number, not a string`},
 		{"requests out of range", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      requests_per_unit: 5000000000\n", `descriptors[0].rate_limit.requests_per_unit: "5000000000" is out of range`},
 		{"too fast", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n      requests_per_unit: 2000000\n", `test.yaml:6: domain "d": descriptors[0].rate_limit.requests_per_unit: 2000000 per second with token_bucket: rate 2000000 per 1s: at most one event per microsecond`},
@@ -134,8 +134,9 @@ func TestParseMappingErrors(t *testing.T) {
 		{"unlimited with unit", "domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unlimited: true\n      unit: second\n", `test.yaml:6: domain "d": descriptors[0].rate_limit.unit: not with unlimited: true`},
 		{"burst on a window", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 5, burst: 9, algorithm: fixed_window}\n", `descriptors[0].rate_limit.burst: only a token_bucket has a burst`},
 		{"bad shadow", "domain: d\ndescriptors:\n  - key: a\n    shadow_mode: yes please\n", `test.yaml:4: domain "d": descriptors[0].shadow_mode: must be true or false, not a string`},
-		{"quota mode", "domain: d\ndescriptors:\n  - key: a\n    quota_mode: true\n", `test.yaml:4: domain "d": descriptors[0].quota_mode: not supported`},
-		{"metadata", "domain: d\ndescriptors:\n  - key: a\n    metadata: {x: 1}\n", `test.yaml:4: domain "d": descriptors[0].metadata: not supported`},
+		{"bad quota mode", "domain: d\ndescriptors:\n  - key: a\n    quota_mode: 1\n", `test.yaml:4: domain "d": descriptors[0].quota_mode: must be true or false, not a number`},
+		{"metadata not a mapping", "domain: d\ndescriptors:\n  - key: a\n    metadata: [x]\n", `test.yaml:4: domain "d": descriptors[0].metadata: must be a mapping (name: value), not a list`},
+		{"metadata field twice", "domain: d\ndescriptors:\n  - key: a\n    metadata:\n      x: 1\n      x: 2\n", `test.yaml:6: domain "d": descriptors[0].metadata.x: set twice`},
 		{"share without wildcard", "domain: d\ndescriptors:\n  - key: a\n    value: b\n    share_threshold: true\n", `test.yaml:5: domain "d": descriptors[0].share_threshold: needs a value with a wildcard`},
 		{"duplicate name", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1, name: x}\n  - key: b\n    rate_limit: {unit: second, requests_per_unit: 1, name: x}\n", `test.yaml:6: domain "d": descriptors[1].rate_limit.name: "x" names two rate limits of the domain (first at line 4)`},
 		{"unprintable name", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1, name: \"caf\u00e9\"}\n", `descriptors[0].rate_limit.name: "café": must be printable ASCII`},
@@ -165,18 +166,12 @@ func TestParseMappingErrors(t *testing.T) {
 // has it; a domain in two files is refused naming both.
 func TestLoadMapping(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, doc string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, doc string) string { return tempFile(t, dir, name, doc) }
 	a := write("a.yaml", "domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n")
 	b := write("b.yaml", "domain: b\n")
 	bad := write("bad.yaml", "domain: c\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n")
 	again := write("again.yaml", "\n\ndomain: a\n")
-	m, err := envoy.LoadMapping(a, b)
+	m, err := envoy.LoadMapping([]string{a, b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +187,7 @@ func TestLoadMapping(t *testing.T) {
 		{[]string{filepath.Join(dir, "missing.yaml")}, "missing.yaml: open: no such file or directory"},
 		{nil, "no mapping file given"},
 	} {
-		_, err := envoy.LoadMapping(tt.paths...)
+		_, err := envoy.LoadMapping(tt.paths)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("LoadMapping(%v) = %v, want %q", tt.paths, err, tt.want)
 		}

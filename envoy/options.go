@@ -29,6 +29,8 @@ type config struct {
 	unknownDomain Unmatched
 	registerer    prometheus.Registerer
 	now           func() time.Time
+	// dynamicMetadata: see WithDynamicMetadata.
+	dynamicMetadata bool
 	// decide are the options of the service's decider: the budget, the
 	// observer, the logger and the instances.
 	decide []decide.Option

@@ -111,9 +111,12 @@ const (
 	answerUnlimited               // unlimited: true
 	answerReplaced                // its limit is replaced by another of the request's
 	answerUnmatched               // no limit of its domain applies
+	answerBanned                  // its limit is requests_per_unit: 0 (see quota.go)
 )
 
-var answerNames = [...]string{"limited", "unlimited", "replaced", "unmatched"}
+// answerNames label the descriptors metric; a banned descriptor counts as
+// limited, by its limit of 0.
+var answerNames = [...]string{"limited", "unlimited", "replaced", "unmatched", "limited"}
 
 // decision is one request's working state.
 type decision struct {
@@ -139,6 +142,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	m := s.mapping.Load()
 	dom := m.domains[req.GetDomain()]
 	resp, err := s.decide(ctx, req, dom)
+	s.addMetadata(req, dom, resp)
 	if s.metrics != nil {
 		s.metrics.request(req.GetDomain(), dom != nil, resp, err, time.Since(start))
 	}
@@ -166,9 +170,10 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest, dom *
 	if s.metrics != nil {
 		s.metrics.counted(req.Domain, true, d.answers)
 	}
-	if dom.unmatched == UnmatchedOverLimit && slices.Contains(d.answers, answerUnmatched) {
-		return s.unmatched(d, UnmatchedOverLimit), nil // refused before counting: nothing consumed
+	if refusedEarly(dom, d) {
+		return s.unmatched(d, dom.unmatched), nil // refused before counting: nothing consumed
 	}
+	softenQuotas(d)
 	if len(d.m.Hits) == 0 {
 		return s.respond(d, true), nil
 	}
@@ -176,7 +181,7 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest, dom *
 	if d.dec.Verdict == decide.Unavailable {
 		return nil, unavailable(d)
 	}
-	return s.respond(d, admitted(d)), nil
+	return s.respond(d, s.settleQuotas(ctx, d, admitted(d))), nil
 }
 
 // admitted reports whether a decided request passes: as the decider
@@ -315,6 +320,9 @@ func (s *Service) plan(req *rlsv3.RateLimitRequest, dom *domain, d *decision) er
 		case slices.Contains(replaced, lim.name):
 			d.answers[i] = answerReplaced
 			continue
+		case lim.banned:
+			d.answers[i] = answerBanned
+			continue
 		default:
 			rule = lim.rule
 		}
@@ -409,7 +417,7 @@ func (s *Service) unmatched(d *decision, u Unmatched) *rlsv3.RateLimitResponse {
 	for i, a := range d.answers {
 		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 		switch {
-		case a == answerUnmatched && u == UnmatchedOverLimit:
+		case a == answerUnmatched && u == UnmatchedOverLimit, a == answerBanned && !d.limits[i].shadow:
 			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 		case a == answerUnlimited:
@@ -427,7 +435,7 @@ func currentLimit(d *decision, i int) *rlsv3.RateLimitResponse_RateLimit {
 	if d.over[i] != nil {
 		return d.over[i]
 	}
-	if l := d.limits[i]; l != nil && !l.unlimited && d.answers[i] == answerLimited {
+	if l := d.limits[i]; l != nil && !l.unlimited && (d.answers[i] == answerLimited || d.answers[i] == answerBanned) {
 		return &rlsv3.RateLimitResponse_RateLimit{Name: l.name, RequestsPerUnit: l.rpu, Unit: l.unit}
 	}
 	return nil
@@ -445,13 +453,16 @@ func (s *Service) respond(d *decision, admitted bool) *rlsv3.RateLimitResponse {
 		if a == answerUnlimited {
 			st.LimitRemaining = math.MaxUint32
 		}
+		if a == answerBanned && !d.limits[i].shadow {
+			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT // a quota limit: the request may pass
+		}
 		j := d.hitOf[i]
 		if j < 0 || !d.dec.Decided(j) {
 			continue // not counted, or the store failed and the rule passes open
 		}
-		h, r := &d.m.Hits[j], &d.dec.Results[j]
+		r := &d.dec.Results[j]
 		st.LimitRemaining = uint32(min(max(r.Remaining, 0), math.MaxUint32))
-		refused := !r.Allowed && !h.Shadow
+		refused := !r.Allowed && !d.m.Rules[j].Shadow // a soft quota hit is refused, though it refuses nothing alone
 		if refused {
 			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/ascii"
+	"github.com/sluicehq/sluice/internal/yamlkit"
 	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
 )
@@ -34,20 +35,20 @@ type fileDefaults struct {
 
 // ruleFile decodes a whole file into a Set.
 func (d *decoder) ruleFile(root *yaml.Node) (*rules.Set, error) {
-	if root == nil || deref(root).Kind == yaml.ScalarNode && deref(root).Tag == "!!null" {
-		return nil, d.fail(nil, "", "empty file: no rules")
+	if root == nil || yamlkit.Deref(root).Kind == yaml.ScalarNode && yamlkit.Deref(root).Tag == "!!null" {
+		return nil, d.Failf(nil, "", "empty file: no rules")
 	}
-	top, err := d.mapping(root, "", topFields...)
+	top, err := d.Mapping(root, "", topFields...)
 	if err != nil {
 		return nil, err
 	}
 	if n, ok := top["version"]; ok {
-		v, err := d.integer(n, "version")
+		v, err := d.Integer(n, "version")
 		if err != nil {
 			return nil, err
 		}
 		if v != FileVersion {
-			return nil, d.fail(n, "version", "%d is not supported (this sluice reads version %d)", v, FileVersion)
+			return nil, d.Failf(n, "version", "%d is not supported (this sluice reads version %d)", v, FileVersion)
 		}
 	}
 	defs := fileDefaults{expose: true}
@@ -72,7 +73,7 @@ func (d *decoder) ruleFile(root *yaml.Node) (*rules.Set, error) {
 		set, err = set.WithBypass(bypass...)
 	}
 	if err != nil { // the checks above should have caught it
-		return nil, d.fail(nil, "", "%w", err)
+		return nil, d.Failf(nil, "", "%w", err)
 	}
 	return set, nil
 }
@@ -80,14 +81,14 @@ func (d *decoder) ruleFile(root *yaml.Node) (*rules.Set, error) {
 // ruleList decodes the rules section and returns the enabled rules.
 func (d *decoder) ruleList(root, n *yaml.Node, defs fileDefaults, names map[string]int) ([]rules.Rule, error) {
 	if n == nil {
-		return nil, d.fail(root, "rules", "missing: a rule file defines at least one rule")
+		return nil, d.Failf(root, "rules", "missing: a rule file defines at least one rule")
 	}
-	seq := deref(n)
-	if seq.Kind != yaml.SequenceNode {
-		return nil, d.fail(seq, "rules", "must be a list of rules, not %s", describe(seq))
+	seq, err := d.Sequence(n, "rules", "a list of rules")
+	if err != nil {
+		return nil, err
 	}
 	if len(seq.Content) == 0 {
-		return nil, d.fail(seq, "rules", "empty: a rule file defines at least one rule")
+		return nil, d.Failf(seq, "rules", "empty: a rule file defines at least one rule")
 	}
 	var enabled []rules.Rule
 	for i, item := range seq.Content {
@@ -101,14 +102,14 @@ func (d *decoder) ruleList(root, n *yaml.Node, defs fileDefaults, names map[stri
 	}
 	d.leave()
 	if len(enabled) == 0 {
-		return nil, d.fail(seq, "rules", "every rule is disabled: enable at least one (a limiter without rules limits nothing)")
+		return nil, d.Failf(seq, "rules", "every rule is disabled: enable at least one (a limiter without rules limits nothing)")
 	}
 	return enabled, nil
 }
 
 // defaults decodes the defaults section into defs.
 func (d *decoder) defaults(n *yaml.Node, defs *fileDefaults) error {
-	f, err := d.mapping(n, "defaults", defaultFields...)
+	f, err := d.Mapping(n, "defaults", defaultFields...)
 	if err != nil {
 		return err
 	}
@@ -130,23 +131,23 @@ func (d *decoder) defaults(n *yaml.Node, defs *fileDefaults) error {
 func (d *decoder) entryName(n *yaml.Node, f map[string]*yaml.Node, names map[string]int) (string, error) {
 	v, ok := f["name"]
 	if !ok {
-		return "", d.fail(n, "name", "missing")
+		return "", d.Failf(n, "name", "missing")
 	}
-	name, err := d.str(v, "name")
+	name, err := d.Str(v, "name")
 	if err != nil {
 		return "", err
 	}
-	v = deref(v)
+	v = yamlkit.Deref(v)
 	switch {
 	case name == "":
-		return "", d.fail(v, "name", "must not be empty")
+		return "", d.Failf(v, "name", "must not be empty")
 	case !ascii.Printable(name):
-		return "", d.fail(v, "name", "must be printable ASCII")
+		return "", d.Failf(v, "name", "must be printable ASCII")
 	case len(name) > maxNameLen:
-		return "", d.fail(v, "name", "longer than %d bytes", maxNameLen)
+		return "", d.Failf(v, "name", "longer than %d bytes", maxNameLen)
 	}
 	if line, dup := names[name]; dup {
-		return "", d.fail(v, "name", "%s is already used by the entry at line %d", quote(name), line)
+		return "", d.Failf(v, "name", "%s is already used by the entry at line %d", yamlkit.Quote(name), line)
 	}
 	names[name] = v.Line
 	return name, nil
@@ -155,12 +156,12 @@ func (d *decoder) entryName(n *yaml.Node, f map[string]*yaml.Node, names map[str
 // peekName returns the name of entry n when it has a usable one, so that
 // errors about its other fields can name it; else "".
 func peekName(n *yaml.Node) string {
-	n = deref(n)
+	n = yamlkit.Deref(n)
 	if n.Kind != yaml.MappingNode {
 		return ""
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k, v := deref(n.Content[i]), deref(n.Content[i+1]); k.Value == "name" && v.Kind == yaml.ScalarNode {
+		if k, v := yamlkit.Deref(n.Content[i]), yamlkit.Deref(n.Content[i+1]); k.Value == "name" && v.Kind == yaml.ScalarNode {
 			if v.Tag != "!!null" && v.Value != "" && ascii.Printable(v.Value) && len(v.Value) <= maxNameLen {
 				return v.Value
 			}
@@ -175,13 +176,13 @@ func (d *decoder) algorithm(n *yaml.Node, path string, def sluice.Algorithm) (sl
 	if n == nil {
 		return def, nil
 	}
-	s, err := d.str(n, path)
+	s, err := d.Str(n, path)
 	if err != nil {
 		return 0, err
 	}
 	a, err := sluice.ParseAlgorithm(s)
 	if err != nil {
-		return 0, d.fail(deref(n), path, "%s", strings.TrimPrefix(err.Error(), "sluice: "))
+		return 0, d.Failf(yamlkit.Deref(n), path, "%s", strings.TrimPrefix(err.Error(), "sluice: "))
 	}
 	return a, nil
 }
@@ -191,13 +192,13 @@ func (d *decoder) onFail(n *yaml.Node, path string, def rules.OnFail) (rules.OnF
 	if n == nil {
 		return def, nil
 	}
-	s, err := d.str(n, path)
+	s, err := d.Str(n, path)
 	if err != nil {
 		return 0, err
 	}
 	f, err := rules.ParseOnFail(s)
 	if err != nil {
-		return 0, d.fail(deref(n), path, "unknown policy %s (known: open, closed, local)", quote(s))
+		return 0, d.Failf(yamlkit.Deref(n), path, "unknown policy %s (known: open, closed, local)", yamlkit.Quote(s))
 	}
 	return f, nil
 }
@@ -207,7 +208,7 @@ func (d *decoder) optBool(n *yaml.Node, path string, def bool) (bool, error) {
 	if n == nil {
 		return def, nil
 	}
-	return d.boolean(n, path)
+	return d.Boolean(n, path)
 }
 
 // optInt reads an optional whole number of at least min.
@@ -215,12 +216,12 @@ func (d *decoder) optInt(n *yaml.Node, path string, def, min int64) (int64, erro
 	if n == nil {
 		return def, nil
 	}
-	v, err := d.integer(n, path)
+	v, err := d.Integer(n, path)
 	if err != nil {
 		return 0, err
 	}
 	if v < min {
-		return 0, d.fail(deref(n), path, "%d: must be at least %d", v, min)
+		return 0, d.Failf(yamlkit.Deref(n), path, "%d: must be at least %d", v, min)
 	}
 	return v, nil
 }

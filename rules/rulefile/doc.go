@@ -72,6 +72,11 @@
 // are not whole numbers of at least 1, periods under 1ms, a burst below the
 // cost, a max_cost below the cost, unknown algorithms and key kinds,
 // duplicate names, and a file without enabled rules. See [FileError].
+// A file is at most [MaxFileSize] bytes and may make the reader visit at
+// most 200,000 values, its YAML aliases expanded. A message names an
+// unknown field only when its name is at most 24 bytes long: a longer
+// one is more likely a secret pasted in the wrong place, and is described
+// by its length.
 //
 // # Bypass
 //

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/internal/ident"
+	"github.com/sluicehq/sluice/internal/yamlkit"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
@@ -19,9 +20,9 @@ var bypassFields = []string{"name", "cidrs", "api_keys", "users", "limit", "algo
 
 // bypassList decodes the bypass section and returns the enabled entries.
 func (d *decoder) bypassList(n *yaml.Node, defs fileDefaults, names map[string]int) ([]rules.Bypass, error) {
-	seq := deref(n)
-	if seq.Kind != yaml.SequenceNode {
-		return nil, d.fail(seq, "bypass", "must be a list of entries, not %s", describe(seq))
+	seq, err := d.Sequence(n, "bypass", "a list of entries")
+	if err != nil {
+		return nil, err
 	}
 	var out []rules.Bypass
 	for i, item := range seq.Content {
@@ -48,11 +49,11 @@ type fileBypass struct {
 // bypassEntry decodes the i-th (0-based) entry of the bypass section.
 func (d *decoder) bypassEntry(n *yaml.Node, i int, defs fileDefaults, names map[string]int) (rules.Bypass, bool, error) {
 	d.enter("bypass", i+1, peekName(n))
-	f, err := d.mapping(n, "", bypassFields...)
+	f, err := d.Mapping(n, "", bypassFields...)
 	if err != nil {
 		return rules.Bypass{}, false, err
 	}
-	n = deref(n)
+	n = yamlkit.Deref(n)
 	b := rules.Bypass{OnFail: defs.onFail}
 	if b.Name, err = d.entryName(n, f, names); err != nil {
 		return rules.Bypass{}, false, err
@@ -81,7 +82,7 @@ func (d *decoder) bypassEntry(n *yaml.Node, i int, defs fileDefaults, names map[
 // identities reads the cidrs, api_keys and users of a bypass entry.
 func (d *decoder) identities(n *yaml.Node, f map[string]*yaml.Node, fb *fileBypass) error {
 	if v, ok := f["cidrs"]; ok {
-		list, err := d.list(v, "cidrs", false, checkPrefix)
+		list, err := d.Strings(v, "cidrs", false, checkPrefix)
 		if err != nil {
 			return err
 		}
@@ -90,7 +91,7 @@ func (d *decoder) identities(n *yaml.Node, f map[string]*yaml.Node, fb *fileBypa
 		}
 	}
 	if v, ok := f["api_keys"]; ok {
-		list, err := d.list(v, "api_keys", false, checkKeyHash)
+		list, err := d.Strings(v, "api_keys", false, checkKeyHash)
 		if err != nil {
 			return err
 		}
@@ -103,16 +104,16 @@ func (d *decoder) identities(n *yaml.Node, f map[string]*yaml.Node, fb *fileBypa
 	}
 	if v, ok := f["users"]; ok {
 		if d.env.user.IsZero() {
-			return d.fail(deref(v), "users", "needs the signed-in user: set LoadConfig.User")
+			return d.Failf(yamlkit.Deref(v), "users", "needs the signed-in user: set LoadConfig.User")
 		}
-		list, err := d.list(v, "users", false, checkUser)
+		list, err := d.Strings(v, "users", false, checkUser)
 		if err != nil {
 			return err
 		}
 		fb.users = set(list)
 	}
 	if len(fb.prefixes) == 0 && len(fb.keys) == 0 && len(fb.users) == 0 {
-		return d.fail(n, "", "lists no cidrs, api_keys or users: it would exempt nothing")
+		return d.Failf(n, "", "lists no cidrs, api_keys or users: it would exempt nothing")
 	}
 	return nil
 }
@@ -122,7 +123,7 @@ func (d *decoder) identities(n *yaml.Node, f map[string]*yaml.Node, fb *fileBypa
 func checkPrefix(s string) (string, error) {
 	ps, err := keyfunc.ParsePrefixes(s)
 	if err != nil || strings.TrimSpace(s) != s {
-		return "", fmt.Errorf("%s is not a CIDR prefix or IP address", quote(s))
+		return "", fmt.Errorf("%s is not a CIDR prefix or IP address", yamlkit.Quote(s))
 	}
 	return ident.NormalizePrefix(ps[0]).String(), nil
 }

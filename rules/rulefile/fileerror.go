@@ -2,9 +2,10 @@ package rulefile
 
 import (
 	"errors"
-	"github.com/sluicehq/sluice/rules"
 	"strconv"
-	"strings"
+
+	"github.com/sluicehq/sluice/internal/yamlkit"
+	"github.com/sluicehq/sluice/rules"
 )
 
 // ErrInvalidFile reports a rule file [Parse], [LoadFile] or a [Watcher]
@@ -44,32 +45,15 @@ type FileError struct {
 
 // Error returns the message shown above.
 func (e *FileError) Error() string {
-	var b strings.Builder
-	b.WriteString("rulefile: ")
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		b.WriteByte(':')
-		b.WriteString(strconv.Itoa(e.Line))
-	}
+	scope := ""
 	if e.section != "" {
-		b.WriteString(": ")
-		b.WriteString(e.section)
-		b.WriteByte(' ')
 		if e.Rule != "" {
-			b.WriteString(strconv.Quote(e.Rule))
+			scope = e.section + " " + strconv.Quote(e.Rule)
 		} else {
-			b.WriteString("#" + strconv.Itoa(e.index))
+			scope = e.section + " #" + strconv.Itoa(e.index)
 		}
 	}
-	if e.Field != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Field)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
+	return yamlkit.Message("rulefile", e.File, e.Line, scope, e.Field, e.Err)
 }
 
 // Unwrap returns [ErrInvalidFile], [rules.ErrInvalidRule] for a problem inside a

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/yamlkit"
 	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
 )
@@ -26,7 +27,7 @@ var (
 func (d *decoder) leasePolicy(f map[string]*yaml.Node, r *rules.Rule) error {
 	p := &r.Lease
 	if n, ok := f["lease"]; ok {
-		lf, err := d.mapping(n, "lease", leaseFields...)
+		lf, err := d.Mapping(n, "lease", leaseFields...)
 		if err != nil {
 			return err
 		}
@@ -41,13 +42,13 @@ func (d *decoder) leasePolicy(f map[string]*yaml.Node, r *rules.Rule) error {
 		}
 	}
 	if n, ok := f["hot_keys"]; ok {
-		hf, err := d.mapping(n, "hot_keys", hotKeyFields...)
+		hf, err := d.Mapping(n, "hot_keys", hotKeyFields...)
 		if err != nil {
 			return err
 		}
 		thr, ok := hf["threshold"]
 		if !ok {
-			return d.fail(deref(n), "hot_keys.threshold", "missing (store calls per second from which a key is hot)")
+			return d.Failf(yamlkit.Deref(n), "hot_keys.threshold", "missing (store calls per second from which a key is hot)")
 		}
 		if p.HotKeys.Threshold, err = d.optInt(thr, "hot_keys.threshold", 0, 1); err != nil {
 			return err
@@ -60,10 +61,10 @@ func (d *decoder) leasePolicy(f map[string]*yaml.Node, r *rules.Rule) error {
 			return err
 		}
 		if split > sluice.MaxSplit {
-			return d.fail(deref(hf["split"]), "hot_keys.split", "%d: at most %d sub-buckets", split, sluice.MaxSplit)
+			return d.Failf(yamlkit.Deref(hf["split"]), "hot_keys.split", "%d: at most %d sub-buckets", split, sluice.MaxSplit)
 		}
 		if split > 0 && (r.Limit.Rate < split || r.Limit.Capacity() < split) {
-			return d.fail(deref(hf["split"]), "hot_keys.split", "%d: the limit (rate %d, capacity %d) cannot be split into %d sub-buckets of at least 1",
+			return d.Failf(yamlkit.Deref(hf["split"]), "hot_keys.split", "%d: the limit (rate %d, capacity %d) cannot be split into %d sub-buckets of at least 1",
 				split, r.Limit.Rate, r.Limit.Capacity(), split)
 		}
 		p.HotKeys.Split = int(split)
@@ -76,16 +77,16 @@ func (d *decoder) duration(n *yaml.Node, path string, lo, hi time.Duration) (tim
 	if n == nil {
 		return 0, nil
 	}
-	s, err := d.str(n, path)
+	s, err := d.Str(n, path)
 	if err != nil {
 		return 0, err
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, d.fail(deref(n), path, "%s is not a duration (write e.g. 500ms or 2s)", quote(s))
+		return 0, d.Failf(yamlkit.Deref(n), path, "%s is not a duration (write e.g. 500ms or 2s)", yamlkit.Quote(s))
 	}
 	if v < lo || v > hi {
-		return 0, d.fail(deref(n), path, "%v: must be from %v to %v", v, lo, hi)
+		return 0, d.Failf(yamlkit.Deref(n), path, "%v: must be from %v to %v", v, lo, hi)
 	}
 	return v, nil
 }

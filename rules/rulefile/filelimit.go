@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/yamlkit"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -18,21 +19,21 @@ const maxDays = 100 * 365
 // limit reads the limit of entry entry, enforced by a.
 func (d *decoder) limit(entry, n *yaml.Node, a sluice.Algorithm) (fileLimit, error) {
 	if n == nil {
-		return fileLimit{}, d.fail(entry, "limit", "missing (e.g. {rate: 100, per: 1m})")
+		return fileLimit{}, d.Failf(entry, "limit", "missing (e.g. {rate: 100, per: 1m})")
 	}
-	f, err := d.mapping(n, "limit", limitFields...)
+	f, err := d.Mapping(n, "limit", limitFields...)
 	if err != nil {
 		return fileLimit{}, err
 	}
 	var l fileLimit
 	rate, ok := f["rate"]
 	if !ok {
-		return fileLimit{}, d.fail(deref(n), "limit.rate", "missing")
+		return fileLimit{}, d.Failf(yamlkit.Deref(n), "limit.rate", "missing")
 	}
 	if l.Rate, err = d.optInt(rate, "limit.rate", 0, 1); err != nil {
 		return fileLimit{}, err
 	}
-	if l.Period, err = d.period(deref(n), f["per"]); err != nil {
+	if l.Period, err = d.period(yamlkit.Deref(n), f["per"]); err != nil {
 		return fileLimit{}, err
 	}
 	if b, ok := f["burst"]; ok {
@@ -40,12 +41,12 @@ func (d *decoder) limit(entry, n *yaml.Node, a sluice.Algorithm) (fileLimit, err
 			return fileLimit{}, err
 		}
 		if a != sluice.TokenBucket && l.Burst != l.Rate {
-			return fileLimit{}, d.fail(deref(b), "limit.burst", "%v has no burst: it admits rate per period; leave burst out", a)
+			return fileLimit{}, d.Failf(yamlkit.Deref(b), "limit.burst", "%v has no burst: it admits rate per period; leave burst out", a)
 		}
 		l.burst = b
 	}
 	if err := a.ValidateLimit(l.Limit); err != nil {
-		return fileLimit{}, d.fail(deref(n), "limit", "%w", err)
+		return fileLimit{}, d.Failf(yamlkit.Deref(n), "limit", "%w", err)
 	}
 	return l, nil
 }
@@ -54,25 +55,25 @@ func (d *decoder) limit(entry, n *yaml.Node, a sluice.Algorithm) (fileLimit, err
 func (d *decoder) period(limit, n *yaml.Node) (time.Duration, error) {
 	const path = "limit.per"
 	if n == nil {
-		return 0, d.fail(limit, path, "missing (a duration such as 1s, 1m, 1h or 1d)")
+		return 0, d.Failf(limit, path, "missing (a duration such as 1s, 1m, 1h or 1d)")
 	}
-	if v := deref(n); v.Kind == yaml.ScalarNode && (v.Tag == "!!int" || v.Tag == "!!float") {
-		return 0, d.fail(v, path, "%s has no unit: write a duration such as %ss", quote(v.Value), v.Value)
+	if v := yamlkit.Deref(n); v.Kind == yaml.ScalarNode && (v.Tag == "!!int" || v.Tag == "!!float") {
+		return 0, d.Failf(v, path, "%s has no unit: write a duration such as %ss", yamlkit.Quote(v.Value), v.Value)
 	}
-	s, err := d.str(n, path)
+	s, err := d.Str(n, path)
 	if err != nil {
 		return 0, err
 	}
-	n = deref(n)
+	n = yamlkit.Deref(n)
 	p, err := parsePeriod(s)
 	if err != nil {
-		return 0, d.fail(n, path, "%s: %v", quote(s), err)
+		return 0, d.Failf(n, path, "%s: %v", yamlkit.Quote(s), err)
 	}
 	switch {
 	case p < time.Millisecond:
-		return 0, d.fail(n, path, "%s: must be at least 1ms", quote(s))
+		return 0, d.Failf(n, path, "%s: must be at least 1ms", yamlkit.Quote(s))
 	case p%time.Microsecond != 0:
-		return 0, d.fail(n, path, "%s: must be a whole number of microseconds", quote(s))
+		return 0, d.Failf(n, path, "%s: must be a whole number of microseconds", yamlkit.Quote(s))
 	}
 	return p, nil
 }

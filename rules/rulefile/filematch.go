@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/internal/ascii"
+	"github.com/sluicehq/sluice/internal/yamlkit"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -16,9 +17,9 @@ var matchFields = []string{"methods", "routes", "host"}
 func (d *decoder) match(match, plans *yaml.Node, m *matcher) error {
 	if plans != nil {
 		if d.env.cfg.Plan == nil {
-			return d.fail(deref(plans), "plans", "needs the request's plan: set LoadConfig.Plan")
+			return d.Failf(yamlkit.Deref(plans), "plans", "needs the request's plan: set LoadConfig.Plan")
 		}
-		list, err := d.list(plans, "plans", false, checkPlan)
+		list, err := d.Strings(plans, "plans", false, checkPlan)
 		if err != nil {
 			return err
 		}
@@ -27,15 +28,15 @@ func (d *decoder) match(match, plans *yaml.Node, m *matcher) error {
 	if match == nil {
 		return nil
 	}
-	f, err := d.mapping(match, "match", matchFields...)
+	f, err := d.Mapping(match, "match", matchFields...)
 	if err != nil {
 		return err
 	}
 	if len(f) == 0 {
-		return d.fail(deref(match), "match", "empty: leave it out to match every request")
+		return d.Failf(yamlkit.Deref(match), "match", "empty: leave it out to match every request")
 	}
 	if n, ok := f["methods"]; ok {
-		list, err := d.list(n, "match.methods", false, checkMethod)
+		list, err := d.Strings(n, "match.methods", false, checkMethod)
 		if err != nil {
 			return err
 		}
@@ -45,14 +46,14 @@ func (d *decoder) match(match, plans *yaml.Node, m *matcher) error {
 		}
 	}
 	if n, ok := f["routes"]; ok {
-		list, err := d.list(n, "match.routes", false, checkRoute)
+		list, err := d.Strings(n, "match.routes", false, checkRoute)
 		if err != nil {
 			return err
 		}
 		m.routes = set(list)
 	}
 	if n, ok := f["host"]; ok {
-		if m.hosts, err = d.list(n, "match.host", true, checkHost); err != nil {
+		if m.hosts, err = d.Strings(n, "match.host", true, checkHost); err != nil {
 			return err
 		}
 	}
@@ -77,7 +78,7 @@ func checkPlan(s string) (string, error) {
 // checkMethod accepts an HTTP method (an RFC 9110 token), in upper case.
 func checkMethod(s string) (string, error) {
 	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return r > 0x7e || !isTokenChar(byte(r)) }) {
-		return "", fmt.Errorf("%s is not an HTTP method", quote(s))
+		return "", fmt.Errorf("%s is not an HTTP method", yamlkit.Quote(s))
 	}
 	return strings.ToUpper(s), nil
 }
@@ -92,9 +93,9 @@ func isTokenChar(c byte) bool {
 func checkRoute(s string) (string, error) {
 	switch {
 	case strings.ContainsAny(s, " \t"):
-		return "", fmt.Errorf("%s: a route pattern has no spaces (methods go in match.methods)", quote(s))
+		return "", fmt.Errorf("%s: a route pattern has no spaces (methods go in match.methods)", yamlkit.Quote(s))
 	case !strings.Contains(s, "/") || !ascii.Printable(s):
-		return "", fmt.Errorf("%s is not a route pattern such as /users/{id}", quote(s))
+		return "", fmt.Errorf("%s is not a route pattern such as /users/{id}", yamlkit.Quote(s))
 	}
 	return s, nil
 }
@@ -105,7 +106,7 @@ func checkHost(s string) (string, error) {
 	h := strings.ToLower(strings.TrimSuffix(s, "."))
 	rest := strings.TrimPrefix(h, "*.")
 	if rest == "" || strings.ContainsAny(rest, "*/:@ \t") || !ascii.Printable(rest) {
-		return "", fmt.Errorf("%s is not a host name (no port; *.example.com for subdomains)", quote(s))
+		return "", fmt.Errorf("%s is not a host name (no port; *.example.com for subdomains)", yamlkit.Quote(s))
 	}
 	if rest != h {
 		return "*." + rest, nil

@@ -3,6 +3,7 @@ package rulefile
 import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/ident"
+	"github.com/sluicehq/sluice/internal/yamlkit"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
@@ -12,11 +13,11 @@ import (
 // whether it is enabled. A disabled rule is checked all the same.
 func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]int) (rules.Rule, bool, error) {
 	d.enter("rule", i+1, peekName(n))
-	f, err := d.mapping(n, "", ruleFields...)
+	f, err := d.Mapping(n, "", ruleFields...)
 	if err != nil {
 		return rules.Rule{}, false, err
 	}
-	n = deref(n)
+	n = yamlkit.Deref(n)
 	r := rules.Rule{Algorithm: defs.algorithm, OnFail: defs.onFail, Shadow: defs.shadow}
 	if r.Name, err = d.entryName(n, f, names); err != nil {
 		return rules.Rule{}, false, err
@@ -44,7 +45,7 @@ func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]
 		return rules.Rule{}, false, err
 	}
 	if err := r.Validate(); err != nil { // the checks above should have caught it
-		return rules.Rule{}, false, d.fail(n, "", "%w", err)
+		return rules.Rule{}, false, d.Failf(n, "", "%w", err)
 	}
 	return r, enabled, nil
 }
@@ -96,15 +97,15 @@ func (d *decoder) ruleFlags(f map[string]*yaml.Node, defs fileDefaults, r *rules
 // key reads a rule's key field.
 func (d *decoder) key(rule, n *yaml.Node) (keyfunc.Key, error) {
 	if n == nil {
-		return keyfunc.Key{}, d.fail(rule, "key", "missing (one of %s, or a name registered in LoadConfig.Keys)", "ip, user, api_key, user_endpoint, endpoint, header:NAME, global")
+		return keyfunc.Key{}, d.Failf(rule, "key", "missing (one of %s, or a name registered in LoadConfig.Keys)", "ip, user, api_key, user_endpoint, endpoint, header:NAME, global")
 	}
-	s, err := d.str(n, "key")
+	s, err := d.Str(n, "key")
 	if err != nil {
 		return keyfunc.Key{}, err
 	}
 	k, err := d.env.keySpec(s)
 	if err != nil {
-		return keyfunc.Key{}, d.fail(deref(n), "key", "%v", err)
+		return keyfunc.Key{}, d.Failf(yamlkit.Deref(n), "key", "%v", err)
 	}
 	return k, nil
 }
@@ -114,12 +115,12 @@ func (d *decoder) maxCost(n *yaml.Node, cost int64) (int64, error) {
 	if n == nil {
 		return 0, nil
 	}
-	v, err := d.integer(n, "max_cost")
+	v, err := d.Integer(n, "max_cost")
 	if err != nil {
 		return 0, err
 	}
 	if v < cost {
-		return 0, d.fail(deref(n), "max_cost", "%d is below the cost %d", v, cost)
+		return 0, d.Failf(yamlkit.Deref(n), "max_cost", "%d is below the cost %d", v, cost)
 	}
 	return v, nil
 }
@@ -131,9 +132,9 @@ func (d *decoder) fits(lim fileLimit, cost int64, costNode *yaml.Node) error {
 	case cost <= capacity:
 		return nil
 	case lim.burst != nil:
-		return d.fail(deref(lim.burst), "limit.burst", "%d is below the cost %d: no request could ever pass", capacity, cost)
+		return d.Failf(yamlkit.Deref(lim.burst), "limit.burst", "%d is below the cost %d: no request could ever pass", capacity, cost)
 	default:
-		return d.fail(deref(costNode), "cost", "%d exceeds the rate %d, the capacity when no burst is given: no request could ever pass", cost, capacity)
+		return d.Failf(yamlkit.Deref(costNode), "cost", "%d exceeds the rate %d, the capacity when no burst is given: no request could ever pass", cost, capacity)
 	}
 }
 
@@ -153,19 +154,19 @@ func (d *decoder) colocate(n *yaml.Node, kind string) (keyfunc.Key, error) {
 	if n == nil {
 		return keyfunc.Key{}, nil
 	}
-	s, err := d.str(n, "colocate")
+	s, err := d.Str(n, "colocate")
 	if err != nil {
 		return keyfunc.Key{}, err
 	}
 	if !ident.Colocatable(kind) {
-		return keyfunc.Key{}, d.fail(deref(n), "colocate", "a rule keyed by %s cannot be colocated: its buckets must spread over the cluster", kind)
+		return keyfunc.Key{}, d.Failf(yamlkit.Deref(n), "colocate", "a rule keyed by %s cannot be colocated: its buckets must spread over the cluster", kind)
 	}
 	k, err := d.env.keySpec(s)
 	if err != nil {
-		return keyfunc.Key{}, d.fail(deref(n), "colocate", "%v", err)
+		return keyfunc.Key{}, d.Failf(yamlkit.Deref(n), "colocate", "%v", err)
 	}
 	if !ident.Colocatable(k.Kind()) {
-		return keyfunc.Key{}, d.fail(deref(n), "colocate", "cannot colocate by %s: every bucket of the service would share one slot; colocate by an identity such as user or api_key", k.Kind())
+		return keyfunc.Key{}, d.Failf(yamlkit.Deref(n), "colocate", "cannot colocate by %s: every bucket of the service would share one slot; colocate by an identity such as user or api_key", k.Kind())
 	}
 	return k, nil
 }

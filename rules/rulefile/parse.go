@@ -1,16 +1,11 @@
 package rulefile
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"regexp"
-	"strconv"
 	"strings"
 
+	"github.com/sluicehq/sluice/internal/yamlkit"
 	"github.com/sluicehq/sluice/rules"
 	"go.yaml.in/yaml/v3"
 )
@@ -31,16 +26,15 @@ func Parse(name string, data []byte, cfg LoadConfig) (*rules.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{file: name, env: e}
-	if len(data) > MaxFileSize {
-		return nil, d.fail(nil, "", "larger than %d bytes", MaxFileSize)
+	data, err = yamlkit.Input(data, MaxFileSize)
+	if err != nil {
+		return nil, &FileError{File: name, Err: err}
 	}
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
 	root, err := parseDocument(name, data)
 	if err != nil {
 		return nil, err
 	}
-	return d.ruleFile(root)
+	return newDecoder(name, e).ruleFile(root)
 }
 
 // LoadFile reads the rule file at path and parses it (see [Parse]).
@@ -55,23 +49,9 @@ func LoadFile(path string, cfg LoadConfig) (*rules.Set, error) {
 // readFile reads at most MaxFileSize bytes of path. Errors are
 // *FileErrors; they wrap the cause, so errors.Is(err, fs.ErrNotExist) works.
 func readFile(path string) ([]byte, error) {
-	fail := func(err error) error {
-		if pe, ok := errors.AsType[*fs.PathError](err); ok {
-			err = fmt.Errorf("%s: %w", pe.Op, pe.Err)
-		}
-		return &FileError{File: path, Err: err}
-	}
-	f, err := os.Open(path)
+	data, err := yamlkit.ReadFile(path, MaxFileSize)
 	if err != nil {
-		return nil, fail(err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fail(err)
-	}
-	if len(data) > MaxFileSize {
-		return nil, fail(fmt.Errorf("larger than %d bytes", MaxFileSize))
+		return nil, &FileError{File: path, Err: err}
 	}
 	return data, nil
 }
@@ -85,6 +65,12 @@ func isJSON(name string) bool {
 // for an empty one.
 func parseDocument(name string, data []byte) (*yaml.Node, error) {
 	fail := func(line int, err error) error { return &FileError{File: name, Line: line, Err: err} }
+	syntax := func(err error) error {
+		if se, ok := errors.AsType[*yamlkit.SyntaxError](err); ok {
+			return fail(se.Line, se.Err)
+		}
+		return fail(0, err)
+	}
 	if isJSON(name) {
 		doc, line, err := parseJSON(data)
 		if err != nil {
@@ -95,48 +81,20 @@ func parseDocument(name string, data []byte) (*yaml.Node, error) {
 		}
 		return doc.Content[0], nil
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := decodeYAML(dec, &doc); err == io.EOF {
+	docs := yamlkit.NewDocuments(data)
+	doc, err := docs.Next()
+	if err == io.EOF {
 		return nil, nil
 	} else if err != nil {
-		return nil, fail(yamlError(err))
+		return nil, syntax(err)
 	}
-	var next yaml.Node
-	if err := decodeYAML(dec, &next); err == nil {
+	if next, err := docs.Next(); err == nil {
 		return nil, fail(next.Line, errors.New("a second YAML document (---): a file holds one rule set"))
 	} else if err != io.EOF {
-		return nil, fail(yamlError(err))
+		return nil, syntax(err)
 	}
 	if len(doc.Content) == 0 {
 		return nil, nil
 	}
 	return doc.Content[0], nil
-}
-
-// decodeYAML decodes the next document into n, turning a panic of the YAML
-// library into an error: a malformed file must never take the process
-// down, least of all from a reload goroutine.
-func decodeYAML(dec *yaml.Decoder, n *yaml.Node) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("yaml: %v", p)
-		}
-	}()
-	return dec.Decode(n)
-}
-
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
-
-// yamlError splits a YAML library error into its line and message.
-func yamlError(err error) (int, error) {
-	msg := err.Error()
-	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
-	}
-	return line, errors.New("invalid YAML: " + msg)
 }

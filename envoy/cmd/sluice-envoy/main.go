@@ -17,6 +17,12 @@
 // the field. SIGHUP loads the files again: a change with a mistake is
 // refused and logged, and the last good mapping stays.
 //
+// Two of envoyproxy/ratelimit's settings are read from the environment as
+// it reads them, each also a flag: MERGE_DOMAIN_CONFIG=true
+// (-merge-domains) lets several files define one domain together, and
+// RESPONSE_DYNAMIC_METADATA=true (-dynamic-metadata) returns dynamic
+// metadata with every response (see the envoy package).
+//
 // It serves gRPC on -grpc (the rate limit service, grpc.health.v1, and with
 // -reflection server reflection) and
 // HTTP on -http: /healthz (alive), /readyz (the store can decide) and
@@ -34,6 +40,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -71,12 +78,43 @@ type flags struct {
 	redisAddr, secret, mode string
 	budget                  time.Duration
 	check, reflect          bool
+	merge, metadata         bool         // -merge-domains, -dynamic-metadata
 	headers                 headers.Mode // -headers, parsed after -check
+}
+
+// mappingOptions returns the options the mapping files are read with.
+func (f *flags) mappingOptions() []envoy.MappingOption {
+	if f.merge {
+		return []envoy.MappingOption{envoy.MergeDomains()}
+	}
+	return nil
+}
+
+// envBool reads a boolean that envoyproxy/ratelimit reads from the
+// environment, as it does (strconv.ParseBool); unset or empty is false.
+func envBool(name string) (bool, error) {
+	s := os.Getenv(name)
+	if s == "" {
+		return false, nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, fmt.Errorf("$%s: %q is not true or false", name, s)
+	}
+	return v, nil
 }
 
 // parseFlags parses the command's arguments.
 func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	var f flags
+	merge, err := envBool("MERGE_DOMAIN_CONFIG")
+	if err != nil {
+		return nil, err
+	}
+	metadata, err := envBool("RESPONSE_DYNAMIC_METADATA")
+	if err != nil {
+		return nil, err
+	}
 	fs := flag.NewFlagSet("sluice-envoy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Func("config", "mapping file (envoyproxy/ratelimit's YAML format); repeat for several domains' files", func(s string) error {
@@ -91,6 +129,8 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.DurationVar(&f.budget, "budget", envoy.DefaultBudget, "latency budget of each store call")
 	fs.BoolVar(&f.check, "check", false, "check the mapping files and exit")
 	fs.BoolVar(&f.reflect, "reflection", false, "serve gRPC server reflection too, for grpcurl and the like")
+	fs.BoolVar(&f.merge, "merge-domains", merge, "let several mapping documents define one domain together, adding their top-level descriptors (default $MERGE_DOMAIN_CONFIG, as envoyproxy/ratelimit)")
+	fs.BoolVar(&f.metadata, "dynamic-metadata", metadata, "return dynamic metadata with every response: the domain, the descriptors, and the metadata of the limits that passed (default $RESPONSE_DYNAMIC_METADATA, as envoyproxy/ratelimit)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -106,7 +146,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, started listening
 	if err != nil {
 		return err
 	}
-	mapping, err := envoy.LoadMapping(f.configs...)
+	mapping, err := envoy.LoadMapping(f.configs, f.mappingOptions()...)
 	if err != nil {
 		return err
 	}
@@ -128,8 +168,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, started listening
 		return err
 	}
 	defer closeStore()
-	svc, err := envoy.New(store, mapping, envoy.WithHeaders(f.headers), envoy.WithBudget(f.budget),
-		envoy.WithObserver(collector), envoy.WithLogger(log), envoy.WithRegisterer(reg))
+	opts := []envoy.Option{envoy.WithHeaders(f.headers), envoy.WithBudget(f.budget),
+		envoy.WithObserver(collector), envoy.WithLogger(log), envoy.WithRegisterer(reg)}
+	if f.metadata {
+		opts = append(opts, envoy.WithDynamicMetadata())
+	}
+	svc, err := envoy.New(store, mapping, opts...)
 	if err != nil {
 		return err
 	}
@@ -164,7 +208,7 @@ func serve(ctx context.Context, f *flags, svc *envoy.Service, reg *prometheus.Re
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go followReadiness(ctx, svc, hs)
-	go reloadOnHangup(ctx, svc, f.configs, log)
+	go reloadOnHangup(ctx, svc, f, log)
 	errs := make(chan error, 2)
 	go func() { errs <- gs.Serve(gln) }()
 	go func() {
@@ -268,7 +312,7 @@ func followReadiness(ctx context.Context, svc *envoy.Service, hs *health.Server)
 
 // reloadOnHangup loads the mapping files again on every SIGHUP, keeping the
 // last good mapping when they have a mistake.
-func reloadOnHangup(ctx context.Context, svc *envoy.Service, configs []string, log *slog.Logger) {
+func reloadOnHangup(ctx context.Context, svc *envoy.Service, f *flags, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -277,7 +321,7 @@ func reloadOnHangup(ctx context.Context, svc *envoy.Service, configs []string, l
 		case <-ctx.Done():
 			return
 		case <-hup:
-			m, err := envoy.LoadMapping(configs...)
+			m, err := envoy.LoadMapping(f.configs, f.mappingOptions()...)
 			if err != nil {
 				log.Error("mapping refused; keeping the last good one", "error", err.Error())
 				continue
