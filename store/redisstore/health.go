@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 )
 
@@ -57,16 +56,6 @@ func (s *Store) readyNow(ctx context.Context) error {
 		return &sluice.StoreError{Op: "redisstore: ready", Kind: sluice.ErrBreakerOpen}
 	}
 	return s.b.ready(ctx)
-}
-
-// loadScripts loads the store's scripts on c.
-func loadScripts(ctx context.Context, c redis.Scripter) error {
-	for _, src := range []string{takeSource, refundSource} {
-		if err := c.ScriptLoad(ctx, src).Err(); err != nil {
-			return classify("redisstore: ready", err)
-		}
-	}
-	return nil
 }
 
 // Health is a store's state, as [Store.Health] reads it and

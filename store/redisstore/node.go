@@ -42,6 +42,8 @@ type node struct {
 	coalesce *coalescer // nil when off
 }
 
+var _ backend = (*node)(nil)
+
 // newNode returns the topology of a client that is not a cluster client,
 // sending its scripts through a sender counting reloads in reloads.
 func newNode(client Client, cfg Config, keys *keyer, reloads *atomic.Int64) (*node, error) {
@@ -68,7 +70,7 @@ func newNode(client Client, cfg Config, keys *keyer, reloads *atomic.Int64) (*no
 	if rc != nil && conns > 0 {
 		if conn.Safe(opt) {
 			o := conn.Options{Size: conns, SetupFor: cfg.SetupTimeout, Log: cfg.Logger, Endpoint: n.addr,
-				Scripts: []string{takeSource, refundSource}}
+				Scripts: sources}
 			if n.sentinel {
 				o.Name = n.live // its logs name the primary, not the placeholder
 			}
