@@ -179,20 +179,27 @@ func (n *node) policies(ctx context.Context) ([]policyReading, error) {
 	return []policyReading{r}, nil
 }
 
-// ready waits, when the node keeps ready connections, for one to be idle;
-// otherwise it loads the scripts.
+// ready checks, when the node keeps ready connections, that one answers a
+// PING within ctx (see conn.Set.Check); otherwise it loads the scripts.
+// Either way Redis answered for the store just now.
 func (n *node) ready(ctx context.Context) error {
 	if n.conns == nil {
 		return loadScripts(ctx, n.client)
 	}
-	n.conns.Await(ctx)
-	if !n.conns.Idle() {
-		if down := n.conns.Down(); down != nil {
-			return classify("redisstore: ready", down)
-		}
-		return errors.New("no ready connection yet")
+	err := n.conns.Check(ctx)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if down := n.conns.Down(); down != nil {
+		return classify("redisstore: ready", down)
+	}
+	var se *sluice.StoreError
+	if errors.As(err, &se) { // not sent: no connection, or none in time
+		c := *se
+		c.Op = "redisstore: ready"
+		return &c
+	}
+	return classify("redisstore: ready", err)
 }
 
 func (n *node) idleConns() int {

@@ -190,6 +190,21 @@ func tooLate(ctx context.Context, now time.Time, rtt time.Duration) error {
 	return nil
 }
 
+// Check sends a PING on a ready connection, waiting for one within ctx (as
+// Process does), and returns its error: nil when the endpoint answered
+// now. An idle connection says nothing of whether the server is still
+// there (a server that went away closed it, and nothing reads it until it
+// is used), so whoever asks whether the endpoint is ready asks the server.
+// A connection found closed is dropped as after any command (see put): the
+// endpoint turns suspect until a set-up tells whether it can be reached.
+func (r *Set) Check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		// Sent, it would fail and cost a good connection.
+		return &sluice.StoreError{Op: "redisstore: ready", Kind: CtxKind(ctx), Err: err}
+	}
+	return r.Process(ctx, redis.NewStatusCmd(ctx, "ping"))
+}
+
 // Idle reports whether a ready connection is idle.
 func (r *Set) Idle() bool { return len(r.conns) > 0 }
 
