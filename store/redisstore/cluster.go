@@ -208,7 +208,7 @@ func (cl *cluster) groupBySlot(keys []string, hits []sluice.Hit) []*slotGroup {
 }
 
 // takeSlots decides a request whose hits lie in several slots. With
-// partial, failed slots fail only their hits (see partialFailure).
+// partial, failed slots fail only their hits (see undoer.partialFailure).
 func (cl *cluster) takeSlots(ctx context.Context, keys []string, hits []sluice.Hit, out []sluice.Result, partial bool) error {
 	groups := cl.groupBySlot(keys, hits)
 	var errs []error
