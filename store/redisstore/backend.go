@@ -35,8 +35,3 @@ type backend interface {
 	// closes.
 	loops() []func(ctx context.Context)
 }
-
-var (
-	_ backend = (*node)(nil)
-	_ backend = (*cluster)(nil)
-)

@@ -3,8 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,10 +16,8 @@ import (
 // request's hits by slot and decides each group with one script call, the
 // calls for all the groups in one cluster pipeline (go-redis sends it as
 // one pipeline per node, the nodes concurrently). When one group refuses
-// the request, what the others took is given back by exact refunds before
-// Take returns, and their hits decided again, behind the refunds in one
-// more round trip, as a request that cannot be admitted, so the caller sees
-// what a single node would have answered.
+// the request, or some fail, what the others took is given back (see
+// undo.go).
 //
 // A coalescing store has a coalescer per slot (a batch is one script call,
 // so one slot's): a single-slot request goes through its slot's; a
@@ -29,12 +25,6 @@ import (
 // find a free lane together in one cluster pipeline, the others queued in
 // their slots' batches, all side by side (see takeCoalesced). Refunds are
 // not coalesced.
-//
-// When some groups fail (CLUSTERDOWN, TRYAGAIN after its retries, a dead
-// master, its breaker open) and the others are decided, Take gives back
-// what the decided groups took and fails as a whole; TakePartial instead
-// keeps the decided groups' decisions and names the failed hits in a
-// *sluice.PartialError (see partialFailure).
 
 // cluster is the topology of a Redis Cluster client: each master's
 // circuit breaker and reachability, and the coalescers of the slots.
@@ -43,29 +33,31 @@ type cluster struct {
 	label    string // its name: Config.Endpoint, or "cluster"
 	breakers *breakers
 	closed   func() bool // the store is closed: reach stops dialling
-	log      *slog.Logger
-	masters  sync.Map // master address → *master
-	hooked   sync.Map // node client → struct{}: its dials are watched
+	masters  sync.Map    // master address → *master
+	hooked   sync.Map    // node client → struct{}: its dials are watched
 	scripts  *decider
 	// coalescers, when the store coalesces, hold a coalescer per slot,
 	// made on first use: a batch is one script call, so one slot. Each
 	// batches up to batch calls with lanes in flight.
-	coalescers     *[hashSlots]atomic.Pointer[coalescer]
-	batch, lanes   int
-	refundFailures atomic.Int64
+	coalescers   *[hashSlots]atomic.Pointer[coalescer]
+	batch, lanes int
+	undo         *undoer // gives back what cross-slot requests took
 }
+
+var _ backend = (*cluster)(nil)
 
 // newCluster returns the topology of a cluster client, sending its
 // scripts through a sender counting reloads in reloads, for a store that
 // is closed once closed reports true.
 func newCluster(c *redis.ClusterClient, cfg Config, keys *keyer, reloads *atomic.Int64, closed func() bool) *cluster {
 	cl := &cluster{c: c, label: cfg.Endpoint, breakers: newBreakers(cfg.Breaker, cfg.Events), closed: closed,
-		log: cfg.Logger, batch: cfg.Coalesce, lanes: cfg.CoalesceLanes}
+		batch: cfg.Coalesce, lanes: cfg.CoalesceLanes}
 	if cl.label == "" {
 		cl.label = "cluster"
 	}
 	cl.scripts = &decider{keys: keys, send: &sender{link: cl, events: cfg.Events, reloads: reloads},
 		heal: newHealer(cfg), where: cl.endpointOf}
+	cl.undo = &undoer{scripts: cl.scripts, log: cfg.Logger}
 	if cfg.Coalesce > 1 {
 		cl.coalescers = new([hashSlots]atomic.Pointer[coalescer])
 	}
@@ -192,14 +184,6 @@ func (cl *cluster) take(ctx context.Context, hits []sluice.Hit, out []sluice.Res
 	return cl.takeSlots(ctx, r.keys, hits, out, partial)
 }
 
-// slotGroup is the part of a request whose hits share a slot.
-type slotGroup struct {
-	idx  []int // the hits' positions in the request
-	hits []sluice.Hit
-	out  []sluice.Result
-	req  request
-}
-
 // groupBySlot splits a request's hits, whose Redis keys are keys, by slot,
 // in the order their slots first appear.
 func (cl *cluster) groupBySlot(keys []string, hits []sluice.Hit) []*slotGroup {
@@ -224,7 +208,7 @@ func (cl *cluster) groupBySlot(keys []string, hits []sluice.Hit) []*slotGroup {
 }
 
 // takeSlots decides a request whose hits lie in several slots. With
-// partial, failed slots fail only their hits (see partialFailure).
+// partial, failed slots fail only their hits (see undoer.partialFailure).
 func (cl *cluster) takeSlots(ctx context.Context, keys []string, hits []sluice.Hit, out []sluice.Result, partial bool) error {
 	groups := cl.groupBySlot(keys, hits)
 	var errs []error
@@ -243,26 +227,19 @@ func (cl *cluster) takeSlots(ctx context.Context, keys []string, hits []sluice.H
 			out[at] = g.out[j]
 		}
 	}
-	if failure != nil && partial {
-		if err := cl.partialFailure(ctx, groups, errs, failure, hits, out); err != nil {
-			return err
-		}
-	}
 	if failure != nil {
-		// The request is undecided: give back what the decided slots took.
-		var refunds []sluice.Refund
-		for i, g := range groups {
-			if errs[i] == nil {
-				refunds = appendRefunds(refunds, g.hits, g.out)
+		if partial {
+			if err := cl.undo.partialFailure(ctx, groups, errs, failure, hits, out); err != nil {
+				return err
 			}
 		}
-		cl.refundQuietly(ctx, refunds)
+		// The request is undecided: give back what the decided slots took.
+		cl.undo.abandon(ctx, groups, errs)
 		return failure
 	}
-	if sluice.Admitted(hits, out) {
-		return nil
+	if !sluice.Admitted(hits, out) {
+		cl.undo.giveBack(ctx, groups, hits, out)
 	}
-	cl.giveBack(ctx, groups, hits, out)
 	return nil
 }
 
@@ -346,194 +323,9 @@ func (cl *cluster) takeOnLanes(ctx context.Context, groups []*slotGroup, lanes [
 	return errs
 }
 
-// appendRefunds appends to refunds one refund per hit of hits that took
-// something, by its result in out.
-func appendRefunds(refunds []sluice.Refund, hits []sluice.Hit, out []sluice.Result) []sluice.Refund {
-	for j := range hits {
-		if rc := out[j].Receipt; rc.Taken > 0 && !hits[j].Force {
-			refunds = append(refunds, sluice.Refund{Hit: hits[j], Receipt: rc})
-		}
-	}
-	return refunds
-}
-
-// giveBack undoes a refused request's takes in the slots that admitted
-// their part: per such slot, one refund script call and, behind it in the
-// same pipeline, the slot's hits decided again in a request that cannot be
-// admitted (an extra hit in the slot whose cost exceeds its capacity), so
-// that they consume nothing and report what a single node reports for a
-// refused request: a hit that passed tells what is left without its
-// consumption, a later hit on the same bucket sees the earlier ones'. A
-// refund is never retried; a failed one is counted and logged, and its
-// hits keep their takes' results without the receipts.
-func (cl *cluster) giveBack(ctx context.Context, groups []*slotGroup, hits []sluice.Hit, out []sluice.Result) {
-	undos, cmds := cl.undos(groups)
-	if len(cmds) == 0 {
-		return
-	}
-	replies, errs := cl.sendUndos(ctx, cmds)
-	for i, u := range undos {
-		cl.settleUndo(ctx, u, replies[2*i:2*i+2], errs[2*i:2*i+2], hits, out)
-	}
-}
-
-// undo is one slot's part of giveBack.
-type undo struct {
-	g       *slotGroup
-	refunds []sluice.Refund
-	again   request // the slot's hits and the refusing hit
-}
-
-// undos returns the undos of the groups that took something, and their
-// commands: per undo its refund, then its hits decided again.
-func (cl *cluster) undos(groups []*slotGroup) ([]*undo, [][]any) {
-	var undos []*undo
-	var cmds [][]any
-	for _, g := range groups {
-		u := &undo{g: g}
-		for j := len(g.hits) - 1; j >= 0; j-- { // the last take first
-			if rc := g.out[j].Receipt; rc.Taken > 0 && !g.hits[j].Force {
-				u.refunds = append(u.refunds, sluice.Refund{Hit: g.hits[j], Receipt: rc})
-			}
-		}
-		if len(u.refunds) == 0 {
-			continue
-		}
-		again := append(slices.Clone(g.hits), refuser)
-		u.again = cl.scripts.newRequest(again, make([]sluice.Result, len(again)))
-		// The refusing hit's key shares the slot's hash tag; it is never
-		// written, as its request is never admitted.
-		u.again.setKey(len(again)-1, u.again.keys[0]+":refuse")
-		undos = append(undos, u)
-		cmds = append(cmds, cl.scripts.refundCommand(u.refunds), takeCommand([]*request{&u.again}))
-	}
-	return undos, cmds
-}
-
-// sendUndos sends the undos' commands in one pipeline. A decision whose
-// refund was re-sent after NOSCRIPT ran before it: it is sent again.
-func (cl *cluster) sendUndos(ctx context.Context, cmds [][]any) ([]any, []error) {
-	replies, errs, resent := cl.scripts.send.many(ctx, "redisstore: refund", cmds)
-	var stale []int // decisions that ran before their refund was re-sent
-	for i := 0; i < len(cmds); i += 2 {
-		if resent[i] && errs[i] == nil {
-			stale = append(stale, i+1)
-		}
-	}
-	if len(stale) > 0 {
-		again := make([][]any, len(stale))
-		for j, i := range stale {
-			again[j] = cmds[i]
-		}
-		r, e, _ := cl.scripts.send.many(ctx, "redisstore: refund", again)
-		for j, i := range stale {
-			replies[i], errs[i] = r[j], e[j]
-		}
-	}
-	return replies, errs
-}
-
-// settleUndo writes into out what u's slot reports once its takes were
-// given back, from the replies and errors of its refund and decision.
-func (cl *cluster) settleUndo(ctx context.Context, u *undo, replies []any, errs []error, hits []sluice.Hit, out []sluice.Result) {
-	rerr, derr := errs[0], errs[1]
-	if rerr == nil {
-		rerr = decodeRefund(replies[0], len(u.refunds))
-	}
-	for _, at := range u.g.idx {
-		out[at].Receipt = sluice.Receipt{}
-	}
-	if rerr != nil {
-		cl.refundFailed(ctx, rerr, u.refunds)
-		return
-	}
-	if derr == nil {
-		derr = cl.scripts.finish(replies[1], []*request{&u.again})
-	}
-	if derr != nil {
-		return // the takes' results stand, without receipts
-	}
-	for j, at := range u.g.idx {
-		r := u.again.out[j]
-		r.Limit, r.Receipt = hits[at].Limit, sluice.Receipt{}
-		out[at] = r
-	}
-}
-
-// refuser is a hit that can never pass: it makes a request that carries it
-// consume nothing.
-var refuser = sluice.Hit{Key: "refuse", Limit: sluice.PerHour(1), Cost: 2}
-
-// refund applies refunds that may lie in several slots: one refund script
-// call per slot, in one pipeline. It returns the first failure, the first
-// ambiguous one if any.
+// refund applies refunds (see undoer.refund).
 func (cl *cluster) refund(ctx context.Context, refunds []sluice.Refund) error {
-	_, errs := cl.refundSlots(ctx, refunds)
-	var failure error
-	for _, err := range errs {
-		failure = worse(failure, err)
-	}
-	return failure
-}
-
-// refundQuietly gives back refunds and counts and logs what fails.
-func (cl *cluster) refundQuietly(ctx context.Context, refunds []sluice.Refund) {
-	if len(refunds) == 0 {
-		return
-	}
-	groups, errs := cl.refundSlots(ctx, refunds)
-	for i, err := range errs {
-		if err != nil {
-			cl.refundFailed(ctx, err, groups[i])
-		}
-	}
-}
-
-// refundSlots gives back refunds, grouped by the slot of their buckets:
-// one refund script call per slot, in one pipeline. It returns the groups
-// and each one's error.
-func (cl *cluster) refundSlots(ctx context.Context, refunds []sluice.Refund) ([][]sluice.Refund, []error) {
-	groups := cl.groupRefunds(refunds)
-	cmds := make([][]any, len(groups))
-	for i, g := range groups {
-		cmds[i] = cl.scripts.refundCommand(g)
-	}
-	replies, errs, _ := cl.scripts.send.many(ctx, "redisstore: refund", cmds)
-	for i, g := range groups {
-		if errs[i] == nil {
-			errs[i] = decodeRefund(replies[i], len(g))
-		}
-	}
-	return groups, errs
-}
-
-// refundFailed counts and logs a refund that failed. It is not retried:
-// a retry can give back twice. It loses at most what it was for.
-func (cl *cluster) refundFailed(ctx context.Context, err error, refunds []sluice.Refund) {
-	var units int64
-	for _, r := range refunds {
-		units += r.Amount()
-	}
-	cl.refundFailures.Add(1)
-	cl.log.LogAttrs(ctx, slog.LevelWarn, "redisstore: a refund of a refused cross-slot request failed; its units stay consumed until their buckets refill",
-		slog.Int("buckets", len(refunds)), slog.Int64("units", units), slog.String("error", err.Error()))
-}
-
-// groupRefunds splits refunds by the slot of their buckets.
-func (cl *cluster) groupRefunds(refunds []sluice.Refund) [][]sluice.Refund {
-	var groups [][]sluice.Refund
-	at := make(map[int]int, 4)
-	for _, r := range refunds {
-		slot := slotOf(cl.scripts.keys.key(&r.Hit))
-		i, ok := at[slot]
-		if !ok {
-			i = len(groups)
-			at[slot] = i
-			groups = append(groups, nil)
-		}
-		groups[i] = append(groups[i], r)
-	}
-	return groups
+	return cl.undo.refund(ctx, refunds)
 }
 
 // reset deletes the buckets of hits, one DEL per slot in one pipeline.
@@ -591,33 +383,3 @@ func (cl *cluster) wrongClient(context.Context) bool { return false }
 
 // loops is none: a cluster's masters are probed by requests.
 func (cl *cluster) loops() []func(ctx context.Context) { return nil }
-
-// partialFailure settles a request some of whose slot groups failed (errs,
-// the first or first ambiguous failure being failure) while others were
-// decided into out: it returns the *sluice.PartialError naming the failed
-// hits, after giving back the decided groups' takes if a decided hit
-// refused. It returns nil, deciding nothing, when every group failed.
-func (cl *cluster) partialFailure(ctx context.Context, groups []*slotGroup, errs []error, failure error, hits []sluice.Hit, out []sluice.Result) error {
-	var decided []*slotGroup
-	var failed []int
-	admitted := true
-	for i, g := range groups {
-		if errs[i] != nil {
-			for _, at := range g.idx {
-				failed = append(failed, at)
-				out[at] = sluice.Result{}
-			}
-			continue
-		}
-		decided = append(decided, g)
-		admitted = admitted && sluice.Admitted(g.hits, g.out)
-	}
-	if len(decided) == 0 {
-		return nil
-	}
-	if !admitted {
-		cl.giveBack(ctx, decided, hits, out)
-	}
-	slices.Sort(failed)
-	return &sluice.PartialError{Failed: failed, Err: failure}
-}

@@ -28,7 +28,8 @@ type Config struct {
 	// inspected, or whose retries you have disabled some other way.
 	AllowUnsafeClient bool
 	// Logger receives the start-up warnings (such as an eviction policy
-	// that can evict rate-limit keys). Default: [slog.Default].
+	// that can evict rate-limit keys). Default: [slog.Default]. go-redis's
+	// own lines go to standard error unless routed with [SetClientLogger].
 	Logger *slog.Logger
 	// StartupCheckTimeout bounds the background check New starts (loading
 	// the script, reading the eviction policy). Default: 2 s. Negative

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 
 	"github.com/sluicehq/sluice/store/redisstore"
@@ -68,4 +69,14 @@ func ExampleClusterOptions() {
 	opt.PoolSize = 128
 	fmt.Println(opt.Addrs, opt.MaxRetries, opt.ContextTimeoutEnabled, opt.Protocol)
 	// Output: [10.0.0.1:7000 10.0.0.2:7000] -1 true 2
+}
+
+// go-redis's own lines (failed dials while Redis is down, Sentinel's and
+// Cluster's topology changes) go to standard error unless routed: this
+// sends them, every go-redis client's in the process, through the
+// application's logger, at Warn. (Not run: it changes the process's
+// go-redis logger.)
+func ExampleSetClientLogger() {
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	redisstore.SetClientLogger(logger, slog.LevelWarn)
 }

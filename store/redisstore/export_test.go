@@ -66,7 +66,7 @@ const ModeLast = modeLast
 
 // RefundFailures returns how many refunds of refused cross-slot requests
 // failed.
-func RefundFailures(s *Store) int64 { return s.b.(*cluster).refundFailures.Load() }
+func RefundFailures(s *Store) int64 { return s.b.(*cluster).undo.failures.Load() }
 
 // Endpoint returns the name s gives its Redis endpoint in events and logs.
 func Endpoint(s *Store) string { return s.b.name() }

@@ -9,14 +9,16 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 )
 
 // Ready waits until the store can decide, or ctx is done: its start-up
-// check is over, its scripts are loaded (on every master of a cluster), a
-// ready connection is set up when it keeps them, and no circuit breaker is
-// open. It returns nil once the store is ready; otherwise the last reason
+// check is over, no circuit breaker is open, and Redis answers now, within
+// ctx: one of the store's ready connections answers a PING (when it keeps
+// them), or the scripts load (on every master of a cluster). So a Redis
+// that has gone away is never reported ready, however recently the store
+// set its connections up; what Ready reports is at most one round trip
+// old. It returns nil once the store is ready; otherwise the last reason
 // it was not, wrapping ctx's error. A store decides before it is ready
 // too (its calls then fall to the rules' on_fail): call Ready at start,
 // before serving, to begin with every decision made by Redis.
@@ -59,21 +61,11 @@ func (s *Store) readyNow(ctx context.Context) error {
 	return s.b.ready(ctx)
 }
 
-// loadScripts loads the store's scripts on c.
-func loadScripts(ctx context.Context, c redis.Scripter) error {
-	for _, src := range []string{takeSource, refundSource} {
-		if err := c.ScriptLoad(ctx, src).Err(); err != nil {
-			return classify("redisstore: ready", err)
-		}
-	}
-	return nil
-}
-
 // Health is a store's state, as [Store.Health] reads it and
 // [Store.HealthHandler] serves it.
 type Health struct {
-	// Ready reports whether the store can decide now (see [Store.Ready]);
-	// Reason says why not.
+	// Ready reports whether the store can decide now, Redis having just
+	// answered (see [Store.Ready]); Reason says why not.
 	Ready  bool   `json:"ready"`
 	Reason string `json:"reason,omitempty"`
 	// Breaker is the circuit breaker's state, the least healthy of a
@@ -94,7 +86,7 @@ type Health struct {
 }
 
 // Health reads the store's state, waiting at most for ctx to decide
-// whether it is ready.
+// whether it is ready: it asks Redis as [Store.Ready] does, once.
 func (s *Store) Health(ctx context.Context) Health {
 	h := Health{Breaker: s.BreakerState().String(), Instances: s.Instances()}
 	if err := s.readyNow(ctx); err != nil {

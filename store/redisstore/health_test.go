@@ -71,6 +71,35 @@ func TestNotReady(t *testing.T) {
 	}
 }
 
+// Redis gone after the store was ready, its ready connections all set up
+// and idle: Ready asks Redis rather than the connections set up before, so
+// it gives up with ctx, saying why, and the handler says 503. Redis back,
+// the store is ready again.
+func TestNotReadyOnceRedisIsGone(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := newStoreWith(t, newClient(t, srv.Addr), nil, redisstore.Config{})
+	ready, cancelReady := context.WithTimeout(context.Background(), ceiling)
+	defer cancelReady()
+	if err := s.Ready(ready); err != nil {
+		t.Fatal(err)
+	}
+	waitConnsReady(t, s)
+	srv.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := s.Ready(ctx); err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Ready with Redis gone: %v", err)
+	}
+	if code, h := health(t, s); code != http.StatusServiceUnavailable || h.Ready || h.Reason == "" {
+		t.Fatalf("health with Redis gone: %d %+v", code, h)
+	}
+	srv.Restart()
+	if err := s.Ready(ready); err != nil {
+		t.Fatalf("Ready with Redis back: %v", err)
+	}
+}
+
 // On a cluster, ready means the scripts are on every master (run by
 // TestOnOneCluster).
 func testReadyCluster(t *testing.T, c *redistest.Cluster) {

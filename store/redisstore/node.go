@@ -42,6 +42,8 @@ type node struct {
 	coalesce *coalescer // nil when off
 }
 
+var _ backend = (*node)(nil)
+
 // newNode returns the topology of a client that is not a cluster client,
 // sending its scripts through a sender counting reloads in reloads.
 func newNode(client Client, cfg Config, keys *keyer, reloads *atomic.Int64) (*node, error) {
@@ -68,7 +70,7 @@ func newNode(client Client, cfg Config, keys *keyer, reloads *atomic.Int64) (*no
 	if rc != nil && conns > 0 {
 		if conn.Safe(opt) {
 			o := conn.Options{Size: conns, SetupFor: cfg.SetupTimeout, Log: cfg.Logger, Endpoint: n.addr,
-				Scripts: []string{takeSource, refundSource}}
+				Scripts: sources}
 			if n.sentinel {
 				o.Name = n.live // its logs name the primary, not the placeholder
 			}
@@ -177,20 +179,27 @@ func (n *node) policies(ctx context.Context) ([]policyReading, error) {
 	return []policyReading{r}, nil
 }
 
-// ready waits, when the node keeps ready connections, for one to be idle;
-// otherwise it loads the scripts.
+// ready checks, when the node keeps ready connections, that one answers a
+// PING within ctx (see conn.Set.Check); otherwise it loads the scripts.
+// Either way Redis answered for the store just now.
 func (n *node) ready(ctx context.Context) error {
 	if n.conns == nil {
 		return loadScripts(ctx, n.client)
 	}
-	n.conns.Await(ctx)
-	if !n.conns.Idle() {
-		if down := n.conns.Down(); down != nil {
-			return classify("redisstore: ready", down)
-		}
-		return errors.New("no ready connection yet")
+	err := n.conns.Check(ctx)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if down := n.conns.Down(); down != nil {
+		return classify("redisstore: ready", down)
+	}
+	var se *sluice.StoreError
+	if errors.As(err, &se) { // not sent: no connection, or none in time
+		c := *se
+		c.Op = "redisstore: ready"
+		return &c
+	}
+	return classify("redisstore: ready", err)
 }
 
 func (n *node) idleConns() int {

@@ -19,6 +19,8 @@ import (
 type policyWatch struct {
 	interval time.Duration // negative: at start only
 	events   sluice.EvictionPolicyEvents
+	log      *slog.Logger
+	read     func(ctx context.Context) ([]policyReading, error) // the topology's policies
 
 	mu       sync.Mutex
 	evicting map[string]bool // by endpoint, as last read
@@ -38,15 +40,17 @@ func (r policyReading) evicting() bool {
 	return r.maxmemory != "0" && r.maxmemory != "" && r.policy != "noeviction"
 }
 
-func newPolicyWatch(cfg Config) *policyWatch {
-	w := &policyWatch{interval: cfg.PolicyCheckInterval, evicting: map[string]bool{}, unknown: map[string]bool{}}
+// newPolicyWatch returns the watch of the policies that read reads.
+func newPolicyWatch(cfg Config, read func(ctx context.Context) ([]policyReading, error)) *policyWatch {
+	w := &policyWatch{interval: cfg.PolicyCheckInterval, log: cfg.Logger, read: read,
+		evicting: map[string]bool{}, unknown: map[string]bool{}}
 	w.events, _ = cfg.Events.(sluice.EvictionPolicyEvents)
 	return w
 }
 
 // run checks every interval until ctx ends. The first check is the
 // start-up check's.
-func (w *policyWatch) run(ctx context.Context, s *Store) {
+func (w *policyWatch) run(ctx context.Context) {
 	if w.interval <= 0 {
 		return
 	}
@@ -58,7 +62,7 @@ func (w *policyWatch) run(ctx context.Context, s *Store) {
 			return
 		case <-t.C:
 			cctx, cancel := context.WithTimeout(ctx, min(w.interval, 5*time.Second))
-			w.check(cctx, s)
+			w.check(cctx)
 			cancel()
 		}
 	}
@@ -66,12 +70,12 @@ func (w *policyWatch) run(ctx context.Context, s *Store) {
 
 // check reads every endpoint's policy once, logs the changes and reports
 // the readings.
-func (w *policyWatch) check(ctx context.Context, s *Store) {
-	readings, err := s.b.policies(ctx)
+func (w *policyWatch) check(ctx context.Context) {
+	readings, err := w.read(ctx)
 	if err != nil {
 		// Not an answer from the server (a timeout): the next check
 		// tries again.
-		s.log.LogAttrs(ctx, slog.LevelDebug, "redisstore: cannot read the eviction policy", slog.String("error", err.Error()))
+		w.log.LogAttrs(ctx, slog.LevelDebug, "redisstore: cannot read the eviction policy", slog.String("error", err.Error()))
 	}
 	for _, r := range readings {
 		w.mu.Lock()
@@ -84,7 +88,7 @@ func (w *policyWatch) check(ctx context.Context, s *Store) {
 				if se := noPermission("redisstore: eviction policy", err); se != nil {
 					err = se // names the permission that would let the store read it
 				}
-				s.log.LogAttrs(ctx, slog.LevelInfo,
+				w.log.LogAttrs(ctx, slog.LevelInfo,
 					"redisstore: the server refuses CONFIG GET, so the store cannot check that it never evicts rate-limit keys; make sure its maxmemory-policy is noeviction (an evicted bucket forgets what it consumed)",
 					slog.String("endpoint", r.endpoint), slog.String("error", err.Error()))
 			}
@@ -100,11 +104,11 @@ func (w *policyWatch) check(ctx context.Context, s *Store) {
 		w.mu.Unlock()
 		switch {
 		case ev && (!seen || !was):
-			s.log.LogAttrs(ctx, slog.LevelWarn,
+			w.log.LogAttrs(ctx, slog.LevelWarn,
 				"redisstore: Redis may evict rate-limit keys under memory pressure, and an evicted bucket forgets what it consumed; set maxmemory-policy noeviction or give the limiter its own Redis",
 				slog.String("endpoint", r.endpoint), slog.String("maxmemory-policy", r.policy), slog.String("maxmemory", r.maxmemory))
 		case !ev && seen && was:
-			s.log.LogAttrs(ctx, slog.LevelInfo, "redisstore: Redis no longer evicts rate-limit keys",
+			w.log.LogAttrs(ctx, slog.LevelInfo, "redisstore: Redis no longer evicts rate-limit keys",
 				slog.String("endpoint", r.endpoint), slog.String("maxmemory-policy", r.policy), slog.String("maxmemory", r.maxmemory))
 		}
 		if w.events != nil {

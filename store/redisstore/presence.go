@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/sluicehq/sluice"
 )
 
 // presence counts the stores sharing the server's keys: each refreshes an
@@ -25,8 +24,6 @@ type presence struct {
 	log      *slog.Logger
 	failing  bool // the last refresh failed (logged once a streak)
 }
-
-var _ sluice.InstanceCounter = (*Store)(nil)
 
 func newPresence(client Client, prefix string, interval time.Duration, log *slog.Logger) *presence {
 	var b [8]byte
@@ -108,15 +105,4 @@ func errString(err error) string {
 		return "no count"
 	}
 	return err.Error()
-}
-
-// Instances returns how many stores share this one's keys (its Prefix on
-// the same Redis, this one included), counted through Redis every
-// Config.PresenceInterval; the last count while Redis does not answer. It
-// is 0 until the first count, and when counting is off.
-func (s *Store) Instances() int {
-	if s.presence == nil {
-		return 0
-	}
-	return int(s.presence.count.Load())
 }

@@ -26,8 +26,8 @@ import (
 // reset makes the endpoint suspect: calls fail at once the same way, but
 // uncounted (Redis may have closed one connection only), until the
 // background dial, made at once, says whether it can be reached.
-// Endpoints with ready connections do the same through their set-up (see
-// conn.Set).
+// Endpoints with ready connections keep the same health through their
+// set-up (see conn.Set).
 
 // errUnreachable wraps the error of a call the store did not send because
 // its endpoint was found unreachable.
@@ -47,18 +47,18 @@ const (
 )
 
 // reach is what the store knows of whether an endpoint that it reaches
-// through a go-redis pool (a Redis Cluster master) can be reached. It is
-// safe for concurrent use.
+// through a go-redis pool (a Redis Cluster master) can be reached: its
+// health, which the calls sent there, the pool's dials and a background
+// dial tell. It is safe for concurrent use.
 type reach struct {
 	addr        string
 	dial        func(ctx context.Context) error // one TCP dial, closed at once; nil: never down
 	dialTimeout time.Duration
 	closed      func() bool // the store is closed: stop dialling
 
-	down    atomic.Pointer[error] // why it cannot be reached; nil while it can
-	suspect atomic.Pointer[error] // a connection the server closed, until a dial tells
-	dialing atomic.Bool           // the background dial runs
-	asked   atomic.Int64          // when a call last found it down (Unix ns)
+	health  conn.Health
+	dialing atomic.Bool  // the background dial runs
+	asked   atomic.Int64 // when a call last found it down (Unix ns)
 }
 
 // newReach returns the reachability of the endpoint at addr that client
@@ -87,19 +87,17 @@ func newReach(addr string, client *redis.Client, closed func() bool) *reach {
 // only suspect, a [*sluice.StoreError] of the same kind, classified
 // already, which the breaker does not count.
 func (r *reach) check(op string) error {
-	p := r.down.Load()
-	if p == nil {
-		if p = r.suspect.Load(); p == nil {
-			return nil
-		}
-		r.asked.Store(time.Now().UnixNano())
-		r.redial()
-		return &sluice.StoreError{Op: op, Kind: sluice.ErrUnavailable,
-			Err: fmt.Errorf("%s %w: the server closed a connection: %w", r.addr, errUnreachable, *p)}
+	f := r.health.Fault()
+	if f == nil {
+		return nil
 	}
 	r.asked.Store(time.Now().UnixNano())
 	r.redial()
-	return fmt.Errorf("%s %w: %w", r.addr, errUnreachable, *p)
+	if f.Suspect {
+		return &sluice.StoreError{Op: op, Kind: sluice.ErrUnavailable,
+			Err: fmt.Errorf("%s %w: the server closed a connection: %w", r.addr, errUnreachable, f.Err)}
+	}
+	return fmt.Errorf("%s %w: %w", r.addr, errUnreachable, f.Err)
 }
 
 // observe learns from the error of a call sent to the endpoint: a dial
@@ -111,9 +109,8 @@ func (r *reach) observe(err error) {
 	case dialFailed(err):
 		r.setDown(err)
 	case conn.ClosedByPeer(err):
-		if r.down.Load() == nil {
+		if r.health.SetSuspect(err) {
 			r.asked.Store(time.Now().UnixNano())
-			r.suspect.Store(&err)
 		}
 		r.redial()
 	}
@@ -125,18 +122,10 @@ func (r *reach) setDown(err error) {
 	if r.dial == nil {
 		return
 	}
-	if r.down.Load() == nil {
+	if r.health.SetDown(err, r.addr) {
 		r.asked.Store(time.Now().UnixNano())
 	}
-	r.down.Store(&err)
-	r.suspect.Store(nil)
 	r.redial()
-}
-
-// setUp records that the endpoint was reached.
-func (r *reach) setUp() {
-	r.down.Store(nil)
-	r.suspect.Store(nil)
 }
 
 // redial starts the background dial unless it runs.
@@ -165,11 +154,10 @@ func (r *reach) dialUntilUp() {
 		err := r.dial(ctx)
 		cancel()
 		if err == nil {
-			r.setUp()
+			r.health.SetUp()
 			return
 		}
-		r.down.Store(&err)
-		r.suspect.Store(nil)
+		r.health.SetDown(err, r.addr)
 	}
 }
 
@@ -182,7 +170,7 @@ func (r *reach) DialHook(next redis.DialHook) redis.DialHook {
 		c, err := next(ctx, network, addr)
 		switch {
 		case err == nil:
-			r.setUp()
+			r.health.SetUp()
 		case !errors.Is(err, context.Canceled):
 			r.setDown(err)
 		}

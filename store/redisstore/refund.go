@@ -43,36 +43,6 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	return err
 }
 
-// refundCommand returns the command applying refunds in one call of the
-// refund script (see refund.lua).
-func (d *decider) refundCommand(refunds []sluice.Refund) []any {
-	cmd := make([]any, 0, 4+6*len(refunds))
-	cmd = append(cmd, "evalsha", refundScript.sha, len(refunds))
-	for i := range refunds {
-		cmd = append(cmd, d.keys.key(&refunds[i].Hit))
-	}
-	cmd = append(cmd, "") // the server's clock
-	for i := range refunds {
-		r := &refunds[i]
-		l := r.Hit.Limit
-		p := l.IntervalMicros()
-		if r.Hit.Algorithm != sluice.TokenBucket {
-			p = l.PeriodMicros()
-		}
-		cmd = append(cmd, int(r.Hit.Algorithm), p, r.Amount(), r.Receipt.Mark, r.Receipt.Seq)
-	}
-	return cmd
-}
-
-// decodeRefund checks the refund script's reply for n refunds: how many
-// changed their bucket, from 0 to n.
-func decodeRefund(reply any, n int) error {
-	if v, ok := reply.(int64); !ok || v < 0 || v > int64(n) {
-		return badReply("refund", reply)
-	}
-	return nil
-}
-
 var _ sluice.Resetter = (*Store)(nil)
 
 // Reset forgets the buckets of hits, whatever their algorithm, with one

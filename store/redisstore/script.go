@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/algo"
 )
@@ -36,6 +37,8 @@ func newScript(src string) *script {
 var (
 	takeScript   = newScript(takeSource)
 	refundScript = newScript(refundSource)
+	// sources are the scripts to load ahead of their first use.
+	sources = []string{takeSource, refundSource}
 )
 
 // scriptOf returns the script a command built by this package runs.
@@ -44,6 +47,16 @@ func scriptOf(cmd []any) *script {
 		return refundScript
 	}
 	return takeScript
+}
+
+// loadScripts loads the store's scripts on c.
+func loadScripts(ctx context.Context, c redis.Scripter) error {
+	for _, src := range sources {
+		if err := c.ScriptLoad(ctx, src).Err(); err != nil {
+			return classify("redisstore: ready", err)
+		}
+	}
+	return nil
 }
 
 // A request is one Take call's part of a take script call: its hits'
@@ -167,6 +180,36 @@ func takeCommand(reqs []*request) []any {
 		cmd = append(cmd, r.args()...)
 	}
 	return cmd
+}
+
+// refundCommand returns the command applying refunds in one call of the
+// refund script (see refund.lua).
+func (d *decider) refundCommand(refunds []sluice.Refund) []any {
+	cmd := make([]any, 0, 4+6*len(refunds))
+	cmd = append(cmd, "evalsha", refundScript.sha, len(refunds))
+	for i := range refunds {
+		cmd = append(cmd, d.keys.key(&refunds[i].Hit))
+	}
+	cmd = append(cmd, "") // the server's clock
+	for i := range refunds {
+		r := &refunds[i]
+		l := r.Hit.Limit
+		p := l.IntervalMicros()
+		if r.Hit.Algorithm != sluice.TokenBucket {
+			p = l.PeriodMicros()
+		}
+		cmd = append(cmd, int(r.Hit.Algorithm), p, r.Amount(), r.Receipt.Mark, r.Receipt.Seq)
+	}
+	return cmd
+}
+
+// decodeRefund checks the refund script's reply for n refunds: how many
+// changed their bucket, from 0 to n.
+func decodeRefund(reply any, n int) error {
+	if v, ok := reply.(int64); !ok || v < 0 || v > int64(n) {
+		return badReply("refund", reply)
+	}
+	return nil
 }
 
 // decide decides reqs in one call of the take script through the sender,

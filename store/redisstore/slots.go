@@ -1,6 +1,10 @@
 package redisstore
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/sluicehq/sluice"
+)
 
 // Redis Cluster spreads keys over hashSlots slots: a key's slot is the
 // CRC16 (XMODEM) of its hash tag (the part between the first '{' and the
@@ -42,3 +46,12 @@ var crc16Table = func() (t [256]uint16) {
 	}
 	return t
 }()
+
+// slotGroup is the part of a request whose hits share a slot, which one
+// script call decides on Redis Cluster and one refund gives back.
+type slotGroup struct {
+	idx  []int // the hits' positions in the request
+	hits []sluice.Hit
+	out  []sluice.Result
+	req  request
+}

@@ -70,7 +70,6 @@ func New(client Client, cfg Config) (*Store, error) {
 		keys:     newKeyer(cfg.Prefix, cfg.Secret),
 		log:      cfg.Logger,
 		events:   cfg.Events,
-		policy:   newPolicyWatch(cfg),
 		refusals: refusal.New(cfg.RememberRefusals, cfg.RefusalMemory, nil),
 	}
 	if cc, ok := client.(*redis.ClusterClient); ok {
@@ -82,6 +81,7 @@ func New(client Client, cfg Config) (*Store, error) {
 		}
 		s.b = n
 	}
+	s.policy = newPolicyWatch(cfg, s.b.policies)
 	if publicSecret {
 		warnPublicSecret(cfg.Logger)
 	}
@@ -113,7 +113,7 @@ func (s *Store) start(cfg Config) {
 	for _, run := range s.b.loops() {
 		s.goRun(ctx, run)
 	}
-	s.goRun(ctx, func(ctx context.Context) { s.policy.run(ctx, s) })
+	s.goRun(ctx, s.policy.run)
 	if cfg.PresenceInterval > 0 {
 		s.presence = newPresence(s.client, cfg.Prefix, cfg.PresenceInterval, cfg.Logger)
 		s.goRun(ctx, s.presence.run)
@@ -165,7 +165,7 @@ func (s *Store) checkServer(ctx context.Context) {
 			return // the server did not answer: it would not answer CONFIG GET either
 		}
 	}
-	s.policy.check(ctx, s)
+	s.policy.check(ctx)
 }
 
 // Take decides hits in one script call (see [sluice.Store]), or, on Redis
@@ -246,6 +246,19 @@ func (s *Store) precheck(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 // of them: open if any is open. With a Sentinel-managed primary it is the
 // current primary's.
 func (s *Store) BreakerState() sluice.BreakerState { return s.b.breakerState() }
+
+var _ sluice.InstanceCounter = (*Store)(nil)
+
+// Instances returns how many stores share this one's keys (its Prefix on
+// the same Redis, this one included), counted through Redis every
+// Config.PresenceInterval; the last count while Redis does not answer. It
+// is 0 until the first count, and when counting is off.
+func (s *Store) Instances() int {
+	if s.presence == nil {
+		return 0
+	}
+	return int(s.presence.count.Load())
+}
 
 // ScriptReloads returns how many times the store re-sent its script after
 // Redis reported it missing.

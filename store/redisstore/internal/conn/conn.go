@@ -2,18 +2,17 @@
 // redisstore: set up, PINGed and loaded with the store's scripts in the
 // background, so that no request dials or shakes hands, and sends a
 // command on one within the request's budget. go-redis keeps its pool in
-// an internal package the same way.
+// an internal package the same way. It also keeps what the store knows of
+// whether an endpoint can be reached (see Health), for the ready
+// connections and for the endpoints the store reaches through go-redis's
+// pool alike.
 package conn
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,11 +27,12 @@ import (
 // connection, so under latency a pool loses warm connections and every new
 // one spends a request's budget on its handshake. So the store keeps its
 // own set of connections, each taken from the client's pool with
-// [redis.Client.Conn], set up and PINGed in the background before any
-// request may use it. A request takes a ready connection (waiting for one
-// within its budget), sends its command and gives it back; a connection
-// whose command failed on the wire (a timeout, a reset) is closed and
-// replaced in the background. No request ever dials or shakes hands.
+// [redis.Client.Conn], set up and PINGed in the background (see Run)
+// before any request may use it. A request takes a ready connection
+// (waiting for one within its budget), sends its command and gives it
+// back; a connection whose command failed on the wire (a timeout, a reset)
+// is closed and replaced in the background. No request ever dials or
+// shakes hands.
 
 // Safe reports whether dedicated connections of a client with options
 // opt may be set up while others are in use. go-redis writes the client's
@@ -66,70 +66,29 @@ type Options struct {
 // Set is an endpoint's set of ready connections. It is safe for
 // concurrent use.
 type Set struct {
-	src      Conner
-	dial     func(ctx context.Context) error // a TCP reachability check, or nil
-	size     int
-	setupFor time.Duration
-	log      *slog.Logger
-	endpoint string
-	scripts  []string
+	src  Conner
+	opt  Options
+	dial func(ctx context.Context) error // a TCP reachability check, or nil
 	// rtt estimates a command's round trip on the ready connections, from
 	// their set-up and the commands sent on them.
-	rtt RTT
+	rtt    RTT
+	health Health // told by every set-up, and by calls that find the server gone
 
-	// name, when set, names the endpoint in logs instead of endpoint: a
-	// Sentinel-managed primary's current address.
-	name func() string
-
-	conns  chan *redis.Conn      // ready, idle
-	held   atomic.Int64          // ready, in use, or being set up
-	setUp  atomic.Int64          // connections set up since the start
-	wake   chan struct{}         // a connection was dropped
-	failed atomic.Bool           // the last set-up failed
-	down   atomic.Pointer[error] // the last set-up's error, nil after a success
-	// downFor names the endpoint the last set-up failed for (see name).
-	downFor atomic.Pointer[string]
-	// suspect is the error of a call whose connection the server closed
-	// or reset, until the next set-up tells whether the endpoint can be
-	// reached; nil otherwise.
-	suspect  atomic.Pointer[error]
-	mu       sync.Mutex
-	failedCh chan struct{} // closed and replaced when a set-up fails or a call finds the server gone
-	stopped  atomic.Bool   // run returned: connections given back are closed
+	conns   chan *redis.Conn // ready, idle
+	held    atomic.Int64     // ready, in use, or being set up
+	wake    chan struct{}    // a connection was dropped
+	stopped atomic.Bool      // Run returned: connections given back are closed
 }
 
 // New returns the set of o.Size ready connections taken from src, a
 // client with options opt. Run keeps it full.
 func New(src Conner, opt *redis.Options, o Options) *Set {
-	r := &Set{src: src, size: o.Size, setupFor: o.SetupFor, log: o.Log, endpoint: o.Endpoint, name: o.Name, scripts: o.Scripts,
-		conns: make(chan *redis.Conn, o.Size), wake: make(chan struct{}, 1), failedCh: make(chan struct{})}
+	r := &Set{src: src, opt: o, conns: make(chan *redis.Conn, o.Size), wake: make(chan struct{}, 1)}
 	if opt != nil {
 		r.dial = DialProbe(opt, opt.Addr)
 	}
 	return r
 }
-
-// DialProbe returns a check that the endpoint at addr can be reached: a
-// dial with opt's dialer, closed at once. Nil when opt has no dialer.
-func DialProbe(opt *redis.Options, addr string) func(context.Context) error {
-	if opt.Dialer == nil {
-		return nil
-	}
-	network, dialer := opt.Network, opt.Dialer
-	return func(ctx context.Context) error {
-		c, err := dialer(ctx, network, addr)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	}
-}
-
-// ErrNoConn is the error of a request that found no ready connection:
-// while the endpoint cannot be reached, or within its budget. Nothing was
-// sent. The breaker counts the first (the set-up failed), not the second:
-// the calls holding the connections report how Redis is doing.
-var ErrNoConn = fmt.Errorf("%w: no ready connection", redis.ErrPoolTimeout)
 
 // get returns a ready connection, waiting for one until ctx is done, and
 // whether it waited. While the endpoint cannot be reached (the last set-up
@@ -149,28 +108,14 @@ func (r *Set) get(ctx context.Context) (c *redis.Conn, waited bool, err error) {
 	default:
 	}
 	for {
-		if err := r.down.Load(); err != nil {
-			if r.name != nil {
-				if was := r.downFor.Load(); was != nil && *was != r.name() {
-					// A Sentinel-managed primary that failed; the
-					// new one's connections are being set up.
-					return nil, false, &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable,
-						Err: fmt.Errorf("%w: the primary changed from %s: %w", ErrNoConn, *was, *err)}
-				}
-			}
-			return nil, false, fmt.Errorf("%w: %w", ErrNoConn, *err)
+		worse := r.health.Worse() // before the fault is read: no news is missed
+		if err := r.unready(); err != nil {
+			return nil, false, err
 		}
-		if err := r.suspect.Load(); err != nil {
-			return nil, false, &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable,
-				Err: fmt.Errorf("%w: the server closed a connection: %w", ErrNoConn, *err)}
-		}
-		r.mu.Lock()
-		failed := r.failedCh
-		r.mu.Unlock()
 		select {
 		case c := <-r.conns:
 			return c, true, nil
-		case <-failed:
+		case <-worse:
 		case <-ctx.Done():
 			return nil, true, &sluice.StoreError{Op: "redisstore: take", Kind: CtxKind(ctx), Err: fmt.Errorf("%w within the budget: %w", ErrNoConn, ctx.Err())}
 		}
@@ -180,6 +125,25 @@ func (r *Set) get(ctx context.Context) (c *redis.Conn, waited bool, err error) {
 		default:
 		}
 	}
+}
+
+// unready returns the error of a request that finds no ready connection
+// while the endpoint is down or suspect, or nil while it is up.
+func (r *Set) unready() error {
+	f := r.health.Fault()
+	switch {
+	case f == nil:
+		return nil
+	case f.Suspect:
+		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable,
+			Err: fmt.Errorf("%w: the server closed a connection: %w", ErrNoConn, f.Err)}
+	case r.opt.Name != nil && f.Name != r.opt.Name():
+		// A Sentinel-managed primary that failed; the new one's
+		// connections are being set up.
+		return &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable,
+			Err: fmt.Errorf("%w: the primary changed from %s: %w", ErrNoConn, f.Name, f.Err)}
+	}
+	return fmt.Errorf("%w: %w", ErrNoConn, f.Err)
 }
 
 // Process sends cmd on a ready connection, waiting for one within ctx.
@@ -226,6 +190,21 @@ func tooLate(ctx context.Context, now time.Time, rtt time.Duration) error {
 	return nil
 }
 
+// Check sends a PING on a ready connection, waiting for one within ctx (as
+// Process does), and returns its error: nil when the endpoint answered
+// now. An idle connection says nothing of whether the server is still
+// there (a server that went away closed it, and nothing reads it until it
+// is used), so whoever asks whether the endpoint is ready asks the server.
+// A connection found closed is dropped as after any command (see put): the
+// endpoint turns suspect until a set-up tells whether it can be reached.
+func (r *Set) Check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		// Sent, it would fail and cost a good connection.
+		return &sluice.StoreError{Op: "redisstore: ready", Kind: CtxKind(ctx), Err: err}
+	}
+	return r.Process(ctx, redis.NewStatusCmd(ctx, "ping"))
+}
+
 // Idle reports whether a ready connection is idle.
 func (r *Set) Idle() bool { return len(r.conns) > 0 }
 
@@ -235,48 +214,6 @@ func (r *Set) Await(ctx context.Context) {
 	if c, _, err := r.get(ctx); err == nil {
 		r.put(c, nil)
 	}
-}
-
-// setDown records the outcome of a set-up: err, or nil for success. A
-// failure wakes the requests waiting for a connection. Either way the
-// endpoint is no longer merely suspect.
-func (r *Set) setDown(err error) {
-	if err == nil {
-		r.down.Store(nil)
-		r.suspect.Store(nil)
-		return
-	}
-	r.down.Store(&err)
-	r.suspect.Store(nil)
-	r.signal()
-}
-
-// setSuspect records that a call found the server gone (err closed its
-// connection): until a set-up says whether the endpoint can be reached,
-// requests that find no ready connection fail at once. It wakes those
-// waiting for one.
-func (r *Set) setSuspect(err error) {
-	if r.down.Load() != nil {
-		return // known already
-	}
-	r.suspect.Store(&err)
-	r.signal()
-}
-
-// signal wakes the requests waiting for a connection.
-func (r *Set) signal() {
-	r.mu.Lock()
-	close(r.failedCh)
-	r.failedCh = make(chan struct{})
-	r.mu.Unlock()
-}
-
-// endpointName names the endpoint in logs.
-func (r *Set) endpointName() string {
-	if r.name != nil {
-		return r.name()
-	}
-	return r.endpoint
 }
 
 // put gives c back after a command whose error was err. A connection that
@@ -293,7 +230,7 @@ func (r *Set) put(c *redis.Conn, err error) {
 		r.drop(c)
 		if ClosedByPeer(err) {
 			r.dropIdle()
-			r.setSuspect(err)
+			r.health.SetSuspect(err)
 		}
 		return
 	}
@@ -325,149 +262,6 @@ func (r *Set) dropIdle() {
 	}
 }
 
-// ClosedByPeer reports whether err says the server closed the connection.
-func ClosedByPeer(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
-}
-
-// IsReply reports whether err is an error reply from Redis, which leaves
-// its connection in sync.
-func IsReply(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr)
-}
-
-// Run keeps the set full until ctx is done, then closes its connections.
-// Missing connections are set up concurrently; after a failed set-up it
-// waits, doubling the wait from 10 ms up to 100 ms. After a failed set-up,
-// or a call that found the server gone, it checks that the endpoint
-// accepts a TCP connection (one dial) before asking the client for another
-// connection: a dial error would count towards the go-redis pool's own
-// dial breaker, which then refuses to dial for a second, and the pool
-// retries a refused dial DialerRetries times, DialerRetryTimeout apart,
-// which would leave the endpoint suspect that long.
-func (r *Set) Run(ctx context.Context) {
-	defer func() {
-		r.stopped.Store(true)
-		r.closeIdle()
-	}()
-	backoff := time.Duration(0)
-	for {
-		missing := r.size - int(r.held.Load())
-		if missing > 0 {
-			var wg sync.WaitGroup
-			var ok atomic.Int64
-			for range missing {
-				r.held.Add(1)
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if r.add(ctx) {
-						ok.Add(1)
-					} else {
-						r.held.Add(-1)
-					}
-				}()
-			}
-			wg.Wait()
-			if int(ok.Load()) < missing {
-				backoff = min(max(2*backoff, 10*time.Millisecond), 100*time.Millisecond)
-				if !Sleep(ctx, backoff) {
-					return
-				}
-				continue
-			}
-			backoff = 0
-		}
-		select {
-		case <-r.wake:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// staleRetries bounds how many more pooled connections a set-up tries
-// after one the server had closed.
-const staleRetries = 3
-
-// add sets up one connection and makes it ready.
-func (r *Set) add(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, r.setupFor)
-	defer cancel()
-	if (r.failed.Load() || r.suspect.Load() != nil) && r.dial != nil {
-		if err := r.dial(ctx); err != nil {
-			r.setupFailed(err)
-			return false
-		}
-	}
-	c := r.src.Conn()
-	err := r.prepare(ctx, c)
-	for try := 0; err != nil && ClosedByPeer(err) && ctx.Err() == nil && try < staleRetries; try++ {
-		// The pool gave a connection the server had closed (as it
-		// closes them all on a restart, or when told to), which says
-		// nothing about whether it can be reached: try another.
-		_ = c.Close()
-		c = r.src.Conn()
-		err = r.prepare(ctx, c)
-	}
-	if err != nil {
-		_ = c.Close()
-		r.setupFailed(err)
-		return false
-	}
-	r.failed.Store(false)
-	r.setDown(nil)
-	r.setUp.Add(1)
-	r.conns <- c
-	if r.stopped.Load() {
-		r.closeIdle()
-	}
-	return true
-}
-
-// setupFailed records a failed set-up: the endpoint cannot be reached. The
-// first failure after a success is logged.
-func (r *Set) setupFailed(err error) {
-	name := r.endpointName()
-	if !r.failed.Swap(true) {
-		r.log.LogAttrs(context.Background(), slog.LevelDebug, "redisstore: cannot set up a connection; retrying in the background",
-			slog.String("endpoint", name), slog.String("error", err.Error()))
-	}
-	r.downFor.Store(&name)
-	r.setDown(err)
-}
-
-// prepare runs c's handshake (its first command does) and, in one round trip
-// after it, a PING and the loading of the store's scripts, so that the
-// first request on a fresh server or after a restart finds them: loading a
-// script the server has is cheap, and connections are set up rarely. A
-// script Redis refuses to load (an ACL, say) is loaded on first use, as
-// the store does whenever Redis reports one missing. The set-up, two round
-// trips when the connection was dialled without delay, seeds the estimate
-// of a round trip the endpoint keeps until a command is timed: half of it,
-// which errs long by half the dial.
-func (r *Set) prepare(ctx context.Context, c *redis.Conn) error {
-	start := time.Now()
-	var ping *redis.StatusCmd
-	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		ping = p.Ping(ctx)
-		for _, src := range r.scripts {
-			p.ScriptLoad(ctx, src)
-		}
-		return nil
-	})
-	if err := ping.Err(); err != nil {
-		return err
-	}
-	if err != nil && !IsReply(err) {
-		return err
-	}
-	r.rtt.seed(time.Since(start) / 2)
-	return nil
-}
-
 // closeIdle closes the ready connections once the set stops.
 func (r *Set) closeIdle() {
 	for {
@@ -480,71 +274,15 @@ func (r *Set) closeIdle() {
 	}
 }
 
-// Sleep waits d or until ctx is done, reporting whether it waited d.
-func Sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // Idles returns how many ready connections are idle.
 func (r *Set) Idles() int { return len(r.conns) }
 
 // Size returns how many ready connections the set keeps.
-func (r *Set) Size() int { return r.size }
+func (r *Set) Size() int { return r.opt.Size }
 
 // Down returns the error of the last set-up if it failed, or nil.
-func (r *Set) Down() error {
-	if down := r.down.Load(); down != nil {
-		return *down
-	}
-	return nil
-}
+func (r *Set) Down() error { return r.health.Down() }
 
 // RTT returns the estimate of a command's round trip on the set's
 // connections.
 func (r *Set) RTT() *RTT { return &r.rtt }
-
-// CtxKind is the kind of error of a call whose ctx is done: a timeout, or
-// unavailable when its caller cancelled it.
-func CtxKind(ctx context.Context) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return sluice.ErrTimeout
-	}
-	return sluice.ErrUnavailable
-}
-
-// RTT estimates how long a successful command's round trip takes:
-// an exponentially weighted moving average giving each new sample a weight
-// of 1/8, as TCP's smoothed round-trip time does (RFC 6298). It is safe
-// for concurrent use; the zero value has no estimate.
-//
-// Commands that failed are not sampled: a Redis that times out must reach
-// the breaker, not turn callers away before they are sent.
-type RTT struct{ ns atomic.Int64 }
-
-// Get returns the estimate, 0 until a sample was taken.
-func (e *RTT) Get() time.Duration { return time.Duration(e.ns.Load()) }
-
-// Observe folds the round trip d into the estimate. From zero it climbs
-// over some samples, erring towards sending; one slow command moves it by
-// an eighth, and later ones bring it back.
-func (e *RTT) Observe(d time.Duration) {
-	for {
-		old := e.ns.Load()
-		if e.ns.CompareAndSwap(old, old+(int64(max(d, 0))-old)/8) {
-			return
-		}
-	}
-}
-
-// seed sets the estimate to d if it has none: a connection's set-up times
-// a round trip before any command has.
-func (e *RTT) seed(d time.Duration) {
-	e.ns.CompareAndSwap(0, int64(max(d, 1)))
-}
