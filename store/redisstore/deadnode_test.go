@@ -446,8 +446,15 @@ func TestClusterDeadMasterFailsAtOnce(t *testing.T) {
 		healthy := report(d.calls, false, d.calls[0].at, promoted.Add(2*time.Second))
 		t.Logf("%s: the other masters' checks: %v", d.name, healthy)
 		// On a busy machine a check of a healthy master may time out (the
-		// process, not Redis, was slow); nothing else may fail it.
-		if bad := healthy.failed - healthy.kinds["store timeout"]; healthy.failed > 0 && (bad > 0 || os.Getenv("SLUICE_TIMING") != "") {
+		// process, not Redis, was slow), and enough such timeouts open that
+		// master's breaker, which then refuses its checks until it probes
+		// the master back; nothing else may fail it. On a quiet machine
+		// (the timing tier) none may fail.
+		tolerated := healthy.kinds["store timeout"]
+		if tolerated > 0 {
+			tolerated += healthy.kinds["circuit breaker open"]
+		}
+		if bad := healthy.failed - tolerated; healthy.failed > 0 && (bad > 0 || os.Getenv("SLUICE_TIMING") != "") {
 			t.Errorf("%s: %d checks of the other masters alone failed, the first with %v", d.name, healthy.failed, healthy.firstErr)
 		}
 		// A script reload on the new master: flushed, it lacks them.
