@@ -3,14 +3,19 @@ package decide
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/rules"
 )
 
-// Decider decides requests' matched rules on a store. Create it with
-// [New]. It is safe for concurrent use.
+// Decider is the request pipeline: it decides requests by their rules on
+// a store and says what the answer is, leaving its form to the front end.
+// Create it with [New] (or [NewFrontEnd]). It is safe for concurrent use.
 type Decider struct {
 	store sluice.Store
 	cfg   config
@@ -25,18 +30,10 @@ type Decider struct {
 	// sluice.PartialTaker), else nil.
 	partial sluice.PartialTaker
 	logs    logs
+	pool    sync.Pool // *Outcome
 }
 
-// New returns a decider on store. A nil store, or an invalid option, is a
-// [*ConfigError] wrapping [sluice.ErrInvalidConfig].
-func New(store sluice.Store, opts ...Option) (*Decider, error) {
-	if store == nil {
-		return nil, invalidConfig("New: nil store")
-	}
-	cfg, err := buildConfig(opts)
-	if err != nil {
-		return nil, err
-	}
+func newDecider(store sluice.Store, cfg config) *Decider {
 	if src, ok := store.(sluice.ObserverSource); ok && cfg.observer == nil {
 		cfg.observer = src.Observer() // the store's events receiver: metrics in one place
 	}
@@ -47,47 +44,85 @@ func New(store sluice.Store, opts ...Option) (*Decider, error) {
 		d.inproc, _ = store.(sluice.LocalStore)
 	}
 	d.partial, _ = store.(sluice.PartialTaker)
-	return d, nil
+	d.pool.New = func() any { return &Outcome{dc: d} }
+	return d
 }
 
-// Decide decides the hits of m, one request's matched rules as
-// [rules.Set.Resolve] finds them, in one store call, and writes the
-// decision to d, reusing d's slices. ctx is the request's context. d
-// refers to m: leave m unchanged while d is in use.
+// Check decides r by the rules of set: it resolves the rules r matches
+// ([rules.Set.Resolve]; r's context may set its cost, [sluice.WithCost]),
+// decides them in one store call under the latency budget, and returns the
+// outcome. prior are the policies limiters before this one admitted the
+// request under (chained middleware), which the outcome's fields describe
+// too, before the request's own; nil for none.
 //
-// A request that matched no rules is admitted without a store call.
-// Decide itself allocates nothing when the store decides every hit and
-// the request is admitted.
-func (dc *Decider) Decide(ctx context.Context, m *rules.Matched, d *Decision) {
-	d.reset(m)
+// Call the outcome's [Outcome.Finish] when the request is over. Check
+// allocates nothing of its own when the store decides every hit and the
+// request is admitted, beyond the fields' values.
+func (dc *Decider) Check(set *rules.Set, r *http.Request, prior []headers.Policy) *Outcome {
+	o := dc.pool.Get().(*Outcome)
+	o.Matched = &o.own
+	if err := set.Resolve(r, o.Matched); err != nil {
+		o.reset(nil)
+		o.Verdict = Invalid
+		if errors.Is(err, sluice.ErrInvalidHit) {
+			o.Err = fmt.Errorf("%w: %w", ErrInvalidCost, err)
+		} else {
+			o.Err = fmt.Errorf("%w: %w", ErrKeyFailed, err)
+			dc.logs.notRouted(r.Context(), dc.cfg.logger, err)
+		}
+		return o
+	}
+	dc.decide(r.Context(), o, prior)
+	return o
+}
+
+// Decide decides m, the rules and hits of a request that a front end
+// matched itself (the Envoy service matches descriptors, not HTTP
+// requests), as [Decider.Check] decides the rules it resolves; ctx is the
+// request's context. The outcome refers to m: leave m unchanged until
+// [Outcome.Finish].
+func (dc *Decider) Decide(ctx context.Context, m *rules.Matched) *Outcome {
+	o := dc.pool.Get().(*Outcome)
+	o.Matched = m
+	dc.decide(ctx, o, nil)
+	return o
+}
+
+// decide decides o's matched rules into o. A request that matched no rules
+// is admitted without a store call.
+func (dc *Decider) decide(ctx context.Context, o *Outcome, prior []headers.Policy) {
+	o.reset(prior)
+	m := o.Matched
 	if m.Bypass != "" {
 		dc.logs.bypass(ctx, dc.cfg.logger, m.Bypass)
 	}
 	if len(m.Hits) == 0 {
 		return
 	}
-	d.Latency, d.Err = dc.Take(ctx, m.Hits, d.Results)
-	if d.Err != nil {
+	o.Latency, o.storeErr = dc.take(ctx, m.Hits, o.Results)
+	if o.storeErr != nil {
 		var pe *sluice.PartialError
-		if dc.partial == nil || !errors.As(d.Err, &pe) || !d.markFailed(pe) {
-			for i := range d.Failed {
-				d.Failed[i] = true
+		if dc.partial == nil || !errors.As(o.storeErr, &pe) || !o.markFailed(pe) {
+			for i := range o.Failed {
+				o.Failed[i] = true
 			}
 		}
-		dc.failed(ctx, d)
+		dc.failed(ctx, o)
+		o.Err = fmt.Errorf("%w: %w", ErrStoreFailed, o.storeErr)
 	} else {
-		d.headers = true
-		if !sluice.Admitted(m.Hits, d.Results) {
-			d.Verdict = Refused
+		o.headers = true
+		if !sluice.Admitted(m.Hits, o.Results) {
+			o.Verdict = Refused
 		}
-		dc.observe(ctx, d)
+		dc.observe(ctx, o)
 	}
-	if d.Verdict == Refused {
-		dc.logs.refusal(ctx, dc.cfg.logger, d)
+	o.conclude()
+	if o.Verdict == Refused {
+		dc.logs.refusal(ctx, dc.cfg.logger, o)
 	}
 }
 
-// Take makes one store call for hits under the latency budget, and
+// take makes one store call for hits under the latency budget, and
 // reports it to an observer that wants store calls
 // ([sluice.StoreCallObserver]), with ctx, the request's context, not the
 // call's. It tries the store in process first ([sluice.LocalStore]); a
@@ -95,7 +130,7 @@ func (dc *Decider) Decide(ctx context.Context, m *rules.Matched, d *Decision) {
 // TakePartial, so err may be a [*sluice.PartialError]. It returns the
 // call's latency, 0 when no call was made (decided in process, or refused
 // from the store's memory).
-func (dc *Decider) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) (time.Duration, error) {
+func (dc *Decider) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) (time.Duration, error) {
 	if dc.inproc != nil && dc.inproc.TakeLocal(hits, out) {
 		return 0, nil // decided in process: no store call to report
 	}
@@ -116,6 +151,26 @@ func (dc *Decider) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Res
 	}
 	dc.storeCall(ctx, latency, len(hits), err)
 	return latency, err
+}
+
+// settle charges n more to the enforcing hits of o, a request over whose
+// handler charged it after the fact, in one forced store call. It runs
+// after the request, so ctx outlives it (the client may be gone), but
+// keeps the budget. A failure is logged, never retried.
+func (dc *Decider) settle(ctx context.Context, o *Outcome, n int64) {
+	var hits []sluice.Hit // fresh: o's still describe the request
+	for _, h := range o.Hits {
+		if !h.Shadow {
+			h.Cost, h.Force, h.Peek, h.MinCost = n, true, false, 0
+			hits = append(hits, h)
+		}
+	}
+	if len(hits) == 0 {
+		return
+	}
+	if _, err := dc.take(ctx, hits, make([]sluice.Result, len(hits))); err != nil {
+		dc.logs.chargeLost(ctx, dc.cfg.logger, n, err)
+	}
 }
 
 // callContext returns the context of a store call made now for a request

@@ -10,17 +10,17 @@ import (
 )
 
 // failed applies the on_fail policies of the rules the store failed
-// (d.Failed: all of them, or, after a [sluice.PartialError], some) and
-// sets d's verdict: any closed failed rule makes the request Unavailable;
+// (o.Failed: all of them, or, after a [sluice.PartialError], some) and
+// sets o's verdict: any closed failed rule makes the request Unavailable;
 // otherwise failed local rules decide in process (Refused if one refuses)
 // and failed open rules let it through. The other rules count by their
 // results. A request refused after a partial failure gives back what its
 // decided hits took (see giveBack).
-func (dc *Decider) failed(ctx context.Context, d *Decision) {
+func (dc *Decider) failed(ctx context.Context, o *Outcome) {
 	closed, anyLocal, partial := false, false, false
-	for i, rule := range d.m.Rules {
+	for i, rule := range o.Rules {
 		switch {
-		case !d.Failed[i]:
+		case !o.Failed[i]:
 			partial = true
 		case rule.Shadow:
 		case rule.OnFail == rules.FailClosed:
@@ -31,9 +31,9 @@ func (dc *Decider) failed(ctx context.Context, d *Decision) {
 	}
 	localOK := true
 	if anyLocal && !closed {
-		ok, err := dc.local.decide(d.m.Rules, d.m.Hits, d.Results, d.Failed, d.Local)
+		ok, err := dc.local.decide(o.Rules, o.Hits, o.Results, o.Failed, o.Local)
 		if err != nil { // cannot happen for validated rules; never refuse on it
-			dc.logs.failure(ctx, dc.cfg.logger, err, false)
+			dc.logs.problem(ctx, dc.cfg.logger, err)
 		} else {
 			localOK = ok
 		}
@@ -41,26 +41,26 @@ func (dc *Decider) failed(ctx context.Context, d *Decision) {
 	// The decided rules: a refused one refuses the request, and the store
 	// has then given back the decided takes.
 	decidedOK := true
-	for i := range d.m.Rules {
-		h := &d.m.Hits[i]
-		if !d.Failed[i] && !h.Shadow && !h.Force && !h.Peek && !d.Results[i].Allowed {
+	for i := range o.Rules {
+		h := &o.Hits[i]
+		if !o.Failed[i] && !h.Shadow && !h.Force && !h.Peek && !o.Results[i].Allowed {
 			decidedOK = false
 		}
 	}
-	dc.observe(ctx, d)
-	dc.logs.failure(ctx, dc.cfg.logger, d.Err, closed)
+	dc.observe(ctx, o)
+	dc.logs.failure(ctx, dc.cfg.logger, o)
 	if partial && (closed || !localOK) && decidedOK {
-		dc.giveBack(ctx, d)
+		dc.giveBack(ctx, o)
 	}
 	switch {
 	case closed:
-		d.Verdict = Unavailable
+		o.Verdict = Unavailable
 	case !decidedOK:
-		d.Verdict, d.headers = Refused, true
+		o.Verdict, o.headers = Refused, true
 	case !localOK:
-		d.Verdict = Refused // no rate-limit headers: on_fail rules never appear in them
+		o.Verdict = Refused // no rate-limit fields: on_fail rules never appear in them
 	default:
-		d.headers = partial
+		o.headers = partial
 	}
 }
 
@@ -70,11 +70,11 @@ func (dc *Decider) failed(ctx context.Context, d *Decision) {
 // back twice); one that fails is reported to the observer as a failed
 // store call and logged, and loses at most the request's cost until the
 // buckets refill.
-func (dc *Decider) giveBack(ctx context.Context, d *Decision) {
+func (dc *Decider) giveBack(ctx context.Context, o *Outcome) {
 	var refunds []sluice.Refund
-	for i := range d.m.Hits {
-		h := &d.m.Hits[i]
-		if rc := d.Results[i].Receipt; !d.Failed[i] && rc.Taken > 0 && !h.Force && !h.Peek {
+	for i := range o.Hits {
+		h := &o.Hits[i]
+		if rc := o.Results[i].Receipt; !o.Failed[i] && rc.Taken > 0 && !h.Force && !h.Peek {
 			refunds = append(refunds, sluice.Refund{Hit: *h, Receipt: rc})
 		}
 	}
@@ -90,6 +90,6 @@ func (dc *Decider) giveBack(ctx context.Context, d *Decision) {
 	}
 	dc.storeCall(ctx, latency, len(refunds), err)
 	if err != nil {
-		dc.logs.failure(ctx, dc.cfg.logger, fmt.Errorf("decide: refund of a refused request's decided rules: %w", err), true)
+		dc.logs.problem(ctx, dc.cfg.logger, fmt.Errorf("decide: refund of a refused request's decided rules: %w", err))
 	}
 }

@@ -9,21 +9,6 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Errors an [ErrorHandler] receives, wrapping the cause. Test with
-// [errors.Is].
-var (
-	// ErrKeyFailed: a rule's key function could not key the call (a
-	// required identity is missing, a metadata value is sent twice, the
-	// peer has no IP address).
-	ErrKeyFailed = errors.New("sluicegrpc: cannot key call")
-	// ErrStoreFailed: the store failed and a matched rule's on_fail policy
-	// is closed. The store's error (a *sluice.StoreError) is wrapped too.
-	ErrStoreFailed = errors.New("sluicegrpc: store failed")
-	// ErrInvalidCost: the call's context set a negative cost
-	// (sluice.WithCost): a bug in the server, not the client.
-	ErrInvalidCost = errors.New("sluicegrpc: invalid call cost")
-)
-
 // ErrWaitTooLong reports a server asking for a wait longer than the client
 // interceptor's maximum (see [WithMaxWait]). It arrives inside a
 // [*RefusedError].

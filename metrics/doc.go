@@ -15,7 +15,7 @@
 //
 // Through Events the store also reports circuit-breaker transitions,
 // script reloads and healed keys. Over the in-process store, give it to the middleware:
-// middleware.WithObserver(c). An explicit WithObserver also replaces the
+// decide.WithObserver(c). An explicit WithObserver also replaces the
 // store's collector for that middleware; to combine the two, use
 // [sluice.Observers](c, other).
 //

@@ -15,7 +15,7 @@
 // interceptors and the Envoy service on it report their decisions and
 // store calls to the recorder too, and the store reports its breaker,
 // script reloads, healed keys and eviction policy. Over the in-process
-// store, give it to the middleware (middleware.WithObserver) and to
+// store, give it to the middleware (decide.WithObserver) and to
 // memstore.Config.Events; to a lease store, as lease.Config.Observer. To
 // feed the Prometheus collector as well, combine them with
 // [sluice.Observers](rec, collector).

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/sluicehq/sluice/decide"
 	"io"
 	"log/slog"
 	"net"
@@ -88,7 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.StringVar(&f.redisAddr, "redis", "", "Redis: host:port, a comma-separated list of Redis Cluster nodes, or a redis:// URL (master_name= for Sentinel); empty uses the in-memory store")
 	fs.StringVar(&f.secret, "secret", os.Getenv("SLUICE_SECRET"), "secret for hashing descriptors into Redis keys, the same on every instance (default $SLUICE_SECRET)")
 	fs.StringVar(&f.mode, "headers", "ietf", "rate-limit header modes: ietf, draft06, x-ratelimit, none, or a comma-separated combination")
-	fs.DurationVar(&f.budget, "budget", envoy.DefaultBudget, "latency budget of each store call")
+	fs.DurationVar(&f.budget, "budget", decide.DefaultBudget, "latency budget of each store call")
 	fs.BoolVar(&f.check, "check", false, "check the mapping files and exit")
 	fs.BoolVar(&f.reflect, "reflection", false, "serve gRPC server reflection too, for grpcurl and the like")
 	if err := fs.Parse(args); err != nil {
@@ -128,8 +129,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, started listening
 		return err
 	}
 	defer closeStore()
-	svc, err := envoy.New(store, mapping, envoy.WithHeaders(f.headers), envoy.WithBudget(f.budget),
-		envoy.WithObserver(collector), envoy.WithLogger(log), envoy.WithRegisterer(reg))
+	svc, err := envoy.New(store, mapping, decide.WithHeaders(f.headers), decide.WithBudget(f.budget),
+		decide.WithObserver(collector), decide.WithLogger(log), envoy.WithRegisterer(reg))
 	if err != nil {
 		return err
 	}
