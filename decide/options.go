@@ -17,13 +17,13 @@ const DefaultBudget = 50 * time.Millisecond
 // interceptors and the Envoy service built on one: they take decide's
 // options beside their own (deny and error handlers, pushback, metadata),
 // which they make with [Setting]. The With functions return them.
-type Option interface {
-	apply(*config) error
-}
+type Option interface{ option() }
 
-type optionFunc func(*config) error
+// setting is an option that sets a T: the decider's configuration (a
+// config), or a front end's (see Setting).
+type setting[T any] func(*T) error
 
-func (f optionFunc) apply(c *config) error { return f(c) }
+func (setting[T]) option() {}
 
 type config struct {
 	budget    time.Duration
@@ -33,18 +33,6 @@ type config struct {
 	headers   headers.Mode
 	now       func() time.Time
 }
-
-// frontEnd marks the options [Setting] makes.
-type frontEnd interface {
-	Option
-	frontEnd()
-}
-
-// setting is an option of a front end whose configuration is a T.
-type setting[T any] func(*T) error
-
-func (setting[T]) apply(*config) error { return nil }
-func (setting[T]) frontEnd()           {}
 
 // Setting returns an option of a front end's own, one that sets what set
 // sets in the front end's configuration, a T: the front end passes the
@@ -74,15 +62,15 @@ func NewFrontEnd[T any](pkg string, store sluice.Store, own *T, opts []Option) (
 		switch o := o.(type) {
 		case nil:
 			return nil, invalidConfig(pkg, "nil Option")
+		case setting[config]:
+			err = o(&cfg)
 		case setting[T]:
 			if own == nil {
 				return nil, invalidConfig(pkg, "an option of a front end, not of the decider")
 			}
 			err = o(own)
-		case frontEnd:
-			return nil, invalidConfig(pkg, "an option of another front end")
 		default:
-			err = o.apply(&cfg)
+			return nil, invalidConfig(pkg, "an option of another front end")
 		}
 		if ce, ok := errors.AsType[*ConfigError](err); ok {
 			return nil, invalidConfig(pkg, "%s", ce.Msg)
@@ -97,28 +85,29 @@ func NewFrontEnd[T any](pkg string, store sluice.Store, own *T, opts []Option) (
 	return newDecider(store, cfg), nil
 }
 
-// ConfigError is an argument or option [New] refuses. It wraps
-// [sluice.ErrInvalidConfig].
+// ConfigError is an argument or option a constructor refuses: [New]'s,
+// or a front end's. It wraps [sluice.ErrInvalidConfig].
 type ConfigError struct {
-	// Msg says what is wrong, naming the option.
+	// Package names the package whose constructor refused it, such as
+	// "middleware"; "" is decide.
+	Package string
+	// Msg says what is wrong, naming the argument or the option.
 	Msg string
-	pkg string // the package whose constructor refused it
 }
 
-// Error returns the message, prefixed with the name of the package whose
-// constructor refused it ("decide", "middleware", ...).
+// Error returns the message, prefixed with the package's name.
 func (e *ConfigError) Error() string {
-	if e.pkg == "" {
+	if e.Package == "" {
 		return "decide: " + e.Msg
 	}
-	return e.pkg + ": " + e.Msg
+	return e.Package + ": " + e.Msg
 }
 
 // Unwrap returns [sluice.ErrInvalidConfig].
 func (e *ConfigError) Unwrap() error { return sluice.ErrInvalidConfig }
 
 func invalidConfig(pkg, format string, args ...any) error {
-	return &ConfigError{Msg: fmt.Sprintf(format, args...), pkg: pkg}
+	return &ConfigError{Package: pkg, Msg: fmt.Sprintf(format, args...)}
 }
 
 // WithBudget sets the latency budget: the deadline of each store call,
@@ -138,7 +127,7 @@ func invalidConfig(pkg, format string, args ...any) error {
 // ([sluice.InProcessStore], such as memstore's) get no deadline: they do
 // no I/O.
 func WithBudget(d time.Duration) Option {
-	return optionFunc(func(c *config) error {
+	return setting[config](func(c *config) error {
 		if d <= 0 {
 			return invalidConfig("", "WithBudget: %v: must be positive", d)
 		}
@@ -152,7 +141,7 @@ func WithBudget(d time.Duration) Option {
 // store's own observer when it has one ([sluice.ObserverSource]: a Redis
 // store whose Config.Events is a metrics collector), else none.
 func WithObserver(o sluice.Observer) Option {
-	return optionFunc(func(c *config) error {
+	return setting[config](func(c *config) error {
 		if o == nil {
 			return invalidConfig("", "WithObserver: nil observer")
 		}
@@ -166,7 +155,7 @@ func WithObserver(o sluice.Observer) Option {
 // most once a second. Default: [slog.Default]. Keys and identities are
 // never logged.
 func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(c *config) error {
+	return setting[config](func(c *config) error {
 		if l == nil {
 			return invalidConfig("", "WithLogger: nil logger")
 		}
@@ -183,7 +172,7 @@ func WithLogger(l *slog.Logger) Option {
 // that counts the instances sharing it ([sluice.InstanceCounter], as the
 // Redis store does), else 1. It must be at least 1.
 func WithInstances(n int) Option {
-	return optionFunc(func(c *config) error {
+	return setting[config](func(c *config) error {
 		if n < 1 {
 			return invalidConfig("", "WithInstances: %d: must be at least 1", n)
 		}
@@ -199,7 +188,7 @@ func WithInstances(n int) Option {
 // IETF draft's RateLimit and RateLimit-Policy). [headers.None] sends none;
 // Retry-After is still sent with a refusal.
 func WithHeaders(m headers.Mode) Option {
-	return optionFunc(func(c *config) error {
+	return setting[config](func(c *config) error {
 		if _, err := m.MarshalText(); err != nil {
 			return invalidConfig("", "WithHeaders: %v", err)
 		}
@@ -213,7 +202,7 @@ func WithHeaders(m headers.Mode) Option {
 // ([sluice.SystemClock]). Tests that step a fake store clock pass the same
 // clock here.
 func WithClock(c sluice.Clock) Option {
-	return optionFunc(func(cfg *config) error {
+	return setting[config](func(cfg *config) error {
 		if c == nil {
 			return invalidConfig("", "WithClock: nil clock")
 		}

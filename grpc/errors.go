@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
 	"google.golang.org/grpc/status"
 )
 
@@ -14,17 +14,10 @@ import (
 // [*RefusedError].
 var ErrWaitTooLong = errors.New("sluicegrpc: server asks for a wait beyond the maximum")
 
-// configError is an argument or option a constructor refuses. It wraps
-// [sluice.ErrInvalidConfig].
-type configError struct{ msg string }
-
-func (e *configError) Error() string { return "sluicegrpc: " + e.msg }
-
-// Unwrap returns [sluice.ErrInvalidConfig].
-func (e *configError) Unwrap() error { return sluice.ErrInvalidConfig }
-
+// invalidConfig returns the error of an argument or option a constructor
+// refuses, which wraps [sluice.ErrInvalidConfig].
 func invalidConfig(format string, args ...any) error {
-	return &configError{msg: fmt.Sprintf(format, args...)}
+	return &decide.ConfigError{Package: "sluicegrpc", Msg: fmt.Sprintf(format, args...)}
 }
 
 // RefusedError reports a call the server refused with a retry delay

@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/sluicehq/sluice"
@@ -23,7 +22,7 @@ type Limiter struct {
 // invalid option.
 func New(store sluice.Store, set rules.Source, opts ...Option) (*Limiter, error) {
 	if set == nil || isNilSet(set) {
-		return nil, fmt.Errorf("%w: middleware: nil rule set", sluice.ErrInvalidConfig)
+		return nil, &decide.ConfigError{Package: "middleware", Msg: "New: nil rule set"}
 	}
 	l := &Limiter{rules: set, cfg: config{deny: WriteDenial, onError: WriteError}}
 	var err error
