@@ -80,4 +80,3 @@ func ExampleSet_Resolve() {
 	// --
 	// error: rules: rule "per-ip": keyfunc: no key: empty RemoteAddr (a Unix-socket peer or a hand-made request): no client IP
 }
-
