@@ -12,7 +12,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/decide"
-	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
 	"github.com/sluicehq/sluice/store/memstore"
@@ -261,33 +260,6 @@ func TestOptions(t *testing.T) {
 				t.Fatalf("got %v, want %q wrapping ErrInvalidConfig", err, tt.want)
 			}
 		})
-	}
-}
-
-// TestDecideAllocatesNothing: deciding an admitted request on an
-// in-process store allocates nothing; the rate-limit fields, when there are
-// any, allocate their values' string.
-func TestDecideAllocatesNothing(t *testing.T) {
-	mem := memstore.New(memstore.Config{})
-	defer mem.Close(context.Background())
-	set := rules.MustNew(rules.Rule{Name: "a", Key: keyfunc.Global(), Limit: sluice.PerSecond(1_000_000).WithBurst(1 << 30)})
-	for _, tt := range []struct {
-		mode headers.Mode
-		want float64
-	}{{headers.None, 0}, {headers.Default, 1}} {
-		dc, err := decide.New(mem, quiet, decide.WithHeaders(tt.mode))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m rules.Matched
-		if err := set.Resolve(httptest.NewRequest("GET", "/", nil), &m); err != nil {
-			t.Fatal(err)
-		}
-		ctx := context.Background()
-		dc.Decide(ctx, &m).Finish(ctx, 0)
-		if n := testing.AllocsPerRun(100, func() { dc.Decide(ctx, &m).Finish(ctx, 0) }); n != tt.want {
-			t.Errorf("headers %v: %v allocations per decision, want %v", tt.mode, n, tt.want)
-		}
 	}
 }
 

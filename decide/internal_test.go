@@ -1,12 +1,45 @@
 package decide
 
 import (
+	"context"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/headers"
+	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/store/memstore"
 )
+
+// TestDecideAllocatesNothing: deciding an admitted request on an
+// in-process store allocates nothing; the rate-limit fields, when there are
+// any, allocate their values' string.
+func TestDecideAllocatesNothing(t *testing.T) {
+	mem := memstore.New(memstore.Config{})
+	defer mem.Close(context.Background())
+	set := rules.MustNew(rules.Rule{Name: "a", Key: keyfunc.Global(), Limit: sluice.PerSecond(1_000_000).WithBurst(1 << 30)})
+	var m rules.Matched
+	if err := set.Resolve(httptest.NewRequest("GET", "/", nil), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		mode headers.Mode
+		want float64
+	}{{headers.None, 0}, {headers.Default, 1}} {
+		dc, err := New(mem, WithHeaders(tt.mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := &Outcome{dc: dc, Matched: &m} // an outcome reused, as the pool reuses them
+		ctx := context.Background()
+		dc.decide(ctx, o, nil)
+		if n := testing.AllocsPerRun(100, func() { dc.decide(ctx, o, nil) }); n != tt.want || o.Verdict != Admitted {
+			t.Errorf("headers %v: %v allocations per decision (%v), want %v", tt.mode, n, o.Verdict, tt.want)
+		}
+	}
+}
 
 func TestBinding(t *testing.T) {
 	allow := func(rem int64, reset time.Duration) sluice.Result {
