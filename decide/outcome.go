@@ -271,7 +271,11 @@ func (o *Outcome) describe() {
 		}
 		o.Binding = binding(o.Policies, admitted)
 		if cfg.headers != headers.None && o.Binding >= 0 {
-			o.Fields = headers.AppendFields(o.Fields, cfg.headers, o.Policies, o.Binding, cfg.now())
+			var now time.Time // only X-RateLimit-Reset, a Unix time, reads it
+			if cfg.headers&headers.XRateLimit != 0 {
+				now = cfg.now()
+			}
+			o.Fields = headers.AppendFields(o.Fields, cfg.headers, o.Policies, o.Binding, now)
 		}
 	}
 	if o.Verdict == Unavailable || o.Verdict == Refused && !o.Unsatisfiable {
