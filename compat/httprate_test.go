@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/httprate"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/middleware"
@@ -61,7 +62,7 @@ func call(t *testing.T, srv *httptest.Server, method, path string, hdr ...string
 // left for GET /, and the sixth login is refused.
 func TestHTTPRateShapeKeepsTwoLimits(t *testing.T) {
 	store := newStore(t)
-	xrl := middleware.WithHeaders(headers.XRateLimit)
+	xrl := decide.WithHeaders(headers.XRateLimit)
 	apps := map[string][2]mw{
 		//lint:ignore SA1019 deprecated in httprate and still the shape its users have
 		"httprate": {httprate.LimitByIP(100, time.Minute), httprate.LimitByIP(5, time.Minute)},

@@ -77,7 +77,7 @@ func (o *outcomes) String() string {
 	return strings.Join(o.list, " ")
 }
 
-// result is what a test reads of a Decision.
+// result is what a test reads of an Outcome.
 type result struct {
 	verdict  decide.Verdict
 	decided  string // per rule: s (store), l (local), - (nobody)
@@ -86,9 +86,9 @@ type result struct {
 	retry    time.Duration
 }
 
-func summarize(d *decide.Decision) result {
+func summarize(d *decide.Outcome) result {
 	// Rounded: the local fallback decides on the real clock.
-	r := result{verdict: d.Verdict, headers: d.Headers(), retry: d.RetryAfter().Round(time.Second)}
+	r := result{verdict: d.Verdict, headers: d.Headers(), retry: d.RetryAfter.Round(time.Second)}
 	for i := range d.Results {
 		switch {
 		case !d.Decided(i):
@@ -167,16 +167,16 @@ func TestDecide(t *testing.T) {
 				t.Fatal(err)
 			}
 			set := rules.MustNew(tt.rules...)
-			var m rules.Matched
-			var d decide.Decision
+			var d *decide.Outcome
 			for range tt.requests {
 				obs.list = nil
-				if err := set.Resolve(httptest.NewRequest("GET", "/", nil), &m); err != nil {
-					t.Fatal(err)
+				if d != nil {
+					d.Finish(context.Background(), 0)
 				}
-				dc.Decide(context.Background(), &m, &d)
+				d = dc.Check(set, httptest.NewRequest("GET", "/", nil), nil)
 			}
-			if got := summarize(&d); got != tt.want {
+			defer d.Finish(context.Background(), 0)
+			if got := summarize(d); got != tt.want {
 				t.Errorf("got %+v, want %+v (err %v)", got, tt.want, d.Err)
 			}
 			if got := obs.String(); got != tt.observed {
@@ -204,17 +204,13 @@ func TestPartialGiveBack(t *testing.T) {
 				rules.Rule{Name: "a", Key: keyfunc.Global(), Limit: sluice.PerMinute(1), OnFail: tt.onFail},
 				rules.Rule{Name: "b", Key: keyfunc.Global(), Limit: sluice.PerMinute(5)},
 			)
-			var m rules.Matched
-			var d decide.Decision
-			if err := set.Resolve(httptest.NewRequest("GET", "/", nil), &m); err != nil {
-				t.Fatal(err)
-			}
-			dc.Decide(context.Background(), &m, &d)
+			d := dc.Check(set, httptest.NewRequest("GET", "/", nil), nil)
+			defer d.Finish(context.Background(), 0)
 			if len(store.refunds) != tt.refunds {
 				t.Fatalf("%d refunds, want %d", len(store.refunds), tt.refunds)
 			}
-			if tt.refunds > 0 && store.refunds[0].Hit.Key != m.Hits[1].Key {
-				t.Errorf("refunded %q, want the decided rule's %q", store.refunds[0].Hit.Key, m.Hits[1].Key)
+			if tt.refunds > 0 && store.refunds[0].Hit.Key != d.Hits[1].Key {
+				t.Errorf("refunded %q, want the decided rule's %q", store.refunds[0].Hit.Key, d.Hits[1].Key)
 			}
 			var pe *sluice.PartialError
 			if !errors.As(d.Err, &pe) {
@@ -231,8 +227,8 @@ func TestNoRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d decide.Decision
-	dc.Decide(context.Background(), &rules.Matched{}, &d)
+	d := dc.Decide(context.Background(), &rules.Matched{})
+	defer d.Finish(context.Background(), 0)
 	if d.Verdict != decide.Admitted || d.Err != nil || d.Headers() {
 		t.Errorf("got %v, err %v, headers %v", d.Verdict, d.Err, d.Headers())
 	}
@@ -267,24 +263,29 @@ func TestOptions(t *testing.T) {
 	}
 }
 
-// TestDecideAllocatesNothing: deciding an admitted request on an
-// in-process store allocates nothing.
-func TestDecideAllocatesNothing(t *testing.T) {
-	mem := memstore.New(memstore.Config{})
-	defer mem.Close(context.Background())
-	dc, err := decide.New(mem, quiet)
-	if err != nil {
-		t.Fatal(err)
+// TestFailureLogNamesEachDecision: the store-failure log line names what
+// decided each rule the store failed: the local fallback, or its policy,
+// open or closed.
+func TestFailureLogNamesEachDecision(t *testing.T) {
+	rule := func(name string, f rules.OnFail) rules.Rule {
+		return rules.Rule{Name: name, Key: keyfunc.Global(), Limit: sluice.PerMinute(5), OnFail: f}
 	}
-	set := rules.MustNew(rules.Rule{Name: "a", Key: keyfunc.Global(), Limit: sluice.PerSecond(1_000_000).WithBurst(1 << 30)})
-	var m rules.Matched
-	if err := set.Resolve(httptest.NewRequest("GET", "/", nil), &m); err != nil {
-		t.Fatal(err)
-	}
-	var d decide.Decision
-	ctx := context.Background()
-	dc.Decide(ctx, &m, &d)
-	if n := testing.AllocsPerRun(100, func() { dc.Decide(ctx, &m, &d) }); n != 0 {
-		t.Errorf("%v allocations per decision, want 0", n)
+	for _, tt := range []struct {
+		rules []rules.Rule
+		want  string
+	}{
+		{[]rules.Rule{rule("a", rules.FailLocal), rule("b", rules.FailOpen)}, "decisions.a=local decisions.b=open"},
+		{[]rules.Rule{rule("a", rules.FailClosed)}, "decisions.a=closed"},
+	} {
+		var buf strings.Builder
+		log := slog.New(slog.NewTextHandler(&buf, nil))
+		dc, err := decide.New(failingStore{down(0)}, decide.WithLogger(log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dc.Check(rules.MustNew(tt.rules...), httptest.NewRequest("GET", "/", nil), nil).Finish(context.Background(), 0)
+		if got := buf.String(); !strings.Contains(got, "store failed; rules applied their on_fail policy") || !strings.Contains(got, tt.want) {
+			t.Errorf("logged %q, want %q", got, tt.want)
+		}
 	}
 }

@@ -3,14 +3,19 @@ package decide
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/rules"
 )
 
-// Decider decides requests' matched rules on a store. Create it with
-// [New]. It is safe for concurrent use.
+// Decider is the request pipeline: it decides requests by their rules on
+// a store and says what the answer is, leaving its form to the front end.
+// Create it with [New] (or [NewFrontEnd]). It is safe for concurrent use.
 type Decider struct {
 	store sluice.Store
 	cfg   config
@@ -25,18 +30,10 @@ type Decider struct {
 	// sluice.PartialTaker), else nil.
 	partial sluice.PartialTaker
 	logs    logs
+	pool    sync.Pool // *Outcome
 }
 
-// New returns a decider on store. A nil store, or an invalid option, is a
-// [*ConfigError] wrapping [sluice.ErrInvalidConfig].
-func New(store sluice.Store, opts ...Option) (*Decider, error) {
-	if store == nil {
-		return nil, invalidConfig("New: nil store")
-	}
-	cfg, err := buildConfig(opts)
-	if err != nil {
-		return nil, err
-	}
+func newDecider(store sluice.Store, cfg config) *Decider {
 	if src, ok := store.(sluice.ObserverSource); ok && cfg.observer == nil {
 		cfg.observer = src.Observer() // the store's events receiver: metrics in one place
 	}
@@ -47,47 +44,170 @@ func New(store sluice.Store, opts ...Option) (*Decider, error) {
 		d.inproc, _ = store.(sluice.LocalStore)
 	}
 	d.partial, _ = store.(sluice.PartialTaker)
-	return d, nil
+	d.pool.New = func() any { return &Outcome{dc: d} }
+	return d
 }
 
-// Decide decides the hits of m, one request's matched rules as
-// [rules.Set.Resolve] finds them, in one store call, and writes the
-// decision to d, reusing d's slices. ctx is the request's context. d
-// refers to m: leave m unchanged while d is in use.
+// Check decides r by the rules of set: it resolves the rules r matches
+// ([rules.Set.Resolve]; r's context may set its cost, [sluice.WithCost]),
+// decides them in one store call under the latency budget, and returns the
+// outcome. prior are the policies limiters before this one admitted the
+// request under (chained middleware), which the outcome's fields describe
+// too, before the request's own; nil for none.
 //
-// A request that matched no rules is admitted without a store call.
-// Decide itself allocates nothing when the store decides every hit and
-// the request is admitted.
-func (dc *Decider) Decide(ctx context.Context, m *rules.Matched, d *Decision) {
-	d.reset(m)
+// Call the outcome's [Outcome.Finish] when the request is over. Check
+// allocates nothing of its own when the store decides every hit and the
+// request is admitted, beyond the fields' values.
+func (dc *Decider) Check(set *rules.Set, r *http.Request, prior []headers.Policy) *Outcome {
+	o := dc.pool.Get().(*Outcome)
+	o.Matched = &o.own
+	if err := set.Resolve(r, o.Matched); err != nil {
+		o.reset(nil)
+		o.Verdict = Invalid
+		if errors.Is(err, sluice.ErrInvalidHit) {
+			o.Err = fmt.Errorf("%w: %w", ErrInvalidCost, err)
+		} else {
+			o.Err = fmt.Errorf("%w: %w", ErrKeyFailed, err)
+			dc.logs.notRouted(r.Context(), dc.cfg.logger, err)
+		}
+		return o
+	}
+	dc.decide(r.Context(), o, prior)
+	return o
+}
+
+// Decide decides m, the rules and hits of a request that a front end
+// matched itself (the Envoy service matches descriptors, not HTTP
+// requests), as [Decider.Check] decides the rules it resolves; ctx is the
+// request's context. The outcome refers to m: leave m unchanged until
+// [Outcome.Finish].
+func (dc *Decider) Decide(ctx context.Context, m *rules.Matched) *Outcome {
+	o := dc.pool.Get().(*Outcome)
+	o.Matched = m
+	dc.decide(ctx, o, nil)
+	return o
+}
+
+// decide decides o's matched rules into o. A request that matched no rules
+// is admitted without a store call.
+func (dc *Decider) decide(ctx context.Context, o *Outcome, prior []headers.Policy) {
+	o.reset(prior)
+	m := o.Matched
 	if m.Bypass != "" {
 		dc.logs.bypass(ctx, dc.cfg.logger, m.Bypass)
 	}
 	if len(m.Hits) == 0 {
 		return
 	}
-	d.Latency, d.Err = dc.Take(ctx, m.Hits, d.Results)
-	if d.Err != nil {
+	o.Latency, o.storeErr = dc.take(ctx, m.Hits, o.Results)
+	if o.storeErr != nil {
 		var pe *sluice.PartialError
-		if dc.partial == nil || !errors.As(d.Err, &pe) || !d.markFailed(pe) {
-			for i := range d.Failed {
-				d.Failed[i] = true
+		if dc.partial == nil || !errors.As(o.storeErr, &pe) || !o.markFailed(pe) {
+			for i := range o.Failed {
+				o.Failed[i] = true
 			}
 		}
-		dc.failed(ctx, d)
+		dc.failed(ctx, o)
+		o.Err = fmt.Errorf("%w: %w", ErrStoreFailed, o.storeErr)
 	} else {
-		d.headers = true
-		if !sluice.Admitted(m.Hits, d.Results) {
-			d.Verdict = Refused
+		o.headers = true
+		if !sluice.Admitted(m.Hits, o.Results) {
+			o.Verdict = Refused
 		}
-		dc.observe(ctx, d)
+		dc.observe(ctx, o)
 	}
-	if d.Verdict == Refused {
-		dc.logs.refusal(ctx, dc.cfg.logger, d)
+	o.conclude()
+	if o.Verdict == Refused {
+		dc.logs.refusal(ctx, dc.cfg.logger, o)
 	}
 }
 
-// Take makes one store call for hits under the latency budget, and
+// failed applies the on_fail policies of the rules the store failed
+// (o.Failed: all of them, or, after a [sluice.PartialError], some) and
+// sets o's verdict: any closed failed rule makes the request Unavailable;
+// otherwise failed local rules decide in process (Refused if one refuses)
+// and failed open rules let it through. The other rules count by their
+// results. A request refused after a partial failure gives back what its
+// decided hits took (see giveBack).
+func (dc *Decider) failed(ctx context.Context, o *Outcome) {
+	closed, anyLocal, partial := false, false, false
+	for i, rule := range o.Rules {
+		switch {
+		case !o.Failed[i]:
+			partial = true
+		case rule.Shadow:
+		case rule.OnFail == rules.FailClosed:
+			closed = true
+		case rule.OnFail == rules.FailLocal:
+			anyLocal = true
+		}
+	}
+	localOK := true
+	if anyLocal && !closed {
+		ok, err := dc.local.decide(o.Rules, o.Hits, o.Results, o.Failed, o.Local)
+		if err != nil { // cannot happen for validated rules; never refuse on it
+			dc.logs.problem(ctx, dc.cfg.logger, err)
+		} else {
+			localOK = ok
+		}
+	}
+	// The decided rules: a refused one refuses the request, and the store
+	// has then given back the decided takes.
+	decidedOK := true
+	for i := range o.Rules {
+		h := &o.Hits[i]
+		if !o.Failed[i] && !h.Shadow && !h.Force && !h.Peek && !o.Results[i].Allowed {
+			decidedOK = false
+		}
+	}
+	dc.observe(ctx, o)
+	dc.logs.failure(ctx, dc.cfg.logger, o)
+	if partial && (closed || !localOK) && decidedOK {
+		dc.giveBack(ctx, o)
+	}
+	switch {
+	case closed:
+		o.Verdict = Unavailable
+	case !decidedOK:
+		o.Verdict, o.headers = Refused, true
+	case !localOK:
+		o.Verdict = Refused // no rate-limit fields: on_fail rules never appear in them
+	default:
+		o.headers = partial
+	}
+}
+
+// giveBack refunds what the decided hits of a request took when a failed
+// rule's policy refuses it after a partial failure, so that a refused
+// request consumes nothing. A refund is never retried (a retry can give
+// back twice); one that fails is reported to the observer as a failed
+// store call and logged, and loses at most the request's cost until the
+// buckets refill.
+func (dc *Decider) giveBack(ctx context.Context, o *Outcome) {
+	var refunds []sluice.Refund
+	for i := range o.Hits {
+		h := &o.Hits[i]
+		if rc := o.Results[i].Receipt; !o.Failed[i] && rc.Taken > 0 && !h.Force && !h.Peek {
+			refunds = append(refunds, sluice.Refund{Hit: *h, Receipt: rc})
+		}
+	}
+	if len(refunds) == 0 {
+		return
+	}
+	call, release := dc.callContext(ctx)
+	start := time.Now()
+	err := dc.partial.Refund(call, refunds)
+	latency := time.Since(start)
+	if release != nil {
+		release()
+	}
+	dc.storeCall(ctx, latency, len(refunds), err)
+	if err != nil {
+		dc.logs.problem(ctx, dc.cfg.logger, fmt.Errorf("decide: refund of a refused request's decided rules: %w", err))
+	}
+}
+
+// take makes one store call for hits under the latency budget, and
 // reports it to an observer that wants store calls
 // ([sluice.StoreCallObserver]), with ctx, the request's context, not the
 // call's. It tries the store in process first ([sluice.LocalStore]); a
@@ -95,7 +215,7 @@ func (dc *Decider) Decide(ctx context.Context, m *rules.Matched, d *Decision) {
 // TakePartial, so err may be a [*sluice.PartialError]. It returns the
 // call's latency, 0 when no call was made (decided in process, or refused
 // from the store's memory).
-func (dc *Decider) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) (time.Duration, error) {
+func (dc *Decider) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) (time.Duration, error) {
 	if dc.inproc != nil && dc.inproc.TakeLocal(hits, out) {
 		return 0, nil // decided in process: no store call to report
 	}
@@ -116,6 +236,26 @@ func (dc *Decider) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Res
 	}
 	dc.storeCall(ctx, latency, len(hits), err)
 	return latency, err
+}
+
+// settle charges n more to the enforcing hits of o, a request over whose
+// handler charged it after the fact, in one forced store call. It runs
+// after the request, so ctx outlives it (the client may be gone), but
+// keeps the budget. A failure is logged, never retried.
+func (dc *Decider) settle(ctx context.Context, o *Outcome, n int64) {
+	var hits []sluice.Hit // fresh: o's still describe the request
+	for _, h := range o.Hits {
+		if !h.Shadow {
+			h.Cost, h.Force, h.Peek, h.MinCost = n, true, false, 0
+			hits = append(hits, h)
+		}
+	}
+	if len(hits) == 0 {
+		return
+	}
+	if _, err := dc.take(ctx, hits, make([]sluice.Result, len(hits))); err != nil {
+		dc.logs.chargeLost(ctx, dc.cfg.logger, n, err)
+	}
 }
 
 // callContext returns the context of a store call made now for a request

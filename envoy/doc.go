@@ -109,7 +109,9 @@
 // Redis node that is one script call; on Redis Cluster one per hash slot,
 // with exact refunds when one slot refuses (see store/redisstore). The
 // decision is the decide package's, the same as the HTTP middleware's and
-// the gRPC interceptors'.
+// the gRPC interceptors': the service takes its options
+// ([decide.WithBudget], [decide.WithLogger], ...) beside its own, and turns
+// its outcome into the response.
 //
 // A limit of requests_per_unit: 0 bans the descriptors it matches: each is
 // OVER_LIMIT, without duration_until_reset or Retry-After (no wait lets it
@@ -146,8 +148,8 @@
 // duration_until_reset: for a descriptor over its limit, the time until
 // the request would pass (exact for every algorithm), otherwise the time
 // until its bucket is full again. response_headers_to_add carries the
-// rate-limit header fields of [WithHeaders] (by default the IETF draft's
-// RateLimit-Policy and RateLimit) describing the binding limit, and
+// rate-limit header fields of [decide.WithHeaders] (by default the IETF
+// draft's RateLimit-Policy and RateLimit) describing the binding limit, and
 // Retry-After for a request over the limit that can pass later; shadow
 // limits and limits with expose: false never appear in them. Envoy adds
 // them to the response, to the 429 as to an admitted request's.
@@ -160,21 +162,21 @@
 // codes.InvalidArgument saying which descriptor and entry is wrong.
 //
 // When the store fails, or does not answer within the budget
-// ([WithBudget]), each limit applies its on_fail: local decides in process
-// on the limit's share (the limit divided by the instances sharing the
-// store), open lets the descriptor pass, closed answers the request with
-// codes.Unavailable, which Envoy's filter turns into a refusal when
-// failure_mode_deny is set (status_on_error chooses its status). When the
-// store fails some descriptors only (on Redis Cluster, one hash slot's
-// shard down), only their limits apply on_fail: the other descriptors keep
-// the store's statuses, limit_remaining and headers, and a request refused
-// either way (OVER_LIMIT, or Unavailable) gives back what those took, so
-// that it consumes nothing.
+// ([decide.WithBudget]), each limit applies its on_fail: local decides in
+// process on the limit's share (the limit divided by the instances sharing
+// the store, [decide.WithInstances]), open lets the descriptor pass, closed
+// answers the request with codes.Unavailable, which Envoy's filter turns
+// into a refusal when failure_mode_deny is set (status_on_error chooses its
+// status). When the store fails some descriptors only (on Redis Cluster,
+// one hash slot's shard down), only their limits apply on_fail: the other
+// descriptors keep the store's statuses, limit_remaining and headers, and a
+// request refused either way (OVER_LIMIT, or Unavailable) gives back what
+// those took, so that it consumes nothing.
 //
 // # Health and metrics
 //
 // [Service.HealthHandler] is a readiness probe. The rules' decisions and
-// the store's calls go to the observer ([WithObserver]; the metrics
+// the store's calls go to the observer ([decide.WithObserver]; the metrics
 // package's Collector exports them). [WithRegisterer] adds the service's
 // own: sluice_envoy_requests_total{domain,code},
 // sluice_envoy_descriptors_total{domain,match} and

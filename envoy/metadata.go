@@ -6,6 +6,8 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/sluicehq/sluice/decide"
 )
 
 // WithDynamicMetadata makes every response carry dynamic metadata
@@ -28,7 +30,7 @@ import (
 // unlimited one, one a limit replaces, or one whose limit the request
 // overrides. Default: no dynamic metadata.
 func WithDynamicMetadata() Option {
-	return optionFunc(func(c *config) error {
+	return decide.Setting(func(c *config) error {
 		c.dynamicMetadata = true
 		return nil
 	})

@@ -2,6 +2,7 @@ package envoy_test
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/decide"
 	"strings"
 	"sync"
 	"testing"
@@ -72,7 +73,7 @@ descriptors:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &partialStore{refused: tt.refused}
-			svc, err := envoy.New(store, mustMapping(t, strings.Replace(doc, "%s", tt.onFail, 1)), envoy.WithLogger(quiet))
+			svc, err := envoy.New(store, mustMapping(t, strings.Replace(doc, "%s", tt.onFail, 1)), decide.WithLogger(quiet))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -75,7 +75,8 @@ func soft(d *decision, j int) bool { return d.m.Hits[j].Shadow && !d.m.Rules[j].
 // the store can, [sluice.Refunder]; shadow limits keep what they took, as
 // always). After a store failure, the decider has given back what it
 // must, and soft quota hits keep what they took, as shadow ones do.
-func (s *Service) settleQuotas(ctx context.Context, d *decision, admitted bool) bool {
+func (s *Service) settleQuotas(ctx context.Context, d *decision, o *decide.Outcome) bool {
+	admitted := o.Verdict == decide.Admitted
 	quotas, over, softs := 0, 0, 0
 	for i := range d.answers {
 		if !isQuota(d, i) {
@@ -92,7 +93,7 @@ func (s *Service) settleQuotas(ctx context.Context, d *decision, admitted bool) 
 		if soft(d, j) {
 			softs++
 		}
-		if !d.m.Rules[j].Shadow && d.dec.Decided(j) && !d.dec.Results[j].Allowed {
+		if !d.m.Rules[j].Shadow && o.Decided(j) && !o.Results[j].Allowed {
 			over++
 		}
 	}
@@ -100,8 +101,8 @@ func (s *Service) settleQuotas(ctx context.Context, d *decision, admitted bool) 
 		return admitted // one quota limit alone refuses as any other does
 	}
 	ok := admitted && over < quotas
-	if !ok && d.dec.Err == nil {
-		s.giveBack(ctx, d, admitted)
+	if !ok && o.Err == nil {
+		s.giveBack(ctx, d, o, admitted)
 	}
 	return ok
 }
@@ -110,14 +111,14 @@ func (s *Service) settleQuotas(ctx context.Context, d *decision, admitted bool) 
 // hits', and, when the store had admitted it, its enforcing hits'. A
 // refund that fails loses at most the request's cost until the buckets
 // refill; it is never retried (a retry can give back twice).
-func (s *Service) giveBack(ctx context.Context, d *decision, admitted bool) {
+func (s *Service) giveBack(ctx context.Context, d *decision, o *decide.Outcome, admitted bool) {
 	refunder, ok := s.store.(sluice.Refunder)
 	if !ok {
 		return
 	}
 	var refunds []sluice.Refund
 	for j := range d.m.Hits {
-		h, rc := &d.m.Hits[j], d.dec.Results[j].Receipt
+		h, rc := &d.m.Hits[j], o.Results[j].Receipt
 		if rc.Taken > 0 && !h.Peek && !h.Force && (soft(d, j) || admitted && !h.Shadow) {
 			refunds = append(refunds, sluice.Refund{Hit: *h, Receipt: rc})
 		}

@@ -2,6 +2,7 @@ package envoy_test
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/decide"
 	"net"
 	"strconv"
 	"strings"
@@ -226,7 +227,7 @@ descriptors:
   - key: closed
     rate_limit: {unit: minute, requests_per_unit: 2, on_fail: closed}
 `)
-	svc, err := envoy.New(store, m, envoy.WithInstances(1), envoy.WithLogger(quiet))
+	svc, err := envoy.New(store, m, decide.WithInstances(1), decide.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}

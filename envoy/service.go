@@ -2,20 +2,14 @@ package envoy
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/headers"
@@ -66,16 +60,13 @@ func New(store sluice.Store, mapping *Mapping, opts ...Option) (*Service, error)
 	if mapping == nil {
 		return nil, invalidConfig("New: nil mapping")
 	}
-	cfg, err := buildConfig(opts)
-	if err != nil {
+	s := &Service{store: store}
+	var err error
+	if s.decider, err = decide.NewFrontEnd("envoy", store, &s.cfg, opts); err != nil {
 		return nil, err
 	}
-	s := &Service{store: store, cfg: cfg}
-	if s.decider, err = decide.New(store, cfg.decide...); err != nil {
-		return nil, err
-	}
-	if cfg.registerer != nil {
-		if s.metrics, err = newServiceMetrics(cfg.registerer); err != nil {
+	if s.cfg.registerer != nil {
+		if s.metrics, err = newServiceMetrics(s.cfg.registerer); err != nil {
 			return nil, err
 		}
 	}
@@ -125,7 +116,6 @@ type decision struct {
 	limits  []*limit                             // descriptor → its mapping limit, nil for none
 	over    []*rlsv3.RateLimitResponse_RateLimit // descriptor → its override's limit, nil for none
 	m       rules.Matched                        // the counted descriptors' rules and hits
-	dec     decide.Decision
 }
 
 // ShouldRateLimit decides a request's descriptors together, in one store
@@ -174,240 +164,34 @@ func (s *Service) decide(ctx context.Context, req *rlsv3.RateLimitRequest, dom *
 		return s.unmatched(d, dom.unmatched), nil // refused before counting: nothing consumed
 	}
 	softenQuotas(d)
-	if len(d.m.Hits) == 0 {
-		return s.respond(d, true), nil
+	o := s.decider.Decide(ctx, &d.m)
+	defer o.Finish(ctx, 0)
+	if o.Verdict == decide.Unavailable {
+		return nil, unavailable(o)
 	}
-	s.decider.Decide(ctx, &d.m, &d.dec)
-	if d.dec.Verdict == decide.Unavailable {
-		return nil, unavailable(d)
+	if onlyPeeks(d.m.Hits) {
+		// A request of checks only (hits_addend 0, which never refuse
+		// beside descriptors that consume) is refused when one of them
+		// found its cost missing.
+		o.Refuse()
 	}
-	return s.respond(d, s.settleQuotas(ctx, d, admitted(d))), nil
-}
-
-// admitted reports whether a decided request passes: as the decider
-// decided it, except that a request of checks only (hits_addend 0, which
-// never refuse beside descriptors that consume) is refused when one of
-// them found its cost missing.
-func admitted(d *decision) bool {
-	if d.dec.Verdict != decide.Admitted {
-		return false
+	if !s.settleQuotas(ctx, d, o) {
+		o.Refuse()
 	}
-	if !onlyPeeks(d.m.Hits) {
-		return true
-	}
-	for j := range d.m.Hits {
-		if d.dec.Refusing(j) {
-			return false
-		}
-	}
-	return true
+	return s.respond(d, o), nil
 }
 
 // unavailable returns the error of a request the store failed while a
 // limit fails closed: codes.Unavailable, naming the limit.
-func unavailable(d *decision) error {
+func unavailable(o *decide.Outcome) error {
 	name := ""
-	for j, r := range d.m.Rules {
-		if d.dec.Failed[j] && !r.Shadow && r.OnFail == rules.FailClosed {
+	for j, r := range o.Rules {
+		if o.Failed[j] && !r.Shadow && r.OnFail == rules.FailClosed {
 			name = r.Name
 			break
 		}
 	}
 	return status.Errorf(codes.Unavailable, "envoy: the rate-limit store failed, and rate limit %s fails closed", quote(name))
-}
-
-// checkRequest reports what makes req malformed, or nil.
-func checkRequest(req *rlsv3.RateLimitRequest) error {
-	switch {
-	case req == nil:
-		return errors.New("envoy: no request")
-	case req.Domain == "":
-		return errors.New("envoy: the request has no domain")
-	case len(req.Descriptors) == 0:
-		return errors.New("envoy: the request has no descriptors")
-	case len(req.Descriptors) > MaxDescriptors:
-		return fmt.Errorf("envoy: the request has %d descriptors, more than %d", len(req.Descriptors), MaxDescriptors)
-	}
-	for i, desc := range req.Descriptors {
-		fail := func(format string, args ...any) error {
-			return fmt.Errorf("envoy: descriptors[%d]: %s", i, fmt.Sprintf(format, args...))
-		}
-		if desc == nil {
-			return fail("null descriptor")
-		}
-		if len(desc.Entries) == 0 {
-			return fail("no entries")
-		}
-		if len(desc.Entries) > MaxEntries {
-			return fail("%d entries, more than %d", len(desc.Entries), MaxEntries)
-		}
-		for j, e := range desc.Entries {
-			switch {
-			case e == nil:
-				return fail("entries[%d]: null entry", j)
-			case e.Key == "":
-				return fail("entries[%d]: empty key", j)
-			case len(e.Key) > MaxEntryLen:
-				return fail("entries[%d]: key longer than %d bytes", j, MaxEntryLen)
-			case len(e.Value) > MaxEntryLen:
-				return fail("entries[%d] (key %s): value longer than %d bytes", j, quote(e.Key), MaxEntryLen)
-			}
-		}
-		if desc.IsNegativeHits {
-			return fail("is_negative_hits is not supported: sluice gives back only what a request it refused took")
-		}
-		if h := desc.HitsAddend; h != nil && h.Value > MaxHitsAddend {
-			return fail("hits_addend %d is more than %d", h.Value, uint64(MaxHitsAddend))
-		}
-		if o := desc.Limit; o != nil {
-			if o.RequestsPerUnit == 0 {
-				return fail("limit.requests_per_unit is 0: a limit admits at least one request per unit")
-			}
-			if overrideUnit(o.Unit) == rlsv3.RateLimitResponse_RateLimit_UNKNOWN {
-				return fail("limit.unit %v is not a unit (SECOND, MINUTE, HOUR, DAY, MONTH, YEAR)", o.Unit)
-			}
-			if o.UnitMultiplier != nil && o.UnitMultiplier.Value == 0 {
-				return fail("limit.unit_multiplier is 0")
-			}
-		}
-	}
-	return nil
-}
-
-// overrideUnit maps a limit override's unit to the response's, UNKNOWN
-// for none.
-func overrideUnit(u typev3.RateLimitUnit) rlsv3.RateLimitResponse_RateLimit_Unit {
-	switch u {
-	case typev3.RateLimitUnit_SECOND, typev3.RateLimitUnit_MINUTE, typev3.RateLimitUnit_HOUR,
-		typev3.RateLimitUnit_DAY, typev3.RateLimitUnit_MONTH, typev3.RateLimitUnit_YEAR:
-		return rlsv3.RateLimitResponse_RateLimit_Unit(u) // the same numbers
-	}
-	return rlsv3.RateLimitResponse_RateLimit_UNKNOWN
-}
-
-// plan matches req's descriptors to dom's limits and builds the hits.
-func (s *Service) plan(req *rlsv3.RateLimitRequest, dom *domain, d *decision) error {
-	var replaced []string
-	ents := make([][]entry, len(req.Descriptors))
-	shared := make([][]string, len(req.Descriptors))
-	for i, desc := range req.Descriptors {
-		ents[i] = make([]entry, len(desc.Entries))
-		for j, e := range desc.Entries {
-			ents[i][j] = entry{e.Key, e.Value}
-		}
-		d.limits[i], shared[i] = dom.match(ents[i])
-		if lim := d.limits[i]; lim != nil {
-			replaced = append(replaced, lim.replaces...)
-		}
-	}
-	for i, desc := range req.Descriptors {
-		d.hitOf[i] = -1
-		lim := d.limits[i]
-		var rule *rules.Rule
-		switch {
-		case desc.Limit != nil:
-			r, cur, err := overrideRule(dom, lim, desc.Limit)
-			if err != nil {
-				return fmt.Errorf("envoy: descriptors[%d]: %w", i, err)
-			}
-			rule, d.over[i] = r, cur
-		case lim == nil:
-			d.answers[i] = answerUnmatched
-			continue
-		case lim.unlimited:
-			d.answers[i] = answerUnlimited
-			continue
-		case slices.Contains(replaced, lim.name):
-			d.answers[i] = answerReplaced
-			continue
-		case lim.banned:
-			d.answers[i] = answerBanned
-			continue
-		default:
-			rule = lim.rule
-		}
-		cost, peek := hitsAddend(req, desc)
-		d.hitOf[i] = len(d.m.Hits)
-		d.m.Rules = append(d.m.Rules, rule)
-		d.m.Hits = append(d.m.Hits, sluice.Hit{
-			Key:       rules.BucketKey(rule.Name, KeyKind, identity(dom.name, ents[i], shared[i])),
-			Limit:     rule.Limit,
-			Algorithm: rule.Algorithm,
-			Cost:      cost,
-			Peek:      peek,
-			Shadow:    rule.Shadow,
-		})
-	}
-	return nil
-}
-
-// overrideRule returns the rule a descriptor's limit override makes: the
-// limit it matched, or the domain's override template, with the override's
-// rate and without shadow mode, as envoyproxy/ratelimit applies overrides.
-func overrideRule(dom *domain, lim *limit, o *ratelimitv3.RateLimitDescriptor_RateLimitOverride) (*rules.Rule, *rlsv3.RateLimitResponse_RateLimit, error) {
-	r := dom.override
-	if lim != nil && lim.rule != nil {
-		r = *lim.rule
-	}
-	unit := overrideUnit(o.Unit)
-	mult := uint32(1)
-	if o.UnitMultiplier != nil {
-		mult = o.UnitMultiplier.Value
-	}
-	r.Shadow = false
-	r.Limit = sluice.Limit{Rate: int64(o.RequestsPerUnit), Period: unitDuration(unit) * time.Duration(mult)}
-	if err := r.Algorithm.ValidateLimit(r.Limit); err != nil {
-		return nil, nil, fmt.Errorf("limit: %d per %d %v with %v: %s", o.RequestsPerUnit, mult, unit, r.Algorithm,
-			strings.TrimPrefix(err.Error(), sluice.ErrInvalidLimit.Error()+": "))
-	}
-	cur := &rlsv3.RateLimitResponse_RateLimit{Name: r.Name, RequestsPerUnit: o.RequestsPerUnit, Unit: unit, UnitMultiplier: o.UnitMultiplier}
-	return &r, cur, nil
-}
-
-// hitsAddend returns a descriptor's cost: its own hits_addend, else the
-// request's, 0 meaning 1. A descriptor's own hits_addend of 0 checks
-// without consuming: a peek at a cost of 1.
-func hitsAddend(req *rlsv3.RateLimitRequest, desc *ratelimitv3.RateLimitDescriptor) (cost int64, peek bool) {
-	if h := desc.HitsAddend; h != nil {
-		if h.Value == 0 {
-			return 1, true
-		}
-		return int64(h.Value), false
-	}
-	return max(int64(req.HitsAddend), 1), false
-}
-
-// identity encodes a descriptor's domain and entries, each length-prefixed
-// so that no two descriptors share one, with the pattern in place of the
-// value where a share_threshold descriptor matched it.
-func identity(domain string, entries []entry, shared []string) string {
-	var b strings.Builder
-	put := func(s string) {
-		b.WriteString(strconv.Itoa(len(s)))
-		b.WriteByte(':')
-		b.WriteString(s)
-	}
-	put(domain)
-	for i, e := range entries {
-		put(e.key)
-		if shared != nil && shared[i] != "" {
-			b.WriteByte('*') // a pattern, never equal to a value's encoding
-			put(shared[i])
-		} else {
-			put(e.value)
-		}
-	}
-	return b.String()
-}
-
-// onlyPeeks reports whether every hit checks without consuming.
-func onlyPeeks(hits []sluice.Hit) bool {
-	for i := range hits {
-		if !hits[i].Peek {
-			return false
-		}
-	}
-	return true
 }
 
 // unmatched answers a request refused, or let through, before any
@@ -442,9 +226,9 @@ func currentLimit(d *decision, i int) *rlsv3.RateLimitResponse_RateLimit {
 }
 
 // respond builds the response of a decided request.
-func (s *Service) respond(d *decision, admitted bool) *rlsv3.RateLimitResponse {
+func (s *Service) respond(d *decision, o *decide.Outcome) *rlsv3.RateLimitResponse {
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(d.answers))}
-	if !admitted {
+	if o.Verdict != decide.Admitted {
 		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
 	for i, a := range d.answers {
@@ -457,10 +241,10 @@ func (s *Service) respond(d *decision, admitted bool) *rlsv3.RateLimitResponse {
 			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT // a quota limit: the request may pass
 		}
 		j := d.hitOf[i]
-		if j < 0 || !d.dec.Decided(j) {
+		if j < 0 || !o.Decided(j) {
 			continue // not counted, or the store failed and the rule passes open
 		}
-		r := &d.dec.Results[j]
+		r := &o.Results[j]
 		st.LimitRemaining = uint32(min(max(r.Remaining, 0), math.MaxUint32))
 		refused := !r.Allowed && !d.m.Rules[j].Shadow // a soft quota hit is refused, though it refuses nothing alone
 		if refused {
@@ -472,53 +256,20 @@ func (s *Service) respond(d *decision, admitted bool) *rlsv3.RateLimitResponse {
 		}
 		st.DurationUntilReset = durationpb.New(wait)
 	}
-	resp.ResponseHeadersToAdd = s.headers(d, admitted)
+	resp.ResponseHeadersToAdd = responseHeaders(o.Fields)
 	return resp
 }
 
-// headers returns the rate-limit header fields that describe the exposed
-// rules the store decided, and Retry-After for a refused request that can
-// pass later.
-func (s *Service) headers(d *decision, admitted bool) []*corev3.HeaderValue {
-	var policies []headers.Policy
-	var results []sluice.Result
-	for j, r := range d.m.Rules {
-		if !r.Exposed() || !d.dec.Headers() || d.dec.Failed[j] {
-			continue
-		}
-		res := d.dec.Results[j]
-		// A rule two descriptors met appears once: as it binds most.
-		if k := slices.IndexFunc(policies, func(p headers.Policy) bool { return p.Name == r.Name }); k >= 0 {
-			if rules.BindingResult([]sluice.Result{results[k], res}, admitted) == 1 {
-				policies[k].Result, results[k] = res, res
-			}
-			continue
-		}
-		policies = append(policies, headers.Policy{Name: r.Name, Result: res})
-		results = append(results, res)
-	}
-	h := http.Header{}
-	if s.cfg.headers != headers.None {
-		if bind := rules.BindingResult(results, admitted); bind >= 0 {
-			headers.Write(h, s.cfg.headers, policies, bind, s.cfg.now())
-		}
-	}
-	if !admitted && !d.dec.Unsatisfiable() {
-		headers.SetRetryAfter(h, d.dec.RetryAfter())
-	}
-	if len(h) == 0 {
+// responseHeaders returns fields as the headers Envoy adds, names in lower
+// case, in their order; nil for none.
+func responseHeaders(fields []headers.Field) []*corev3.HeaderValue {
+	if len(fields) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
+	out := make([]*corev3.HeaderValue, len(fields))
+	for i, f := range fields {
+		out[i] = &corev3.HeaderValue{Key: strings.ToLower(f.Name), Value: f.Value}
 	}
-	slices.Sort(keys)
-	out := make([]*corev3.HeaderValue, 0, len(keys))
-	for _, k := range keys {
-		for _, v := range h[k] {
-			out = append(out, &corev3.HeaderValue{Key: strings.ToLower(k), Value: v})
-		}
-	}
+	slices.SortStableFunc(out, func(a, b *corev3.HeaderValue) int { return strings.Compare(a.Key, b.Key) })
 	return out
 }

@@ -3,6 +3,7 @@ package envoy_test
 import (
 	"context"
 	"errors"
+	"github.com/sluicehq/sluice/decide"
 	"log/slog"
 	"math"
 	"net/http"
@@ -435,7 +436,7 @@ descriptors:
   - key: local
     rate_limit: {unit: minute, requests_per_unit: 4}
 `)
-	svc, err := envoy.New(failingStore{}, m, envoy.WithInstances(2), envoy.WithLogger(quiet))
+	svc, err := envoy.New(failingStore{}, m, decide.WithInstances(2), decide.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +460,7 @@ descriptors:
 // TestSlowStoreBudget: a store slower than the budget counts as failed.
 func TestSlowStoreBudget(t *testing.T) {
 	m := mustMapping(t, "domain: s\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 1, on_fail: closed}\n")
-	svc, err := envoy.New(slowStore{}, m, envoy.WithBudget(20*time.Millisecond), envoy.WithLogger(quiet))
+	svc, err := envoy.New(slowStore{}, m, decide.WithBudget(20*time.Millisecond), decide.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,11 +496,11 @@ func TestOptions(t *testing.T) {
 		{"nil store", nil, m, nil, "envoy: New: nil store"},
 		{"nil mapping", store, nil, nil, "envoy: New: nil mapping"},
 		{"nil option", store, m, []envoy.Option{nil}, "envoy: nil Option"},
-		{"budget", store, m, []envoy.Option{envoy.WithBudget(0)}, "envoy: WithBudget: 0s: must be positive"},
-		{"headers", store, m, []envoy.Option{envoy.WithHeaders(headers.Mode(64))}, "envoy: WithHeaders"},
-		{"observer", store, m, []envoy.Option{envoy.WithObserver(nil)}, "envoy: WithObserver: nil observer"},
-		{"logger", store, m, []envoy.Option{envoy.WithLogger(nil)}, "envoy: WithLogger: nil logger"},
-		{"instances", store, m, []envoy.Option{envoy.WithInstances(0)}, "envoy: WithInstances: must be at least 1"},
+		{"budget", store, m, []envoy.Option{decide.WithBudget(0)}, "envoy: WithBudget: 0s: must be positive"},
+		{"headers", store, m, []envoy.Option{decide.WithHeaders(headers.Mode(64))}, "envoy: WithHeaders"},
+		{"observer", store, m, []envoy.Option{decide.WithObserver(nil)}, "envoy: WithObserver: nil observer"},
+		{"logger", store, m, []envoy.Option{decide.WithLogger(nil)}, "envoy: WithLogger: nil logger"},
+		{"instances", store, m, []envoy.Option{decide.WithInstances(0)}, "envoy: WithInstances: 0: must be at least 1"},
 		{"unknown domain", store, m, []envoy.Option{envoy.WithUnknownDomain(9)}, "envoy: WithUnknownDomain"},
 		{"registerer", store, m, []envoy.Option{envoy.WithRegisterer(nil)}, "envoy: WithRegisterer: nil registerer"},
 	}
@@ -525,7 +526,7 @@ func TestHeaderModes(t *testing.T) {
 		{headers.None, []string{"retry-after"}},
 	} {
 		t.Run(tt.mode.String(), func(t *testing.T) {
-			svc, _ := memService(t, basic, envoy.WithHeaders(tt.mode))
+			svc, _ := memService(t, basic, decide.WithHeaders(tt.mode))
 			req := request("api", desc("fixed", "f"))
 			mustDecide(t, svc, req)
 			resp := mustDecide(t, svc, req)
@@ -594,7 +595,7 @@ sluice_envoy_requests_total{code="over_limit",domain="api"} 1
 func TestObserver(t *testing.T) {
 	var got []string
 	obs := sluice.ObserverFunc(func(_ context.Context, d sluice.Decision) { got = append(got, d.Rule+":"+d.Outcome.String()) })
-	svc, _ := memService(t, basic, envoy.WithObserver(obs))
+	svc, _ := memService(t, basic, decide.WithObserver(obs))
 	req := request("api", desc("fixed", "o"), desc("plan", "p"))
 	mustDecide(t, svc, req)
 	mustDecide(t, svc, req)

@@ -4,7 +4,8 @@
 // checks each change in full before it replaces the rules in force, and
 // keeps the last good rules when a change is refused or etcd goes away. A
 // Watcher is a rule source wherever a *rules.Set or a *rulefile.Watcher is
-// one: the middleware's Source, rules/admin's Source.
+// one ([rules.Source]): the middleware's, the gRPC interceptors' and
+// rules/admin's.
 //
 //	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"10.0.0.1:2379"}})
 //	...

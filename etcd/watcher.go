@@ -17,9 +17,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Watcher keeps the rules of one etcd key current: it implements the
-// middleware package's Source and rules/admin's, so pass it where a
-// *rules.Set or a *rulefile.Watcher would go. Create it with [Watch]; stop
+// Watcher keeps the rules of one etcd key current: it is a [rules.Source],
+// so pass it where a *rules.Set or a *rulefile.Watcher would go. Create it with [Watch]; stop
 // it with [Watcher.Close]. It is safe for concurrent use.
 //
 // The key holds one rule file's document, YAML or JSON (see the rulefile

@@ -24,8 +24,8 @@ import (
 
 // Both packages take a Watcher wherever they take a *rules.Set.
 var (
-	_ middleware.Source = (*etcd.Watcher)(nil)
-	_ admin.Source      = (*etcd.Watcher)(nil)
+	_ rules.Source = (*etcd.Watcher)(nil)
+	_ rules.Source = (*etcd.Watcher)(nil)
 )
 
 const key = "/sluice/rules.yaml"

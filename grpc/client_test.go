@@ -3,6 +3,7 @@ package sluicegrpc_test
 import (
 	"context"
 	"errors"
+	"github.com/sluicehq/sluice/decide"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +92,7 @@ func TestClientInterceptor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := serve(t, newLimiter(t, st, set, sluicegrpc.WithClock(clk)), nil)
+			srv := serve(t, newLimiter(t, st, set, decide.WithClock(clk)), nil)
 			c := healthpb.NewHealthClient(srv.conn("203.0.113.7:1", grpc.WithUnaryInterceptor(intercept)))
 			if tt.store == nil { // spend the bucket
 				if _, err := c.Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {

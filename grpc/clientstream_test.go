@@ -3,6 +3,7 @@ package sluicegrpc_test
 import (
 	"context"
 	"errors"
+	"github.com/sluicehq/sluice/decide"
 	"io"
 	"strconv"
 	"strings"
@@ -54,7 +55,7 @@ func newStreamSetup(t *testing.T, opts ...sluicegrpc.ClientOption) *streamSetup 
 	t.Helper()
 	store, clk := fakeStoreAt(t, time.Now())
 	set := rules.MustNew(rules.Rule{Name: "r", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(1)})
-	srv := serve(t, newLimiter(t, store, set, sluicegrpc.WithClock(clk)), nil,
+	srv := serve(t, newLimiter(t, store, set, decide.WithClock(clk)), nil,
 		grpc.UnknownServiceHandler(func(srv any, ss grpc.ServerStream) error { return join(srv, ss) }))
 	ft := &fakeTime{clk: clk}
 	opts = append([]sluicegrpc.ClientOption{sluicegrpc.WithJitter(0), sluicegrpc.WithMaxWait(5 * time.Minute),

@@ -40,12 +40,12 @@
 // # Answers
 //
 // Each call is decided once, before its handler runs, all of its rules in
-// one store call under a latency budget ([WithBudget]):
+// one store call under a latency budget ([decide.WithBudget]):
 //
 //   - admitted: the handler runs; the response header metadata carries the
 //     rate-limit fields the HTTP middleware sends as headers, under the
 //     same names in lower case ("ratelimit-policy" and "ratelimit" by
-//     default; see [WithHeaders]);
+//     default; see [decide.WithHeaders]);
 //   - refused by a rule: codes.ResourceExhausted with a google.rpc.RetryInfo
 //     detail carrying the exact retry delay, and a google.rpc.QuotaFailure
 //     naming the rules ([DenialStatus]); the header metadata also carries
@@ -59,9 +59,12 @@
 //     outage, at least a second). The store's error never reaches the
 //     client.
 //
-// Every decision is reported to the observer ([WithObserver], or the
-// store's own), so the Prometheus and OpenTelemetry collectors count gRPC
-// calls as they count HTTP requests.
+// The decision is the [decide] package's, as in the HTTP middleware: the
+// interceptors turn its outcome into a status, details and metadata, and
+// take its options ([decide.WithBudget], [decide.WithLogger], ...) beside
+// their own. Every decision is reported to the observer
+// ([decide.WithObserver], or the store's own), so the Prometheus and
+// OpenTelemetry collectors count gRPC calls as they count HTTP requests.
 //
 // # Clients
 //

@@ -5,23 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
 	"google.golang.org/grpc/status"
-)
-
-// Errors an [ErrorHandler] receives, wrapping the cause. Test with
-// [errors.Is].
-var (
-	// ErrKeyFailed: a rule's key function could not key the call (a
-	// required identity is missing, a metadata value is sent twice, the
-	// peer has no IP address).
-	ErrKeyFailed = errors.New("sluicegrpc: cannot key call")
-	// ErrStoreFailed: the store failed and a matched rule's on_fail policy
-	// is closed. The store's error (a *sluice.StoreError) is wrapped too.
-	ErrStoreFailed = errors.New("sluicegrpc: store failed")
-	// ErrInvalidCost: the call's context set a negative cost
-	// (sluice.WithCost): a bug in the server, not the client.
-	ErrInvalidCost = errors.New("sluicegrpc: invalid call cost")
 )
 
 // ErrWaitTooLong reports a server asking for a wait longer than the client
@@ -29,17 +14,10 @@ var (
 // [*RefusedError].
 var ErrWaitTooLong = errors.New("sluicegrpc: server asks for a wait beyond the maximum")
 
-// configError is an argument or option a constructor refuses. It wraps
-// [sluice.ErrInvalidConfig].
-type configError struct{ msg string }
-
-func (e *configError) Error() string { return "sluicegrpc: " + e.msg }
-
-// Unwrap returns [sluice.ErrInvalidConfig].
-func (e *configError) Unwrap() error { return sluice.ErrInvalidConfig }
-
+// invalidConfig returns the error of an argument or option a constructor
+// refuses, which wraps [sluice.ErrInvalidConfig].
 func invalidConfig(format string, args ...any) error {
-	return &configError{msg: fmt.Sprintf(format, args...)}
+	return &decide.ConfigError{Package: "sluicegrpc", Msg: fmt.Sprintf(format, args...)}
 }
 
 // RefusedError reports a call the server refused with a retry delay

@@ -2,6 +2,8 @@ package sluicegrpc_test
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/decide"
+	"github.com/sluicehq/sluice/rules"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -155,9 +157,9 @@ func fakeStoreAt(tb testing.TB, t0 time.Time) (*memstore.Store, *storetest.Clock
 
 // newLimiter returns New(store, set, opts...), failing the test on an
 // error.
-func newLimiter(tb testing.TB, store sluice.Store, set sluicegrpc.Source, opts ...sluicegrpc.Option) *sluicegrpc.Limiter {
+func newLimiter(tb testing.TB, store sluice.Store, set rules.Source, opts ...sluicegrpc.Option) *sluicegrpc.Limiter {
 	tb.Helper()
-	opts = append([]sluicegrpc.Option{sluicegrpc.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
+	opts = append([]sluicegrpc.Option{decide.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
 	l, err := sluicegrpc.New(store, set, opts...)
 	if err != nil {
 		tb.Fatal(err)

@@ -2,11 +2,9 @@ package sluicegrpc
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/http"
+	"strconv"
 	"strings"
-	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/decide"
@@ -17,59 +15,32 @@ import (
 )
 
 // Limiter rate-limits gRPC calls by the rules of a [rules.Set] (or any
-// [Source]) on a [sluice.Store], as the HTTP middleware limits requests:
-// the same rules, keys, buckets, on_fail policies and observer. Create it
-// with [New]; install [Limiter.UnaryServerInterceptor] and
+// [rules.Source]) on a [sluice.Store], as the HTTP middleware limits
+// requests: the same rules, keys, buckets, on_fail policies and observer.
+// Create it with [New]; install [Limiter.UnaryServerInterceptor] and
 // [Limiter.StreamServerInterceptor] on the server. It is safe for
 // concurrent use.
 type Limiter struct {
-	rules   Source
+	rules   rules.Source
 	cfg     config
 	decider *decide.Decider
-	pool    sync.Pool // *scratch
-}
-
-// Source supplies the rules: a *rules.Set (fixed rules), or anything that
-// swaps sets at run time, such as a rulefile.Watcher. The limiter calls
-// Current once per call, so every call is decided by one set. The HTTP
-// middleware's Source is the same interface: one source can feed both.
-type Source interface {
-	// Current returns the rules that decide the next call.
-	Current() *rules.Set
-}
-
-// scratch is one call's working memory, pooled so that deciding does not
-// allocate slices per call.
-type scratch struct {
-	m        rules.Matched
-	d        decide.Decision
-	policies []headers.Policy
-	exposed  []sluice.Result
 }
 
 // New returns a limiter deciding the rules of set on store. A nil store or
 // set, or an invalid option, is an error wrapping
 // [sluice.ErrInvalidConfig].
-func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
-	if store == nil {
-		return nil, invalidConfig("New: nil store")
-	}
+func New(store sluice.Store, set rules.Source, opts ...Option) (*Limiter, error) {
 	if set == nil {
 		return nil, invalidConfig("New: nil rule set")
 	}
 	if s, ok := set.(*rules.Set); ok && s == nil {
 		return nil, invalidConfig("New: nil rule set")
 	}
-	cfg, err := buildConfig(opts)
-	if err != nil {
+	l := &Limiter{rules: set, cfg: config{deny: DenialStatus, onError: ErrorStatus, pushback: true}}
+	var err error
+	if l.decider, err = decide.NewFrontEnd("sluicegrpc", store, &l.cfg, opts); err != nil {
 		return nil, err
 	}
-	d, err := decide.New(store, append(cfg.decide, decide.WithLogger(cfg.logger))...)
-	if err != nil {
-		return nil, err
-	}
-	l := &Limiter{rules: set, cfg: cfg, decider: d}
-	l.pool.New = func() any { return new(scratch) }
 	return l, nil
 }
 
@@ -81,7 +52,8 @@ func New(store sluice.Store, set Source, opts ...Option) (*Limiter, error) {
 // [ErrorHandler]'s, by default [ErrorStatus]'s.
 func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		header, trailer, err := l.Decide(ctx, info.FullMethod)
+		o, header, trailer, err := l.check(ctx, info.FullMethod)
+		defer o.Finish(ctx, 0)
 		if header != nil {
 			_ = grpc.SetHeader(ctx, header) // fails only once headers are sent: never here
 		}
@@ -100,7 +72,8 @@ func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 // message), as [Limiter.UnaryServerInterceptor] decides unary calls.
 func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		header, trailer, err := l.Decide(ss.Context(), info.FullMethod)
+		o, header, trailer, err := l.check(ss.Context(), info.FullMethod)
+		defer o.Finish(ss.Context(), 0)
 		if header != nil {
 			_ = ss.SetHeader(header)
 		}
@@ -121,76 +94,63 @@ func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 // trailer metadata (grpc-retry-pushback-ms with a refusal), each nil when
 // empty; err, when not nil, is the status error to end the call with.
 func (l *Limiter) Decide(ctx context.Context, fullMethod string) (header, trailer metadata.MD, err error) {
-	s := l.pool.Get().(*scratch)
-	defer l.pool.Put(s)
-	r := newRequest(ctx, fullMethod, l.pattern(fullMethod))
-	h := http.Header{}
-	err = l.decide(r, h, s)
-	header, trailer = toMetadata(h)
+	o, header, trailer, err := l.check(ctx, fullMethod)
+	o.Finish(ctx, 0)
 	return header, trailer, err
 }
 
-// decide decides r, sets the rate-limit fields in h, and returns the
-// call's error, or nil for an admitted call.
-func (l *Limiter) decide(r *http.Request, h http.Header, s *scratch) error {
-	ctx := r.Context()
-	if err := l.rules.Current().Resolve(r, &s.m); err != nil {
-		if errors.Is(err, sluice.ErrInvalidHit) {
-			return l.cfg.onError(ctx, fmt.Errorf("%w: %w", ErrInvalidCost, err), 0)
-		}
-		return l.cfg.onError(ctx, fmt.Errorf("%w: %w", ErrKeyFailed, err), 0)
-	}
-	l.decider.Decide(ctx, &s.m, &s.d)
-	d := &s.d
-	if len(s.m.Hits) == 0 {
-		return nil
-	}
-	if d.Headers() {
-		l.writeHeaders(h, s, d.Verdict == decide.Admitted)
-	}
-	switch d.Verdict {
+// check decides the call of fullMethod and translates its outcome: the
+// header and trailer metadata to send, and the error to end the call with,
+// nil for an admitted call. Finish the outcome when the call is over.
+func (l *Limiter) check(ctx context.Context, fullMethod string) (o *decide.Outcome, header, trailer metadata.MD, err error) {
+	o = l.decider.Check(l.rules.Current(), newRequest(ctx, fullMethod, l.pattern(fullMethod)), nil)
+	header = toMetadata(o.Fields)
+	switch o.Verdict {
+	case decide.Invalid:
+		err = l.cfg.onError(ctx, o.Err, 0)
 	case decide.Unavailable:
-		retry := d.RetryAfter()
-		headers.SetRetryAfter(h, retry)
-		return l.cfg.onError(ctx, fmt.Errorf("%w: %w", ErrStoreFailed, d.Err), retry)
+		err = l.cfg.onError(ctx, o.Err, o.RetryAfter)
 	case decide.Refused:
-		return l.refuse(r, h, s)
+		if l.cfg.pushback && !o.Unsatisfiable {
+			trailer = metadata.MD{pushbackKey: {strconv.FormatInt(ceilMillis(o.RetryAfter), 10)}}
+		}
+		err = l.cfg.deny(ctx, denial(fullMethod, o))
 	}
-	return nil
+	return o, header, trailer, err
 }
 
-// writeHeaders describes in h the exposed rules the store decided: all in
-// RateLimit-Policy, the binding one in RateLimit.
-func (l *Limiter) writeHeaders(h http.Header, s *scratch, admitted bool) {
-	if l.cfg.headers == headers.None {
-		return
+// denial describes a refused call: the exposed rules that refused it, and
+// the wait, none when one never can pass.
+func denial(fullMethod string, o *decide.Outcome) Denial {
+	d := Denial{FullMethod: fullMethod, RetryAfter: o.RetryAfter, Unsatisfiable: o.Unsatisfiable}
+	for rule := range o.Violated() {
+		d.Violations = append(d.Violations, Violation{
+			Rule: headers.SanitizeName(rule.Name), Kind: rule.Key.Kind(), Limit: rule.Limit,
+		})
 	}
-	s.policies = s.d.AppendPolicies(s.policies[:0])
-	s.exposed = s.exposed[:0]
-	for _, p := range s.policies {
-		s.exposed = append(s.exposed, p.Result)
-	}
-	if bind := rules.BindingResult(s.exposed, admitted); bind >= 0 {
-		headers.Write(h, l.cfg.headers, s.policies, bind, l.cfg.now())
-	}
+	return d
 }
 
 // pushbackKey is the trailer gRPC's own retries read their delay from.
 const pushbackKey = "grpc-retry-pushback-ms"
 
-// toMetadata returns the fields of h as header metadata, names in lower
-// case, and the pushback field as trailer metadata; nil for none.
-func toMetadata(h http.Header) (header, trailer metadata.MD) {
-	for k, vs := range h {
-		k = strings.ToLower(k)
-		if k == pushbackKey {
-			trailer = metadata.MD{k: vs}
-			continue
-		}
-		if header == nil {
-			header = make(metadata.MD, len(h))
-		}
-		header[k] = vs
+// ceilMillis returns d in whole milliseconds rounded up, at least 1.
+func ceilMillis(d time.Duration) int64 {
+	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
+	return max(ms, 1)
+}
+
+// toMetadata returns fields as header metadata, names in lower case; nil
+// for none.
+func toMetadata(fields []headers.Field) metadata.MD {
+	if len(fields) == 0 {
+		return nil
 	}
-	return header, trailer
+	md := make(metadata.MD, len(fields))
+	vals := make([]string, len(fields))
+	for i, f := range fields {
+		vals[i] = f.Value
+		md[strings.ToLower(f.Name)] = vals[i : i+1 : i+1]
+	}
+	return md
 }

@@ -3,6 +3,7 @@ package sluicegrpc_test
 import (
 	"context"
 	"errors"
+	"github.com/sluicehq/sluice/decide"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ import (
 func TestRefusal(t *testing.T) {
 	store, clk := fakeStore(t)
 	set := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(2)})
-	srv := serve(t, newLimiter(t, store, set, sluicegrpc.WithClock(clk)), nil)
+	srv := serve(t, newLimiter(t, store, set, decide.WithClock(clk)), nil)
 	c := srv.client("203.0.113.7:5000")
 
 	first := check(t, c)
@@ -224,7 +225,7 @@ func authenticate(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler
 func TestStream(t *testing.T) {
 	store, clk := fakeStore(t)
 	set := rules.MustNew(rules.Rule{Name: "watch", Key: keyfunc.Endpoint(), Limit: sluice.PerMinute(1)})
-	srv := serve(t, newLimiter(t, store, set, sluicegrpc.WithClock(clk)), nil)
+	srv := serve(t, newLimiter(t, store, set, decide.WithClock(clk)), nil)
 	c := srv.client("203.0.113.7:1")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -286,7 +287,7 @@ func TestOnFail(t *testing.T) {
 			obs := &decisions{}
 			set := rules.MustNew(rules.Rule{Name: "r", Key: keyfunc.ClientIP(), Limit: limit, OnFail: tt.onFail})
 			l := newLimiter(t, failingStore{unavailable(5 * time.Second)}, set,
-				sluicegrpc.WithObserver(obs), sluicegrpc.WithInstances(tt.instances))
+				decide.WithObserver(obs), decide.WithInstances(tt.instances))
 			c := serve(t, l, nil).client("203.0.113.7:1")
 			var last call
 			for i, want := range tt.want {
@@ -339,7 +340,7 @@ func TestShadowAndHidden(t *testing.T) {
 		rules.Rule{Name: "secret", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(2), Hidden: true},
 		rules.Rule{Name: "public", Key: keyfunc.Endpoint(), Limit: sluice.PerMinute(100)},
 	)
-	c := serve(t, newLimiter(t, store, set, sluicegrpc.WithObserver(obs)), nil).client("203.0.113.7:1")
+	c := serve(t, newLimiter(t, store, set, decide.WithObserver(obs)), nil).client("203.0.113.7:1")
 	for i, want := range []codes.Code{codes.OK, codes.OK, codes.ResourceExhausted} {
 		r := check(t, c)
 		if got := status.Code(r.err); got != want {
@@ -421,12 +422,12 @@ func TestErrorHandlers(t *testing.T) {
 			return status.Error(codes.Aborted, "slow down")
 		}),
 		sluicegrpc.WithErrorHandler(func(_ context.Context, err error, _ time.Duration) error {
-			if !errors.Is(err, sluicegrpc.ErrKeyFailed) || !errors.Is(err, keyfunc.ErrNoKey) {
+			if !errors.Is(err, decide.ErrKeyFailed) || !errors.Is(err, keyfunc.ErrNoKey) {
 				return status.Error(codes.Internal, err.Error())
 			}
 			return status.Error(codes.PermissionDenied, "who are you")
 		}),
-		sluicegrpc.WithHeaders(headers.XRateLimit))
+		decide.WithHeaders(headers.XRateLimit))
 	srv := serve(t, l, nil)
 	c := srv.client("203.0.113.7:1")
 	if r := check(t, c); r.err != nil || r.header.Get("x-ratelimit-limit")[0] != "1" {
@@ -454,7 +455,7 @@ func TestNew(t *testing.T) {
 	tests := []struct {
 		name  string
 		store sluice.Store
-		set   sluicegrpc.Source
+		set   rules.Source
 		opts  []sluicegrpc.Option
 		want  string
 	}{
@@ -462,15 +463,15 @@ func TestNew(t *testing.T) {
 		{"nil set", store, nil, nil, "sluicegrpc: New: nil rule set"},
 		{"nil *rules.Set", store, (*rules.Set)(nil), nil, "sluicegrpc: New: nil rule set"},
 		{"nil option", store, set, []sluicegrpc.Option{nil}, "sluicegrpc: nil Option"},
-		{"zero budget", store, set, []sluicegrpc.Option{sluicegrpc.WithBudget(0)}, "sluicegrpc: WithBudget: 0s: must be positive"},
-		{"no instances", store, set, []sluicegrpc.Option{sluicegrpc.WithInstances(0)}, "sluicegrpc: WithInstances: 0: must be at least 1"},
-		{"nil observer", store, set, []sluicegrpc.Option{sluicegrpc.WithObserver(nil)}, "sluicegrpc: WithObserver: nil observer"},
-		{"nil logger", store, set, []sluicegrpc.Option{sluicegrpc.WithLogger(nil)}, "sluicegrpc: WithLogger: nil logger"},
-		{"nil clock", store, set, []sluicegrpc.Option{sluicegrpc.WithClock(nil)}, "sluicegrpc: WithClock: nil clock"},
+		{"zero budget", store, set, []sluicegrpc.Option{decide.WithBudget(0)}, "sluicegrpc: WithBudget: 0s: must be positive"},
+		{"no instances", store, set, []sluicegrpc.Option{decide.WithInstances(0)}, "sluicegrpc: WithInstances: 0: must be at least 1"},
+		{"nil observer", store, set, []sluicegrpc.Option{decide.WithObserver(nil)}, "sluicegrpc: WithObserver: nil observer"},
+		{"nil logger", store, set, []sluicegrpc.Option{decide.WithLogger(nil)}, "sluicegrpc: WithLogger: nil logger"},
+		{"nil clock", store, set, []sluicegrpc.Option{decide.WithClock(nil)}, "sluicegrpc: WithClock: nil clock"},
 		{"nil deny handler", store, set, []sluicegrpc.Option{sluicegrpc.WithDenyHandler(nil)}, "sluicegrpc: WithDenyHandler: nil handler"},
 		{"nil error handler", store, set, []sluicegrpc.Option{sluicegrpc.WithErrorHandler(nil)}, "sluicegrpc: WithErrorHandler: nil handler"},
 		{"nil known methods", store, set, []sluicegrpc.Option{sluicegrpc.WithKnownMethods(nil)}, "sluicegrpc: WithKnownMethods: nil function"},
-		{"unknown header mode", store, set, []sluicegrpc.Option{sluicegrpc.WithHeaders(headers.Mode(1 << 7))}, "sluicegrpc: WithHeaders: "},
+		{"unknown header mode", store, set, []sluicegrpc.Option{decide.WithHeaders(headers.Mode(1 << 7))}, "sluicegrpc: WithHeaders: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

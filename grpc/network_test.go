@@ -2,6 +2,7 @@ package sluicegrpc_test
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/decide"
 	"net"
 	"net/http"
 	"sync"
@@ -34,7 +35,7 @@ func TestOverTCP(t *testing.T) {
 	})
 	store, clk := fakeStore(t)
 	set := rules.MustNew(rules.Rule{Name: "per-ip", Key: recording, Limit: sluice.PerMinute(1)})
-	l := newLimiter(t, store, set, sluicegrpc.WithClock(clk))
+	l := newLimiter(t, store, set, decide.WithClock(clk))
 	c, addr := tcpServer(t, l)
 	for i, want := range []codes.Code{codes.OK, codes.ResourceExhausted} {
 		r := check(t, c)
@@ -96,7 +97,7 @@ func TestRedisStore(t *testing.T) {
 		rules.Rule{Name: "per-user", Key: users, Limit: sluice.PerMinute(2), OnFail: rules.FailClosed},
 		rules.Rule{Name: "per-method", Key: keyfunc.Endpoint(), Limit: sluice.PerMinute(100), OnFail: rules.FailClosed},
 	)
-	c, _ := tcpServer(t, newLimiter(t, store, set, sluicegrpc.WithObserver(obs)), authenticate)
+	c, _ := tcpServer(t, newLimiter(t, store, set, decide.WithObserver(obs)), authenticate)
 	for i, s := range []struct {
 		user string
 		want codes.Code

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/keyfunc"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -94,23 +95,23 @@ func DenialStatus(_ context.Context, d Denial) error {
 
 // ErrorStatus is the default [ErrorHandler]. It never shows err's text:
 //
-//   - the store failed and a rule fails closed ([ErrStoreFailed]):
+//   - the store failed and a rule fails closed ([decide.ErrStoreFailed]):
 //     codes.Unavailable, with a google.rpc.RetryInfo of retry;
 //   - a key that needs a route pattern found none ([keyfunc.ErrNotRouted],
 //     a key function written for HTTP routers) or a negative call cost
-//     ([ErrInvalidCost]), the server's mistakes: codes.Internal;
-//   - any other key failure ([ErrKeyFailed]: a required identity missing,
-//     metadata sent twice, a peer without an IP address):
+//     ([decide.ErrInvalidCost]), the server's mistakes: codes.Internal;
+//   - any other key failure ([decide.ErrKeyFailed]: a required identity
+//     missing, metadata sent twice, a peer without an IP address):
 //     codes.InvalidArgument.
 func ErrorStatus(_ context.Context, err error, retry time.Duration) error {
 	switch {
-	case errors.Is(err, ErrStoreFailed):
+	case errors.Is(err, decide.ErrStoreFailed):
 		st := status.New(codes.Unavailable, "sluice: rate limiting is unavailable; retry later")
 		if withRetry, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retry)}); derr == nil {
 			st = withRetry
 		}
 		return st.Err()
-	case errors.Is(err, keyfunc.ErrNotRouted), errors.Is(err, ErrInvalidCost):
+	case errors.Is(err, keyfunc.ErrNotRouted), errors.Is(err, decide.ErrInvalidCost):
 		return status.Error(codes.Internal, "sluice: the server's rate limiting is misconfigured")
 	default:
 		return status.Error(codes.InvalidArgument, "sluice: the call lacks an identity a rate limit needs")

@@ -4,8 +4,11 @@
 //
 // It only formats. Which rules a response describes (shadow and unexposed
 // rules left out), which one binds, whether the response is a 429: the
-// caller decides all that, and this package sets header fields and nothing
-// else. Go stores field names in canonical form (RateLimit becomes
+// caller decides all that (the decide package does, for the middleware,
+// the gRPC interceptors and the Envoy service), and this package returns
+// the fields as name/value pairs ([AppendFields], [RetryAfter]) or sets
+// them in an http.Header ([Write], [SetFields], [SetRetryAfter]), and
+// nothing else. Go stores field names in canonical form (RateLimit becomes
 // Ratelimit), which is harmless as field names are case-insensitive; read
 // them with [http.Header.Get].
 //

@@ -29,6 +29,12 @@ func SetRetryAfter(h http.Header, d time.Duration) {
 	h.Set(fieldRetryAfter, strconv.FormatInt(RetryAfterSeconds(d), 10))
 }
 
+// RetryAfter returns the Retry-After field for a wait of d, as
+// [SetRetryAfter] sets it.
+func RetryAfter(d time.Duration) Field {
+	return Field{Name: fieldRetryAfter, Value: strconv.FormatInt(RetryAfterSeconds(d), 10)}
+}
+
 // ceilSeconds returns d in whole seconds rounded up, 0 if d is not
 // positive.
 func ceilSeconds(d time.Duration) int64 {

@@ -34,11 +34,44 @@ const (
 // rate, prefixed as the draft asks of extension parameters.
 const burstParam = ";sluice-burst="
 
-// Write sets the rate-limit header fields that mode selects, describing
-// policies, all of which the caller has chosen to expose: it must already
-// have left out shadow rules and rules marked unexposed, since Write makes
-// no such decision. policies[binding] is the binding policy (the most
-// restrictive one), which the caller chooses too.
+// Field is one header field to send: its name, in canonical form
+// ("Ratelimit-Policy", as [http.Header.Set] stores it), and its value.
+type Field struct {
+	Name  string
+	Value string
+}
+
+// Write sets in h the rate-limit header fields [AppendFields] returns,
+// each replacing any earlier value. It never sets Retry-After: see
+// [SetRetryAfter].
+func Write(h http.Header, mode Mode, policies []Policy, binding int, now time.Time) {
+	var arr [maxFields]Field
+	SetFields(h, AppendFields(arr[:0], mode, policies, binding, now))
+}
+
+// SetFields sets fields in h, each replacing any earlier value, with one
+// allocation whatever their number. Their names must be in canonical form,
+// as the fields of this package are.
+func SetFields(h http.Header, fields []Field) {
+	if len(fields) == 0 {
+		return
+	}
+	// Each value gets a slice of capacity 1, so that a later Add to one
+	// field cannot overwrite another.
+	vals := make([]string, len(fields))
+	for i, f := range fields {
+		vals[i] = f.Value
+		h[f.Name] = vals[i : i+1 : i+1]
+	}
+}
+
+// AppendFields appends to dst the rate-limit header fields that mode
+// selects, describing policies, and returns the extended slice. The
+// caller has chosen to expose every policy: it must already have left out
+// shadow rules and rules marked unexposed, since AppendFields makes no
+// such decision. policies[binding] is the binding policy (the most
+// restrictive one), which the caller chooses too. The values share one
+// allocated string, whatever the mode and the number of policies.
 //
 // In IETF mode, RateLimit-Policy lists every policy, in the order given,
 // and RateLimit describes the binding one. Draft06 and XRateLimit modes
@@ -47,12 +80,12 @@ const burstParam = ";sluice-burst="
 // takes the IETF form. See the package documentation for the values.
 //
 // now is the current time; only XRateLimit mode, whose reset is a Unix
-// time, reads it. Each field Write sets replaces any earlier value. Write
-// sets nothing if mode selects no fields, policies is empty or binding is
-// out of range. It never sets Retry-After: see [SetRetryAfter].
-func Write(h http.Header, mode Mode, policies []Policy, binding int, now time.Time) {
+// time, reads it. AppendFields appends nothing if mode selects no fields,
+// policies is empty or binding is out of range. It never appends
+// Retry-After: see [RetryAfter].
+func AppendFields(dst []Field, mode Mode, policies []Policy, binding int, now time.Time) []Field {
 	if mode&allModes == 0 || binding < 0 || binding >= len(policies) {
-		return
+		return dst
 	}
 	bind := policies[binding].Result
 	q, _ := Quota(bind.Limit)
@@ -106,7 +139,7 @@ func Write(h http.Header, mode Mode, policies []Policy, binding int, now time.Ti
 		b = strconv.AppendInt(b, epochCeil(now.Add(resetD)), 10)
 		f.end(fieldXReset, len(b))
 	}
-	f.set(h, b)
+	return f.appendTo(dst, b)
 }
 
 // appendPolicyParams appends a policy's quota (after qKey), window and, if
@@ -132,4 +165,37 @@ func epochCeil(t time.Time) int64 {
 		s++
 	}
 	return clamp(s)
+}
+
+// maxFields is the most fields one AppendFields appends: IETF's two,
+// draft-06's three besides RateLimit-Policy, and X-RateLimit's three.
+const maxFields = 8
+
+// fields records where each value ends in the one buffer AppendFields
+// builds every value in, so a call allocates one string whatever the mode.
+// The buffer itself stays a local of AppendFields, on the stack.
+type fields struct {
+	keys [maxFields]string
+	ends [maxFields]int
+	n    int
+}
+
+// end records that key's value is the buffer from the previous value's end
+// (or the start) up to offset end.
+func (f *fields) end(key string, end int) {
+	f.keys[f.n] = key
+	f.ends[f.n] = end
+	f.n++
+}
+
+// appendTo appends the fields, whose values buf holds, to dst: one string
+// for all the values.
+func (f *fields) appendTo(dst []Field, buf []byte) []Field {
+	s := string(buf)
+	start := 0
+	for i := range f.n {
+		dst = append(dst, Field{Name: f.keys[i], Value: s[start:f.ends[i]]})
+		start = f.ends[i]
+	}
+	return dst
 }

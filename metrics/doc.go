@@ -17,7 +17,7 @@
 // (lease.Store.Observer), so a middleware on the lease store reports to c
 // as well. Through Events the store also reports circuit-breaker starts
 // and transitions, script reloads and healed keys. Over the in-process
-// store, give it to the middleware: middleware.WithObserver(c). An
+// store, give it to the middleware: decide.WithObserver(c). An
 // explicit WithObserver also replaces the store's collector for that
 // middleware; to combine the two, use [sluice.Observers](c, other), which
 // counts each decision once even where both are c.

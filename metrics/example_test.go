@@ -14,7 +14,7 @@ import (
 // The collector observes what the middleware and the Redis store report;
 // here they are played by hand. In a program:
 //
-//	limiter, err := middleware.New(store, set, middleware.WithObserver(c))
+//	limiter, err := middleware.New(store, set, decide.WithObserver(c))
 //	store, err := redisstore.New(client, redisstore.Config{Events: c})
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 func Example() {

@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/decide"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -61,7 +62,7 @@ func TestStoreCallsGetTheBudget(t *testing.T) {
 	mem, _ := newMemstore(t)
 	store, watch := &deadlineStore{Store: mem}, &callWatcher{}
 	h := middleware.Limit(store, rules.MustNew(perIP(sluice.PerMinute(100))),
-		middleware.WithBudget(budget), middleware.WithObserver(watch))(&okHandler{})
+		decide.WithBudget(budget), decide.WithObserver(watch))(&okHandler{})
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req = req.WithContext(context.WithValue(req.Context(), requestKey{}, "this request"))
 	h.ServeHTTP(httptest.NewRecorder(), req)

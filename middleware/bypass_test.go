@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"bytes"
 	"errors"
+	"github.com/sluicehq/sluice/decide"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -55,8 +56,8 @@ func TestBypassIsObservedAndLimited(t *testing.T) {
 	store, _ := newMemstore(t)
 	obs := newRecorder()
 	var logs syncBuffer
-	srv := serve(t, middleware.Limit(store, opsBypass(t), middleware.WithObserver(obs),
-		middleware.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))), &okHandler{})
+	srv := serve(t, middleware.Limit(store, opsBypass(t), decide.WithObserver(obs),
+		decide.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))), &okHandler{})
 
 	for i := range 3 {
 		resp := get(t, srv.Client(), srv.URL, "X-Ops", "secret-ops")
@@ -105,7 +106,7 @@ func TestBypassLogIsSampled(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	h := middleware.Limit(store, set, middleware.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))(&okHandler{})
+	h := middleware.Limit(store, set, decide.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))(&okHandler{})
 	start := time.Now()
 	const n = 2000
 	var wg sync.WaitGroup
@@ -130,7 +131,7 @@ func TestBypassLogIsSampled(t *testing.T) {
 func TestBypassStoreFailure(t *testing.T) {
 	obs := newRecorder()
 	h := middleware.Limit(failingStore{err: &sluice.StoreError{Op: "test", Kind: sluice.ErrUnavailable}}, opsBypass(t),
-		middleware.WithObserver(obs), middleware.WithLogger(quietLogger()))(&okHandler{})
+		decide.WithObserver(obs), decide.WithLogger(quietLogger()))(&okHandler{})
 	req := newRequest()
 	req.Header.Set("X-Ops", "secret-ops")
 	h.ServeHTTP(discard{}, req)

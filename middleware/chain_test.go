@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/decide"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -52,13 +53,13 @@ func TestChainedLimitersDescribeEveryRule(t *testing.T) {
 func TestWithClockDrivesXRateLimitReset(t *testing.T) {
 	store, clock := newMemstore(t)
 	srv := serve(t, middleware.Limit(store, rules.MustNew(perIP(sluice.PerMinute(6))),
-		middleware.WithHeaders(headers.XRateLimit), middleware.WithClock(clock)), &okHandler{})
+		decide.WithHeaders(headers.XRateLimit), decide.WithClock(clock)), &okHandler{})
 	resp := get(t, srv.Client(), srv.URL)
 	// One of 6 per minute used: whole again in 10 s, at t0+10 as a Unix time.
 	if got, want := resp.Header.Get("X-RateLimit-Reset"), strconv.FormatInt(t0.Unix()+10, 10); got != want {
 		t.Fatalf("X-RateLimit-Reset %q, want %q", got, want)
 	}
-	if _, err := middleware.New(store, rules.MustNew(perIP(sluice.PerMinute(6))), middleware.WithClock(nil)); err == nil {
+	if _, err := middleware.New(store, rules.MustNew(perIP(sluice.PerMinute(6))), decide.WithClock(nil)); err == nil {
 		t.Fatal("nil clock accepted")
 	}
 }
@@ -69,7 +70,7 @@ func TestChainThroughAFailedLimiter(t *testing.T) {
 	store, _ := newMemstore(t)
 	outer := middleware.Limit(store, rules.MustNew(rules.Rule{Name: "outer", Key: keyfunc.Global(), Limit: sluice.PerMinute(100)}))
 	middle := middleware.Limit(failingStore{&sluice.StoreError{Op: "x", Kind: sluice.ErrUnavailable}},
-		rules.MustNew(rules.Rule{Name: "middle", Key: keyfunc.Global(), Limit: sluice.PerMinute(5)}), middleware.WithLogger(quietLogger()))
+		rules.MustNew(rules.Rule{Name: "middle", Key: keyfunc.Global(), Limit: sluice.PerMinute(5)}), decide.WithLogger(quietLogger()))
 	inner := middleware.Limit(store, rules.MustNew(rules.Rule{Name: "inner", Key: keyfunc.Global(), Limit: sluice.PerMinute(50)}))
 	rec := serveDirect(outer(middle(inner(&okHandler{}))))
 	if got := rec.Header().Get("RateLimit-Policy"); rec.Code != 200 || got != `"outer";q=100;w=60, "inner";q=50;w=60` {

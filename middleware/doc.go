@@ -4,8 +4,8 @@
 // group.
 //
 // For each request the [Limiter] matches its rules, decides all of them in
-// one store call under a latency budget (see [WithBudget]; an in-process
-// store's call, which does no I/O, needs none), and then:
+// one store call under a latency budget (see [decide.WithBudget]; an
+// in-process store's call, which does no I/O, needs none), and then:
 //
 //   - admitted: sets the rate-limit headers and calls the next handler;
 //   - refused by a rule: answers 429 Too Many Requests with Retry-After
@@ -31,17 +31,19 @@
 //     saying so and a warning in the log naming the fix (see [WriteError]);
 //
 // The decision itself is the [decide] package's, which the gRPC
-// interceptors and the Envoy rate limit service share. The request body is
-// never read. Every decision is reported to the
-// [sluice.Observer] given with [WithObserver], or else to the store's own
-// ([sluice.ObserverSource]).
+// interceptors and the Envoy rate limit service share: the middleware
+// turns its outcome into a status, headers and a problem body, and takes
+// its options ([decide.WithBudget], [decide.WithLogger], ...) beside its
+// own. The request body is never read. Every decision is reported to the
+// [sluice.Observer] given with [decide.WithObserver], or else to the
+// store's own ([sluice.ObserverSource]).
 //
 // # Headers
 //
 // Shadow rules, hidden rules and rules decided by on_fail never appear in
 // the headers. The RateLimit field describes the binding rule (see
-// [rules.BindingResult]): for a refused request the rule that refused it
-// for longest, else the rule closest to its limit. RateLimit-Policy lists
-// every exposed rule matched. Select the fields with [WithHeaders]; the
-// default is the current IETF draft.
+// [decide.Outcome]): for a refused request the rule that refused it for
+// longest, else the rule closest to its limit. RateLimit-Policy lists
+// every exposed rule matched. Select the fields with [decide.WithHeaders];
+// the default is the current IETF draft.
 package middleware

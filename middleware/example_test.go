@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"fmt"
+	"github.com/sluicehq/sluice/decide"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -114,7 +115,7 @@ func ExampleLimiter_Handler() {
 		Name: "per-endpoint", Key: chikey.Endpoint(r),
 		Limit: sluice.PerMinute(2),
 	})
-	limiter, err := middleware.New(store, set, middleware.WithHeaders(headers.Draft06))
+	limiter, err := middleware.New(store, set, decide.WithHeaders(headers.Draft06))
 	if err != nil {
 		panic(err)
 	}

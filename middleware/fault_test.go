@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"errors"
+	"github.com/sluicehq/sluice/decide"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -115,7 +116,7 @@ func newFaultEnv(t *testing.T, poolSize int) *faultEnv {
 	t.Cleanup(func() { store.Close(context.Background()) })
 	e.store = store
 	limit := sluice.PerHour(1).WithBurst(faultCapacity)
-	opts := []middleware.Option{middleware.WithBudget(faultBudget), middleware.WithObserver(sluice.Observers(e.seen, collector)), middleware.WithLogger(quietLogger())}
+	opts := []middleware.Option{decide.WithBudget(faultBudget), decide.WithObserver(sluice.Observers(e.seen, collector)), decide.WithLogger(quietLogger())}
 	e.open = middleware.Limit(store, rules.MustNew(rules.Rule{Name: "open", Key: keyfunc.Global(), Limit: limit, OnFail: rules.FailOpen}), opts...)(&okHandler{})
 	e.closed = middleware.Limit(store, rules.MustNew(rules.Rule{Name: "closed", Key: keyfunc.Global(), Limit: limit, OnFail: rules.FailClosed}), opts...)(&okHandler{})
 	return e

@@ -4,6 +4,7 @@ package middleware_test
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/decide"
 	"net/http"
 	"net/http/httptest"
 	"syscall"
@@ -73,7 +74,7 @@ func BenchmarkHandlerHotKeyLeases(b *testing.B) {
 		{"memstore/A2", mem},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			h := middleware.Limit(bc.store(b), set, middleware.WithLogger(quietLogger()))(next)
+			h := middleware.Limit(bc.store(b), set, decide.WithLogger(quietLogger()))(next)
 			b.ReportAllocs()
 			start := cpuTime(b)
 			b.ResetTimer()

@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/decide"
 	"io"
 	"sync/atomic"
 	"testing"
@@ -30,7 +31,7 @@ func TestLeasedResponsesKeepTheirShape(t *testing.T) {
 	rule := perIP(sluice.PerSecond(10).WithBurst(8))
 	rule.Lease = sluice.LeasePolicy{Enabled: true}
 	responses := func(store sluice.Store) []string {
-		srv := serve(t, middleware.Limit(store, rules.MustNew(rule), middleware.WithLogger(quietLogger())), &okHandler{})
+		srv := serve(t, middleware.Limit(store, rules.MustNew(rule), decide.WithLogger(quietLogger())), &okHandler{})
 		var out []string
 		for range 10 {
 			resp := get(t, srv.Client(), srv.URL)

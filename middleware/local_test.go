@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"github.com/sluicehq/sluice/decide"
 	"testing"
 
 	"github.com/sluicehq/sluice"
@@ -17,7 +18,7 @@ func TestLocalFallbackDecidesOnItsShare(t *testing.T) {
 		rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(10), OnFail: rules.FailLocal},
 		rules.Rule{Name: "global", Key: keyfunc.Global(), Limit: sluice.PerMinute(5), OnFail: rules.FailOpen},
 	)
-	h := middleware.Limit(failingStore{down}, set, middleware.WithInstances(5), middleware.WithObserver(rec), middleware.WithLogger(quietLogger()))(&okHandler{})
+	h := middleware.Limit(failingStore{down}, set, decide.WithInstances(5), decide.WithObserver(rec), decide.WithLogger(quietLogger()))(&okHandler{})
 	// 10 per minute over 5 instances: 2 per minute here.
 	for i, want := range []int{200, 200, 429} {
 		r := serveDirect(h)
@@ -58,7 +59,7 @@ func TestMixedPoliciesOnFailure(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := middleware.Limit(failingStore{down}, rules.MustNew(tc.rules...), middleware.WithLogger(quietLogger()))(&okHandler{})
+			h := middleware.Limit(failingStore{down}, rules.MustNew(tc.rules...), decide.WithLogger(quietLogger()))(&okHandler{})
 			for i, want := range tc.want {
 				if got := serveDirect(h).Code; got != want {
 					t.Fatalf("request %d: %d, want %d", i, got, want)
@@ -66,7 +67,7 @@ func TestMixedPoliciesOnFailure(t *testing.T) {
 			}
 		})
 	}
-	if _, err := middleware.New(failingStore{down}, rules.MustNew(open), middleware.WithInstances(0)); err == nil {
+	if _, err := middleware.New(failingStore{down}, rules.MustNew(open), decide.WithInstances(0)); err == nil {
 		t.Fatal("WithInstances(0) accepted")
 	}
 }

@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"errors"
+	"github.com/sluicehq/sluice/decide"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -79,7 +80,7 @@ func TestHeaderModes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.mode.String(), func(t *testing.T) {
 			store, _ := newMemstore(t)
-			srv := serve(t, middleware.Limit(store, rules.MustNew(perIP(limit)), middleware.WithHeaders(tc.mode)), &okHandler{})
+			srv := serve(t, middleware.Limit(store, rules.MustNew(perIP(limit)), decide.WithHeaders(tc.mode)), &okHandler{})
 			resp := get(t, srv.Client(), srv.URL)
 			for _, k := range tc.present {
 				if resp.Header.Get(k) == "" {
@@ -109,7 +110,7 @@ func TestShadowAndHiddenRulesStayOutOfHeaders(t *testing.T) {
 		rules.Rule{Name: "secret", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(2), Hidden: true},
 	)
 	rec := newRecorder()
-	srv := serve(t, middleware.Limit(store, set, middleware.WithObserver(rec)), &okHandler{})
+	srv := serve(t, middleware.Limit(store, set, decide.WithObserver(rec)), &okHandler{})
 
 	for i := range 2 {
 		resp := get(t, srv.Client(), srv.URL)
@@ -158,7 +159,7 @@ func TestStoreFailure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
 			next := &okHandler{}
-			srv := serve(t, middleware.Limit(failingStore{storeErr}, rules.MustNew(tc.rules...), middleware.WithObserver(rec), middleware.WithLogger(quietLogger())), next)
+			srv := serve(t, middleware.Limit(failingStore{storeErr}, rules.MustNew(tc.rules...), decide.WithObserver(rec), decide.WithLogger(quietLogger())), next)
 			resp := get(t, srv.Client(), srv.URL)
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
@@ -201,7 +202,7 @@ func TestKeyErrorDoesNotLeak(t *testing.T) {
 	var gotErr error
 	srv = serve(t, middleware.Limit(store, rules.MustNew(rules.Rule{Name: "custom", Key: keyfunc.New("custom", key), Limit: sluice.PerMinute(1)}),
 		middleware.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) { gotErr = err; w.WriteHeader(401) })), next)
-	if resp := get(t, srv.Client(), srv.URL); resp.StatusCode != 401 || !errors.Is(gotErr, middleware.ErrKeyFailed) {
+	if resp := get(t, srv.Client(), srv.URL); resp.StatusCode != 401 || !errors.Is(gotErr, decide.ErrKeyFailed) {
 		t.Fatalf("custom error handler: status %d err %v", resp.StatusCode, gotErr)
 	}
 }
@@ -240,12 +241,12 @@ func TestInvalidConfiguration(t *testing.T) {
 	for name, err := range map[string]error{
 		"nil store":    first(middleware.New(nil, set)),
 		"nil rules":    first(middleware.New(store, nil)),
-		"zero budget":  first(middleware.New(store, set, middleware.WithBudget(0))),
+		"zero budget":  first(middleware.New(store, set, decide.WithBudget(0))),
 		"nil deny":     first(middleware.New(store, set, middleware.WithDenyHandler(nil))),
 		"nil on error": first(middleware.New(store, set, middleware.WithErrorHandler(nil))),
-		"nil logger":   first(middleware.New(store, set, middleware.WithLogger(nil))),
-		"nil clock":    first(middleware.New(store, set, middleware.WithClock(nil))),
-		"no instances": first(middleware.New(store, set, middleware.WithInstances(0))),
+		"nil logger":   first(middleware.New(store, set, decide.WithLogger(nil))),
+		"nil clock":    first(middleware.New(store, set, decide.WithClock(nil))),
+		"no instances": first(middleware.New(store, set, decide.WithInstances(0))),
 	} {
 		if !errors.Is(err, sluice.ErrInvalidConfig) || !strings.Contains(err.Error(), "middleware: ") {
 			t.Errorf("%s: err = %v", name, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/sluicehq/sluice/decide"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -118,7 +119,7 @@ func TestKeyBeforeRoutingSaysSo(t *testing.T) {
 			if !strings.Contains(p.Detail, "route pattern") || !strings.Contains(p.Detail, "before routing") || strings.Contains(p.Detail, "lacks the identity") {
 				t.Fatalf("detail %q: does not say the route pattern is unknown before routing", p.Detail)
 			}
-			if !errors.Is(handled, middleware.ErrKeyFailed) || !errors.Is(handled, keyfunc.ErrNotRouted) || !strings.Contains(handled.Error(), `rule "login"`) {
+			if !errors.Is(handled, decide.ErrKeyFailed) || !errors.Is(handled, keyfunc.ErrNotRouted) || !strings.Contains(handled.Error(), `rule "login"`) {
 				t.Fatalf("error handler got %v; want ErrKeyFailed and keyfunc.ErrNotRouted, naming the rule", handled)
 			}
 			if max := 1 + int(elapsed/time.Second); lines < 1 || lines > max {
@@ -141,7 +142,7 @@ func TestKeyBeforeRoutingLogsToTheLimitersLogger(t *testing.T) {
 	set := rules.MustNew(rules.Rule{Name: "login", Key: keyfunc.Endpoint(), Limit: sluice.PerMinute(100)})
 	quietHandler := middleware.WithErrorHandler(func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusTeapot) })
 	r := chi.NewRouter()
-	r.Use(middleware.Limit(store, set, middleware.WithLogger(slog.New(slog.NewTextHandler(buf, nil))), quietHandler))
+	r.Use(middleware.Limit(store, set, decide.WithLogger(slog.New(slog.NewTextHandler(buf, nil))), quietHandler))
 	r.Post("/login", func(http.ResponseWriter, *http.Request) {})
 	rec := httptest.NewRecorder()
 	r.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/login", nil))

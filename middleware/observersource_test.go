@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"github.com/sluicehq/sluice/decide"
 	"net/http/httptest"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestStoreSuppliesTheObserver(t *testing.T) {
 		store, ownGot int
 	}{
 		{"store_only", func(*recorder) []middleware.Option { return nil }, 2, 0},
-		{"explicit_wins", func(own *recorder) []middleware.Option { return []middleware.Option{middleware.WithObserver(own)} }, 0, 2},
+		{"explicit_wins", func(own *recorder) []middleware.Option { return []middleware.Option{decide.WithObserver(own)} }, 0, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
 )
@@ -36,9 +37,21 @@ import (
 // store); two one-liners given the same name and keyed by the same kind
 // share their buckets.
 func LimitBy(store sluice.Store, limit sluice.Limit, key keyfunc.Key, opts ...Option) func(http.Handler) http.Handler {
-	name, opts := oneLinerName(key.Kind(), opts)
-	set := rules.MustNew(rules.Rule{Name: name, Key: key, Limit: limit})
-	return Limit(store, set, opts...)
+	l := &Limiter{cfg: config{deny: WriteDenial, onError: WriteError}}
+	d, err := decide.NewFrontEnd("middleware", store, &l.cfg, opts)
+	if err != nil {
+		panic(err)
+	}
+	l.decider = d
+	name := l.cfg.oneLiner
+	switch {
+	case l.cfg.named && name == "":
+		panic(fmt.Errorf("%w: middleware: WithName: empty name", sluice.ErrInvalidConfig))
+	case !l.cfg.named:
+		name = oneLiners.next(key.Kind())
+	}
+	l.rules = rules.MustNew(rules.Rule{Name: name, Key: key, Limit: limit})
+	return l.Handler
 }
 
 // LimitByIP returns middleware limiting each client address to limit, on
@@ -89,35 +102,16 @@ func LimitAll(store sluice.Store, limit sluice.Limit, opts ...Option) func(http.
 // the same name and keyed by the same kind share buckets, in one process
 // or across instances. name must be non-empty printable ASCII. Given to
 // [New] or [Limit], whose rule sets name their own rules, it is an error.
-func WithName(name string) Option { return nameOption(name) }
-
-// nameOption is WithName's option: the one-liners take it out of their
-// options; anything else refuses it.
-type nameOption string
-
-func (n nameOption) apply(*config) error {
-	return fmt.Errorf("%w: middleware: WithName(%q) names a one-liner's rule (LimitBy, LimitByIP, LimitByRealIP, LimitAll); a rule set names its own rules", sluice.ErrInvalidConfig, string(n))
+func WithName(name string) Option {
+	return decide.Setting(func(c *config) error {
+		c.oneLiner, c.named = name, true
+		return nil
+	})
 }
 
-// oneLinerName returns the name of a one-liner keyed by kind, given or
-// next in the process's order, and opts without the WithName options.
-func oneLinerName(kind string, opts []Option) (string, []Option) {
-	name, rest := "", make([]Option, 0, len(opts))
-	named := false
-	for _, o := range opts {
-		if n, ok := o.(nameOption); ok {
-			name, named = string(n), true
-			continue
-		}
-		rest = append(rest, o)
-	}
-	if named {
-		if name == "" {
-			panic(fmt.Errorf("%w: middleware: WithName: empty name", sluice.ErrInvalidConfig))
-		}
-		return name, rest
-	}
-	return oneLiners.next(kind), rest
+// errNamedRuleSet is the error of WithName given to New or Limit.
+func errNamedRuleSet(name string) error {
+	return fmt.Errorf("%w: middleware: WithName(%q) names a one-liner's rule (LimitBy, LimitByIP, LimitByRealIP, LimitAll); a rule set names its own rules", sluice.ErrInvalidConfig, name)
 }
 
 // oneLiners counts the unnamed one-liners made in the process, by kind.

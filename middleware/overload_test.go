@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"fmt"
+	"github.com/sluicehq/sluice/decide"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -143,7 +144,7 @@ func scriptStats(t *testing.T, addrs []string) (calls int64, usec int64) {
 func instances(t *testing.T, n int, set *rules.Set, newStore func() sluice.Store) []string {
 	urls := make([]string, n)
 	for i := range urls {
-		h := middleware.Limit(newStore(), set, middleware.WithBudget(time.Second), middleware.WithLogger(quietLogger()))
+		h := middleware.Limit(newStore(), set, decide.WithBudget(time.Second), decide.WithLogger(quietLogger()))
 		urls[i] = serve(t, h, &okHandler{}).URL
 	}
 	return urls
@@ -331,7 +332,7 @@ func TestManyAbusers(t *testing.T) {
 	for i, remember := range []time.Duration{time.Minute, -1} {
 		prefix := fmt.Sprintf("abusers%d-%d:", i, time.Now().UnixNano())
 		store := redisStoreOn(t, singleClient(t, srv.Addr), redisstore.Config{Prefix: prefix, RememberRefusals: remember})
-		h := middleware.Limit(store, set, middleware.WithBudget(time.Second), middleware.WithLogger(quietLogger()))(&okHandler{})
+		h := middleware.Limit(store, set, decide.WithBudget(time.Second), decide.WithLogger(quietLogger()))(&okHandler{})
 		callsBefore, usecBefore := scriptStats(t, []string{srv.Addr})
 		for round := range 10 { // each identity 10 times its allowance of 1
 			for id := range identities {
@@ -374,7 +375,7 @@ func TestSlowStoreStillLimits(t *testing.T) {
 	handlers := make([]http.Handler, 2)
 	for i := range stores {
 		stores[i] = redisStoreOn(t, singleClient(t, px.Addr), redisstore.Config{PresenceInterval: 100 * time.Millisecond})
-		handlers[i] = middleware.Limit(stores[i], set, middleware.WithLogger(quietLogger()))(&okHandler{})
+		handlers[i] = middleware.Limit(stores[i], set, decide.WithLogger(quietLogger()))(&okHandler{})
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for stores[0].Instances() != 2 || stores[1].Instances() != 2 {
@@ -418,7 +419,7 @@ func TestSlowStoreStillLimits(t *testing.T) {
 	if admitted.Load() > allowance {
 		t.Errorf("admitted %d, want at most %d", admitted.Load(), allowance)
 	}
-	if s := time.Duration(slowest.Load()); s > middleware.DefaultBudget+500*time.Millisecond {
+	if s := time.Duration(slowest.Load()); s > decide.DefaultBudget+500*time.Millisecond {
 		t.Errorf("an answer took %v, beyond the budget and slack", s)
 	}
 
@@ -465,7 +466,7 @@ func TestFailingStoreAdmissions(t *testing.T) {
 				for range 2 {
 					s := redisStoreOn(t, singleClient(t, px.Addr), redisstore.Config{PresenceInterval: 100 * time.Millisecond})
 					stores = append(stores, s)
-					urls = append(urls, serve(t, middleware.Limit(s, set, middleware.WithLogger(quietLogger())), &okHandler{}).URL)
+					urls = append(urls, serve(t, middleware.Limit(s, set, decide.WithLogger(quietLogger())), &okHandler{}).URL)
 				}
 				for deadline := time.Now().Add(5 * time.Second); stores[0].Instances() != 2 || stores[1].Instances() != 2; time.Sleep(10 * time.Millisecond) {
 					if time.Now().After(deadline) {
@@ -551,7 +552,7 @@ func TestRememberedRefusalObserved(t *testing.T) {
 	seen := &outcomes{}
 	rec := newRecorder()
 	h := middleware.Limit(redisStoreOn(t, singleClient(t, srv.Addr), redisstore.Config{}), set,
-		middleware.WithBudget(time.Second), middleware.WithObserver(sluice.Observers(rec, seen)), middleware.WithLogger(quietLogger()))(&okHandler{})
+		decide.WithBudget(time.Second), decide.WithObserver(sluice.Observers(rec, seen)), decide.WithLogger(quietLogger()))(&okHandler{})
 	for i, want := range []int{200, 429, 429, 429} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))

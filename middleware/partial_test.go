@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/decide"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -86,7 +87,7 @@ func TestPartialFailureFailsOnlyTheFailedRules(t *testing.T) {
 			store := &partialStore{Store: mem}
 			store.failing.Store(true)
 			rec := newRecorder()
-			h := middleware.Limit(store, rules.MustNew(tc.down, up), middleware.WithObserver(rec), middleware.WithLogger(quietLogger()))(&okHandler{})
+			h := middleware.Limit(store, rules.MustNew(tc.down, up), decide.WithObserver(rec), decide.WithLogger(quietLogger()))(&okHandler{})
 			for i, want := range tc.want {
 				if i == 2 {
 					store.failing.Store(false)

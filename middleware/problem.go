@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/keyfunc"
 )
@@ -98,7 +99,7 @@ func WriteDenial(w http.ResponseWriter, _ *http.Request, d Denial) {
 // request's: it gets 500 with a detail saying so, and a warning naming the
 // fix is logged through [slog.Default], at most once a second.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, ErrStoreFailed) {
+	if errors.Is(err, decide.ErrStoreFailed) {
 		Problem{
 			Type:   TypeTemporaryReducedCapacity,
 			Title:  "Temporary Reduced Capacity",
@@ -107,7 +108,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		}.Write(w)
 		return
 	}
-	if errors.Is(err, ErrInvalidCost) {
+	if errors.Is(err, decide.ErrInvalidCost) {
 		Problem{Type: "about:blank", Title: "Internal Server Error", Status: http.StatusInternalServerError}.Write(w)
 		return
 	}

@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/decide"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -40,7 +41,7 @@ func TestRedisEndToEnd(t *testing.T) {
 	next := &okHandler{}
 	// A generous budget, as in the tests below: under -race a cold store's
 	// first call can exceed the default 50 ms and be let through.
-	h := serve(t, middleware.Limit(store, set, middleware.WithBudget(5*time.Second)), next)
+	h := serve(t, middleware.Limit(store, set, decide.WithBudget(5*time.Second)), next)
 	for i, want := range []int{200, 200, 429} {
 		resp := get(t, h.Client(), h.URL, "X-API-Key", "k-123")
 		if resp.StatusCode != want {
@@ -73,7 +74,7 @@ func TestEightMiddlewareInstancesOnRedis(t *testing.T) {
 	set := rules.MustNew(perIP(sluice.PerHour(1).WithBurst(storetest.Capacity)))
 	handlers := make([]http.Handler, storetest.Clients)
 	for i := range handlers { // separate clients, pools and stores
-		handlers[i] = middleware.Limit(newRedisStore(t, srv.Addr), set, middleware.WithBudget(5*time.Second))(&okHandler{})
+		handlers[i] = middleware.Limit(newRedisStore(t, srv.Addr), set, decide.WithBudget(5*time.Second))(&okHandler{})
 	}
 	if got := raceThroughMiddleware(t, handlers); got != storetest.Capacity {
 		t.Fatalf("admitted %d, want exactly %d", got, storetest.Capacity)
@@ -84,7 +85,7 @@ func TestHugeIdentityGivesABoundedRedisKey(t *testing.T) {
 	srv := redistest.Start(t)
 	store := newRedisStore(t, srv.Addr)
 	set := rules.MustNew(rules.Rule{Name: "api-key", Key: keyfunc.APIKey("X-API-Key"), Limit: sluice.PerMinute(1)})
-	h := middleware.Limit(store, set, middleware.WithBudget(5*time.Second))(&okHandler{})
+	h := middleware.Limit(store, set, decide.WithBudget(5*time.Second))(&okHandler{})
 	huge := strings.Repeat("k", 1<<20)
 	for i, want := range []int{200, 429} {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)

@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/decide"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -44,9 +45,9 @@ func BenchmarkRefusedRequest(b *testing.B) {
 		name string
 		h    http.Handler
 	}{
-		{"memstore", middleware.Limit(mem(), set, middleware.WithLogger(quietLogger()))(&okHandler{})},
-		{"redis", middleware.Limit(red, set, middleware.WithLogger(quietLogger()))(&okHandler{})},
-		{"memstore again", middleware.Limit(mem(), set, middleware.WithLogger(quietLogger()))(&okHandler{})},
+		{"memstore", middleware.Limit(mem(), set, decide.WithLogger(quietLogger()))(&okHandler{})},
+		{"redis", middleware.Limit(red, set, decide.WithLogger(quietLogger()))(&okHandler{})},
+		{"memstore again", middleware.Limit(mem(), set, decide.WithLogger(quietLogger()))(&okHandler{})},
 	}
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.Header.Set("X-API-Key", "flooder")

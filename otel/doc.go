@@ -16,7 +16,7 @@
 // it, report their decisions and store calls to the recorder too, and the
 // store reports its breaker (from its start), script reloads, healed keys
 // and eviction policy. Over the in-process
-// store, give it to the middleware (middleware.WithObserver) and to
+// store, give it to the middleware (decide.WithObserver) and to
 // memstore.Config.Events; for a lease store's own instruments, as
 // lease.Config.Observer. To feed the Prometheus collector as well,
 // combine them with [sluice.Observers](rec, collector).

@@ -3,6 +3,7 @@ package sluiceotel_test
 import (
 	"context"
 	"fmt"
+	"github.com/sluicehq/sluice/decide"
 	"net/http"
 	"net/http/httptest"
 
@@ -32,7 +33,7 @@ func Example() {
 	store := memstore.New(memstore.Config{Events: rec})
 	defer store.Close(context.Background())
 	set := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(2)})
-	h := middleware.Limit(store, set, middleware.WithObserver(rec))(http.NotFoundHandler())
+	h := middleware.Limit(store, set, decide.WithObserver(rec))(http.NotFoundHandler())
 	for range 3 {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		h.ServeHTTP(httptest.NewRecorder(), r)

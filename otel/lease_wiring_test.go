@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/redistest/redisstoretest"
 	"github.com/sluicehq/sluice/keyfunc"
@@ -89,9 +90,9 @@ func testRecorderThroughLeases(t *testing.T, inProcess bool, open func(*testing.
 				t.Cleanup(func() { ls.Close(context.Background()) })
 				store = ls
 			}
-			opts := []middleware.Option{middleware.WithBudget(5 * time.Second)}
+			opts := []middleware.Option{decide.WithBudget(5 * time.Second)}
 			if tc.onMiddleware {
-				opts = append(opts, middleware.WithObserver(rec))
+				opts = append(opts, decide.WithObserver(rec))
 			}
 			set := rules.MustNew(rules.Rule{Name: "leased", Key: keyfunc.ClientIP(), Limit: sluice.PerHour(100),
 				Lease: sluice.LeasePolicy{Enabled: true}})

@@ -2,6 +2,7 @@ package sluiceotel_test
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/decide"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -46,7 +47,7 @@ func TestMiddlewareOnMemstore(t *testing.T) {
 	store := memstore.New(memstore.Config{MaxBuckets: 1, SweepInterval: -1, Events: rec})
 	defer store.Close(context.Background())
 	set := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(1)})
-	h := middleware.Limit(store, set, middleware.WithObserver(rec))(ok)
+	h := middleware.Limit(store, set, decide.WithObserver(rec))(ok)
 	if got := get(h, 3, "203.0.113.7:1", "203.0.113.7:1", "203.0.113.8:1"); !slices.Equal(got, []int{200, 429, 200}) {
 		t.Fatalf("statuses %v", got)
 	}
@@ -76,7 +77,7 @@ func TestLeaseStore(t *testing.T) {
 	}
 	set := rules.MustNew(rules.Rule{Name: "leased", Key: keyfunc.ClientIP(), Limit: sluice.PerSecond(1000),
 		Lease: sluice.LeasePolicy{Enabled: true, MaxLease: 10}})
-	h := middleware.Limit(ls, set, middleware.WithObserver(rec))(ok)
+	h := middleware.Limit(ls, set, decide.WithObserver(rec))(ok)
 	const requests = 20
 	for i, code := range get(h, requests) {
 		if code != http.StatusOK {

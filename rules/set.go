@@ -51,8 +51,17 @@ func MustNew(rules ...Rule) *Set {
 	return s
 }
 
-// Current returns s: a fixed Set is its own source of rules (see the
-// middleware package's Source).
+// Source supplies rules: a *Set (fixed rules), or anything that swaps sets
+// at run time, such as a rule file's watcher (rulefile.Watcher). The
+// middleware, the gRPC interceptors and the operator's handler
+// (rules/admin) take one; a limiter calls Current once per request, so that
+// every request is decided by one set, never a mix.
+type Source interface {
+	// Current returns the rules that decide the next request.
+	Current() *Set
+}
+
+// Current returns s: a fixed Set is its own [Source].
 func (s *Set) Current() *Set { return s }
 
 // Rules returns a copy of the set's rules, with defaults filled in.

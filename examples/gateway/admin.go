@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/sluicehq/sluice/rules"
 	"log/slog"
 	"net"
 	"net/http"
@@ -10,15 +11,14 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/middleware"
 	"github.com/sluicehq/sluice/rules/admin"
 )
 
 // capture returns src, recording the source it gives the limiter in *out,
 // so the operator API reads the same rules (and follows a rule file's
 // reloads).
-func capture(src rulesSource, out *middleware.Source) rulesSource {
-	return func(router chi.Routes) (middleware.Source, error) {
+func capture(src rulesSource, out *rules.Source) rulesSource {
+	return func(router chi.Routes) (rules.Source, error) {
 		s, err := src(router)
 		*out = s
 		return s, err
@@ -32,7 +32,7 @@ func capture(src rulesSource, out *middleware.Source) rulesSource {
 // finished: call it before closing store, so that no /reset runs against
 // a closed store. The demo has no authentication: in production mount
 // admin.New behind your own, on an address only operators reach.
-func serveAdmin(ctx context.Context, addr string, store sluice.Store, src middleware.Source, log *slog.Logger, obs sluice.Observer) (net.Addr, func(), error) {
+func serveAdmin(ctx context.Context, addr string, store sluice.Store, src rules.Source, log *slog.Logger, obs sluice.Observer) (net.Addr, func(), error) {
 	if addr == "" {
 		return nil, func() {}, nil
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/sluicehq/sluice/rules"
 	"io"
 	"log/slog"
 	"net"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/middleware"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -25,7 +25,7 @@ import (
 func adminGateway(t *testing.T, store sluice.Store) (api *httptest.Server, adminURL string) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var limited middleware.Source
+	var limited rules.Source
 	router, err := newRouterWith(store, log, capture(goRules, &limited))
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func adminGateway(t *testing.T, store sluice.Store) (api *httptest.Server, admin
 }
 
 // startAdmin serves the operator API over store on a free port.
-func startAdmin(t *testing.T, store sluice.Store, src middleware.Source, log *slog.Logger) (url string, stop func()) {
+func startAdmin(t *testing.T, store sluice.Store, src rules.Source, log *slog.Logger) (url string, stop func()) {
 	t.Helper()
 	addr, stop, err := serveAdmin(context.Background(), "127.0.0.1:0", store, src, log, nil)
 	if err != nil {
@@ -79,7 +79,7 @@ func TestAdminStopWaitsForResets(t *testing.T) {
 	t.Cleanup(func() { mem.Close(context.Background()) })
 	store := &blockingResets{Resetter: mem, entered: make(chan struct{}), release: make(chan struct{})}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var limited middleware.Source
+	var limited rules.Source
 	if _, err := newRouterWith(store, log, capture(goRules, &limited)); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/sluicehq/sluice/decide"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,7 +18,6 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/client"
 	"github.com/sluicehq/sluice/keyfunc"
-	"github.com/sluicehq/sluice/middleware"
 	"github.com/sluicehq/sluice/rules"
 	"github.com/sluicehq/sluice/store/memstore"
 )
@@ -87,7 +87,7 @@ func (s *simTime) advanceLocked() {
 }
 
 // tinyRules limits every client of the demo, together, to 2 a second.
-func tinyRules(chi.Routes) (middleware.Source, error) {
+func tinyRules(chi.Routes) (rules.Source, error) {
 	return rules.New(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerSecond(2)})
 }
 
@@ -106,7 +106,7 @@ func converge(t *testing.T, clients, perClient int, shared bool, maxWait time.Du
 	sim := &simTime{t: time.Unix(1_800_000_000, 0)}
 	store := memstore.New(memstore.Config{Clock: sim, SweepInterval: -1})
 	t.Cleanup(func() { store.Close(context.Background()) })
-	router, err := newRouterWith(store, slog.New(slog.NewTextHandler(io.Discard, nil)), tinyRules, middleware.WithClock(sim))
+	router, err := newRouterWith(store, slog.New(slog.NewTextHandler(io.Discard, nil)), tinyRules, decide.WithClock(sim))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestClientAgainstALyingGateway(t *testing.T) {
 			sim := &simTime{t: time.Unix(1_800_000_000, 0)}
 			store := memstore.New(memstore.Config{Clock: sim, SweepInterval: -1})
 			t.Cleanup(func() { store.Close(context.Background()) })
-			router, err := newRouterWith(store, slog.New(slog.NewTextHandler(io.Discard, nil)), tinyRules, middleware.WithClock(sim))
+			router, err := newRouterWith(store, slog.New(slog.NewTextHandler(io.Discard, nil)), tinyRules, decide.WithClock(sim))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"github.com/sluicehq/sluice/rules"
 	"log/slog"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/sluicehq/sluice/keyfunc/chikey"
-	"github.com/sluicehq/sluice/middleware"
 	"github.com/sluicehq/sluice/rules/rulefile"
 )
 
@@ -33,7 +33,7 @@ func fileConfig(router chi.Routes) rulefile.LoadConfig {
 // fileRules returns a rulesSource that watches the rule file at path, and
 // where it stores the watcher, for the caller to close.
 func fileRules(path string, log *slog.Logger, w **rulefile.Watcher) rulesSource {
-	return func(router chi.Routes) (middleware.Source, error) {
+	return func(router chi.Routes) (rules.Source, error) {
 		watcher, err := rulefile.Watch(path, fileConfig(router), rulefile.WatchConfig{Logger: log})
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/decide"
 	"io"
 	"log/slog"
 	"net/http"
@@ -118,7 +119,7 @@ func (o *observed) count(key string) int {
 // own limit, every use observed; the shadow rule only counts.
 func TestRuleFileBypassAndShadow(t *testing.T) {
 	obs := &observed{got: map[string]int{}}
-	srv, _, _ := newFileServer(t, middleware.WithObserver(obs))
+	srv, _, _ := newFileServer(t, decide.WithObserver(obs))
 	for i := 1; i <= 100; i++ {
 		resp := get(t, srv, "/items/7", "X-API-Key", "demo-ops-key")
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("RateLimit") != "" {

@@ -55,6 +55,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/sluicehq/sluice/decide"
+	"github.com/sluicehq/sluice/rules"
 	"io"
 	"log/slog"
 	"net"
@@ -69,7 +71,6 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/metrics"
-	"github.com/sluicehq/sluice/middleware"
 	"github.com/sluicehq/sluice/rules/rulefile"
 	"github.com/sluicehq/sluice/store/lease"
 	"github.com/sluicehq/sluice/store/memstore"
@@ -90,7 +91,7 @@ func run() error {
 	sentinelMaster := flag.String("sentinel-master", "", "the -redis addresses are sentinels monitoring the primary of this name")
 	secret := flag.String("secret", os.Getenv("SLUICE_SECRET"), "secret for hashing identities into Redis keys (default $SLUICE_SECRET)")
 	mode := flag.String("headers", "ietf", "rate-limit header modes: ietf, draft06, x-ratelimit, none, or a comma-separated combination")
-	budget := flag.Duration("budget", middleware.DefaultBudget, "latency budget of each store call")
+	budget := flag.Duration("budget", decide.DefaultBudget, "latency budget of each store call")
 	adminAddr := flag.String("admin", "", "listen address of the operator API (inspect and reset buckets; no authentication, keep it private); empty: off")
 	rulesFile := flag.String("rules", "", "rule file (YAML, or JSON if named *.json) to load and watch; empty uses the built-in rules")
 	leaseInstances := flag.Int("lease", 0, "serve rules from local leases, sized for this many instances; 0 leases nothing")
@@ -131,8 +132,8 @@ func run() error {
 	if *rulesFile != "" {
 		src = fileRules(*rulesFile, log, &watcher)
 	}
-	var limited middleware.Source
-	router, err := newRouterWith(store, log, capture(src, &limited), middleware.WithHeaders(hdr), middleware.WithBudget(*budget), middleware.WithObserver(collector))
+	var limited rules.Source
+	router, err := newRouterWith(store, log, capture(src, &limited), decide.WithHeaders(hdr), decide.WithBudget(*budget), decide.WithObserver(collector))
 	if watcher != nil {
 		defer watcher.Close()
 		go reloadOnHangup(watcher)
@@ -187,8 +188,15 @@ var errNoSecret = errors.New("-redis needs a secret to hash identities into Redi
 // openStore returns the in-memory store, or a Redis store with a client
 // configured as a limiter needs.
 func openStore(target redisTarget, secret string, budget time.Duration, log *slog.Logger, events *metrics.Collector) (sluice.Store, func(), error) {
+	// A nil collector is no events: a typed nil in the configs' interfaces
+	// would be called.
+	var memEvents memstore.Events
+	var redisEvents sluice.StoreEvents
+	if events != nil {
+		memEvents, redisEvents = events, events
+	}
 	if target.spec == "" {
-		s := memstore.New(memstore.Config{Events: events})
+		s := memstore.New(memstore.Config{Events: memEvents})
 		return s, func() { s.Close(context.Background()) }, nil
 	}
 	if secret == "" {
@@ -198,7 +206,7 @@ func openStore(target redisTarget, secret string, budget time.Duration, log *slo
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := redisstore.New(client, redisstore.Config{Secret: []byte(secret), Logger: log, Events: events, Coalesce: 64})
+	s, err := redisstore.New(client, redisstore.Config{Secret: []byte(secret), Logger: log, Events: redisEvents, Coalesce: 64})
 	if err != nil {
 		client.Close()
 		return nil, nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sluicehq/sluice/decide"
 	"io"
 	"log/slog"
 	"net/http"
@@ -222,7 +223,7 @@ func TestResponses(t *testing.T) {
 }
 
 func TestHeaderModes(t *testing.T) {
-	srv, _ := newServer(t, middleware.WithHeaders(headers.Draft06))
+	srv, _ := newServer(t, decide.WithHeaders(headers.Draft06))
 	resp := get(t, srv, "/")
 	for k, want := range map[string]string{
 		"RateLimit-Limit":     "50",

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/sluicehq/sluice/decide"
+	"github.com/sluicehq/sluice/rules"
 	"log/slog"
 	"net/http"
 
@@ -13,10 +15,10 @@ import (
 
 // rulesSource supplies the limiter's rules for the demo's router: the Go
 // rules of rules.go, or a rule file (see fileRules).
-type rulesSource func(router chi.Routes) (middleware.Source, error)
+type rulesSource func(router chi.Routes) (rules.Source, error)
 
 // goRules is the rulesSource of the built-in rules.
-func goRules(router chi.Routes) (middleware.Source, error) {
+func goRules(router chi.Routes) (rules.Source, error) {
 	set, err := gatewayRules(router)
 	if err != nil {
 		return nil, err
@@ -37,7 +39,7 @@ func newRouterWith(store sluice.Store, log *slog.Logger, src rulesSource, opts .
 	if err != nil {
 		return nil, err
 	}
-	limiter, err := middleware.New(store, set, append([]middleware.Option{middleware.WithLogger(log)}, opts...)...)
+	limiter, err := middleware.New(store, set, append([]middleware.Option{decide.WithLogger(log)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

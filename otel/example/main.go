@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/sluicehq/sluice/decide"
 	"log"
 	"net/http"
 	"net/http/httptest"
@@ -37,7 +38,7 @@ func main() {
 	store := memstore.New(memstore.Config{Events: rec})
 	defer store.Close(context.Background())
 	set := rules.MustNew(rules.Rule{Name: "per-ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(2)})
-	limit := middleware.Limit(store, set, middleware.WithObserver(rec))
+	limit := middleware.Limit(store, set, decide.WithObserver(rec))
 	srv := httptest.NewServer(limit(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "hello")
 	})))

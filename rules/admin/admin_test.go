@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/decide"
 	"io"
 	"log/slog"
 	"net/http"
@@ -92,7 +93,7 @@ type fixture struct {
 func newFixture(t *testing.T, store sluice.Resetter) *fixture {
 	t.Helper()
 	f := &fixture{store: &countingStore{Resetter: store}, resets: &resetCounter{counts: map[string]int{}}, log: &syncBuffer{}}
-	limit := middleware.Limit(f.store, testRules, middleware.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	limit := middleware.Limit(f.store, testRules, decide.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	f.api = httptest.NewServer(limit(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})))
 	t.Cleanup(f.api.Close)
 	h, err := admin.New(f.store, testRules,
@@ -344,7 +345,7 @@ func TestNewRefusesBadConfiguration(t *testing.T) {
 	defer mem.Close(context.Background())
 	for name, tc := range map[string]struct {
 		store sluice.Store
-		src   admin.Source
+		src   rules.Source
 		opt   admin.Option
 	}{
 		"nil store":      {nil, testRules, nil},

@@ -19,14 +19,6 @@ import (
 	"github.com/sluicehq/sluice/rules"
 )
 
-// Source provides the current rules: a fixed *rules.Set, or a rule file's
-// watcher (rulefile.Watcher), whose rules the handler follows as they are
-// reloaded: the source the middleware is given.
-type Source interface {
-	// Current returns the rules in force now.
-	Current() *rules.Set
-}
-
 // maxBody bounds a request body, in bytes.
 const maxBody = 8 << 10
 
@@ -43,11 +35,11 @@ type handler struct {
 // handler covers them all. New refuses a nil store or source and an
 // invalid option, with an error wrapping [sluice.ErrInvalidConfig]. See the
 // package documentation for the routes.
-func New(store sluice.Store, src Source, opts ...Option) (http.Handler, error) {
+func New(store sluice.Store, src rules.Source, opts ...Option) (http.Handler, error) {
 	if store == nil || src == nil || isNilSet(src) {
 		return nil, fmt.Errorf("%w: admin: New: nil store or rule source", sluice.ErrInvalidConfig)
 	}
-	h := &handler{store: store, config: config{log: slog.Default(), srcs: []Source{src}}}
+	h := &handler{store: store, config: config{log: slog.Default(), srcs: []rules.Source{src}}}
 	h.parsers = map[string]IdentityParser{}
 	for _, o := range opts {
 		if err := o.apply(&h.config); err != nil {
@@ -70,7 +62,7 @@ func New(store sluice.Store, src Source, opts ...Option) (http.Handler, error) {
 
 // MustNew is like [New] but panics on an error; for a handler whose
 // store, rules and options are fixed in code.
-func MustNew(store sluice.Store, src Source, opts ...Option) http.Handler {
+func MustNew(store sluice.Store, src rules.Source, opts ...Option) http.Handler {
 	h, err := New(store, src, opts...)
 	if err != nil {
 		panic(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sluicehq/sluice/decide"
 	"io"
 	"log/slog"
 	"net/http"
@@ -182,7 +183,7 @@ func testResetByEveryKeyKind(t *testing.T, store sluice.Resetter) {
 			} else {
 				set = rules.MustNew(rules.Rule{Name: rule, Key: tc.key, Limit: sluice.PerMinute(1)})
 			}
-			api := httptest.NewServer(tc.serve(middleware.Limit(store, set, middleware.WithLogger(discard))))
+			api := httptest.NewServer(tc.serve(middleware.Limit(store, set, decide.WithLogger(discard))))
 			t.Cleanup(api.Close)
 			ops := httptest.NewServer(admin.MustNew(store, set, admin.WithLogger(discard)))
 			t.Cleanup(ops.Close)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/rules"
 )
 
 // Option configures [New].
@@ -24,7 +25,7 @@ type config struct {
 	ipParse  IdentityParser // WithIPv6Prefix's; nil: each ip key groups as it does itself
 	secret   []byte
 	parsers  map[string]IdentityParser
-	srcs     []Source
+	srcs     []rules.Source
 }
 
 // IdentityParser turns an identity as an operator types it into the key a

@@ -18,7 +18,7 @@ import (
 // A rule in two sources (the same *rules.Set passed twice, or the same
 // rule in two sets) is one bucket, inspected and reset once. It refuses a
 // nil source.
-func WithRules(srcs ...Source) Option {
+func WithRules(srcs ...rules.Source) Option {
 	return optionFunc(func(c *config) error {
 		for _, src := range srcs {
 			if src == nil || isNilSet(src) {
@@ -45,8 +45,8 @@ func (h *handler) rules() []rules.Rule {
 	return all
 }
 
-// isNilSet reports a nil *rules.Set passed as a Source.
-func isNilSet(src Source) bool {
+// isNilSet reports a nil *rules.Set passed as a rules.Source.
+func isNilSet(src rules.Source) bool {
 	set, ok := src.(*rules.Set)
 	return ok && set == nil
 }

@@ -65,7 +65,7 @@
 // applies, so a misconfiguration limits too much rather than too little.
 // A rule file's rules combine like any others: every rule that applies is
 // decided, a global rule alongside per-key ones, and the headers describe
-// the binding one (see [rules.BindingResult]).
+// the binding one (the decide package chooses it).
 //
 // Unknown fields are errors, so a misspelt field never passes unnoticed;
 // so are values of the wrong type (rate: "100", enabled: no), rates that

@@ -37,8 +37,8 @@ type WatchConfig struct {
 	OnError func(error)
 }
 
-// Watcher keeps the rules of a file current: it implements the middleware
-// package's Source, so pass it where a *rules.Set would go. Create it with
+// Watcher keeps the rules of a file current: it is a [rules.Source], so
+// pass it where a *rules.Set would go. Create it with
 // [Watch]; stop it with [Watcher.Close]. It is safe for concurrent use.
 //
 // Every Interval it reads the file through its path, so it sees every way a

@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/redistest/redisstoretest"
 	"github.com/sluicehq/sluice/keyfunc"
@@ -127,12 +128,12 @@ func testCollectorThroughLeases(t *testing.T, open openStore) {
 			if tc.lease {
 				store = wrap(t, store)
 			}
-			opts := []middleware.Option{middleware.WithBudget(5 * time.Second)}
+			opts := []middleware.Option{decide.WithBudget(5 * time.Second)}
 			switch {
 			case tc.middleware != nil:
-				opts = append(opts, middleware.WithObserver(tc.middleware(c)))
+				opts = append(opts, decide.WithObserver(tc.middleware(c)))
 			case topo == inProcess:
-				opts = append(opts, middleware.WithObserver(c))
+				opts = append(opts, decide.WithObserver(c))
 			}
 			runObserved(t, store, opts)
 			got := gather(t, reg)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/decide"
 	"io"
 	"log/slog"
 	"net"
@@ -193,8 +194,8 @@ func serverHandler(store, redisAddr string) (http.Handler, func(), error) {
 	observe := sluice.ObserverFunc(func(_ context.Context, d sluice.Decision) {
 		outcomes[min(int(d.Outcome), len(outcomes)-1)].Add(1)
 	})
-	lim, err := middleware.New(st, set, middleware.WithObserver(observe),
-		middleware.WithLogger(slog.New(slog.DiscardHandler))) // counted above instead
+	lim, err := middleware.New(st, set, decide.WithObserver(observe),
+		decide.WithLogger(slog.New(slog.DiscardHandler))) // counted above instead
 	if err != nil {
 		return nil, nil, err
 	}

@@ -34,6 +34,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/sluicehq/sluice/decide"
 	"io"
 	"log/slog"
 	"net"
@@ -126,7 +127,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.StringVar(&f.redisAddr, "redis", "", "Redis: host:port, a comma-separated list of Redis Cluster nodes, or a redis:// URL (master_name= for Sentinel); empty uses the in-memory store")
 	fs.StringVar(&f.secret, "secret", os.Getenv("SLUICE_SECRET"), "secret for hashing descriptors into Redis keys, the same on every instance (default $SLUICE_SECRET)")
 	fs.StringVar(&f.mode, "headers", "ietf", "rate-limit header modes: ietf, draft06, x-ratelimit, none, or a comma-separated combination")
-	fs.DurationVar(&f.budget, "budget", envoy.DefaultBudget, "latency budget of each store call")
+	fs.DurationVar(&f.budget, "budget", decide.DefaultBudget, "latency budget of each store call")
 	fs.BoolVar(&f.check, "check", false, "check the mapping files and exit")
 	fs.BoolVar(&f.reflect, "reflection", false, "serve gRPC server reflection too, for grpcurl and the like")
 	fs.BoolVar(&f.merge, "merge-domains", merge, "let several mapping documents define one domain together, adding their top-level descriptors (default $MERGE_DOMAIN_CONFIG, as envoyproxy/ratelimit)")
@@ -168,8 +169,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, started listening
 		return err
 	}
 	defer closeStore()
-	opts := []envoy.Option{envoy.WithHeaders(f.headers), envoy.WithBudget(f.budget),
-		envoy.WithObserver(collector), envoy.WithLogger(log), envoy.WithRegisterer(reg)}
+	opts := []envoy.Option{decide.WithHeaders(f.headers), decide.WithBudget(f.budget),
+		decide.WithObserver(collector), decide.WithLogger(log), envoy.WithRegisterer(reg)}
 	if f.metadata {
 		opts = append(opts, envoy.WithDynamicMetadata())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/decide"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -186,12 +187,12 @@ func (s *system) handler(log *slog.Logger, collector *metrics.Collector, leased,
 	if err != nil {
 		return nil, err
 	}
-	remote, err := middleware.New(leased, set, middleware.WithObserver(collector), middleware.WithBudget(budget),
-		middleware.WithInstances(4), middleware.WithLogger(log))
+	remote, err := middleware.New(leased, set, decide.WithObserver(collector), decide.WithBudget(budget),
+		decide.WithInstances(4), decide.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}
-	inProcess, err := middleware.New(local, visitors, middleware.WithObserver(collector), middleware.WithLogger(log))
+	inProcess, err := middleware.New(local, visitors, decide.WithObserver(collector), decide.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}
