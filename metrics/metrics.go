@@ -376,13 +376,8 @@ func ErrorKind(err error) string {
 	return obs.KindNames[k]
 }
 
-// The interfaces a Collector implements.
+// The interfaces a Collector implements: every sink's, and Prometheus's.
 var (
-	_ prometheus.Collector        = (*Collector)(nil)
-	_ sluice.Observer             = (*Collector)(nil)
-	_ sluice.StoreCallObserver    = (*Collector)(nil)
-	_ sluice.StoreEvents          = (*Collector)(nil)
-	_ sluice.BreakerStartedEvents = (*Collector)(nil)
-	_ sluice.StateHealedEvents    = (*Collector)(nil)
-	_ sluice.EvictionPolicyEvents = (*Collector)(nil)
+	_ prometheus.Collector = (*Collector)(nil)
+	_ obs.Sink             = (*Collector)(nil)
 )

@@ -240,13 +240,9 @@ func (r *Recorder) ObserveReset(ctx context.Context, rule string) {
 	r.resets.Add(ctx, 1, r.rule(rule).rule...)
 }
 
-// The interfaces of the root package a Recorder implements.
+// The interfaces of the root package a Recorder implements: every sink's,
+// and resets.
 var (
-	_ sluice.Observer             = (*Recorder)(nil)
-	_ sluice.StoreCallObserver    = (*Recorder)(nil)
-	_ sluice.ResetObserver        = (*Recorder)(nil)
-	_ sluice.StoreEvents          = (*Recorder)(nil)
-	_ sluice.BreakerStartedEvents = (*Recorder)(nil)
-	_ sluice.StateHealedEvents    = (*Recorder)(nil)
-	_ sluice.EvictionPolicyEvents = (*Recorder)(nil)
+	_ obs.Sink             = (*Recorder)(nil)
+	_ sluice.ResetObserver = (*Recorder)(nil)
 )
