@@ -19,6 +19,7 @@ type entry struct {
 	base    atomic.Int64 // fixed window: the backing's Remaining at the last refill
 	fullAt  atomic.Int64 // µs: when the backing's bucket is full, as of the last refill
 	winEnd  atomic.Int64 // fixed window: µs at which the lease's window ends
+	deny    atomic.Pointer[denial] // when the next refill may be sent, or nil; written with mu held
 
 	limit    sluice.Limit // immutable
 	alg      sluice.Algorithm
@@ -30,9 +31,9 @@ type entry struct {
 	takes      [maxTakes]take // the latest refills, newest first: what returns refund
 	k          int64          // the lease size the next refill asks for
 	refilledAt int64          // µs
-	dry        bool           // the last refill found less than it asked for
+	dryAt      int64          // µs: when the last refill found less than it asked for (sent then); 0 when it found all
 	ttl        int64          // µs
-	deny       denial
+	credit     credit   // a dry token bucket's model, when this process is the only instance
 	epoch      int64    // the oldest generation whose local receipts may still be refunded
 	given      givenLog // which of the latest served tokens local refunds gave back
 }
@@ -189,9 +190,14 @@ func (e *entry) record(now int64, t take, gen int64) {
 
 // renew sets e's lease from the backing store's answer r to a refill of
 // up to upTo tokens that took extra tokens beyond the hit's cost, ends
-// the refill, and returns the tokens the lease holds. Called with e.mu
-// held.
-func (e *entry) renew(now int64, r sluice.Result, upTo, extra int64) int64 {
+// the refill, and returns the tokens the lease holds. A refill that found
+// less than it asked for left the bucket dry: a fixed window's is spent
+// until the window ends; a token bucket's is decided by its model from
+// here when the instance is alone (see [credit]), else its next refill
+// waits until the bucket has refilled a cycle's tokens (see
+// [entry.cycle]). Until then a hit the lease cannot serve is refused in
+// process. Called with e.mu held.
+func (e *entry) renew(now int64, r sluice.Result, upTo, extra int64, cyc cycle) int64 {
 	e.base.Store(r.Remaining)
 	e.fullAt.Store(now + int64(r.ResetAfter/time.Microsecond))
 	left := e.left.Add(extra)
@@ -202,45 +208,84 @@ func (e *entry) renew(now int64, r sluice.Result, upTo, extra int64) int64 {
 	}
 	e.expires.Store(exp)
 	e.refilledAt = now
-	e.dry = r.Receipt.Taken < upTo
-	e.deny = denial{}
+	e.deny.Store(nil)
+	e.dryAt = 0
+	if r.Receipt.Taken < upTo {
+		e.dryAt = now
+		d := denial{cost: cyc.chunk, remaining: r.Remaining, fullAt: e.fullAt.Load()}
+		switch {
+		case e.interval == 0:
+			d.cost, d.until = 1, now+int64(r.ResetAfter/time.Microsecond) // the window is spent until it ends
+		case cyc.alone:
+			e.anchor(now, r.ResetAfter)
+		default:
+			d.until, d.upTo = now+max(0, cyc.tokens-r.Remaining)*e.interval, true
+		}
+		if d.until > now {
+			e.deny.Store(&d)
+		}
+	}
 	e.endRefill()
 	return left
 }
 
 // refused ends a refill in a request that was not admitted, r being the
 // backing store's answer to it: the held tokens reserved under generation
-// gen go back, and a refusal of the refill itself is remembered for its
-// cost until it could pass.
-func (e *entry) refused(now, cost, held, gen int64, r sluice.Result) {
+// gen go back, and a refusal of the refill itself, which asked for at
+// least least tokens, is remembered for that least until it could pass; a
+// token bucket alone starts its model from it (see [credit]), the bucket
+// being full after raw, the backing store's ResetAfter.
+func (e *entry) refused(now, least, held, gen int64, r sluice.Result, raw time.Duration, cyc cycle) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if held > 0 {
 		e.putBack(gen, held)
 	}
 	if !r.Allowed {
-		e.dry = true
+		e.dryAt = now
+		if e.interval > 0 && cyc.alone {
+			e.anchor(now, raw)
+		}
 	}
 	if !r.Allowed && r.RetryAfter > 0 {
-		e.deny = denial{cost: cost, until: now + int64(r.RetryAfter/time.Microsecond), remaining: r.Remaining,
-			fullAt: now + int64(r.ResetAfter/time.Microsecond)}
+		e.deny.Store(&denial{cost: least, until: now + int64(r.RetryAfter/time.Microsecond), remaining: r.Remaining,
+			fullAt: now + int64(r.ResetAfter/time.Microsecond)})
 	}
 	e.endRefill()
 }
 
-// denied returns the result of a hit refused by e's remembered denial.
-func (e *entry) denied(now int64) sluice.Result {
-	e.mu.Lock()
-	d := e.deny
-	e.mu.Unlock()
+// denied returns the result of a hit refused by e's denial d at now.
+func (e *entry) denied(now int64, d *denial) sluice.Result {
 	return sluice.Result{Limit: e.limit, Remaining: d.remaining, RetryAfter: time.Duration(d.until-now) * time.Microsecond,
 		ResetAfter: time.Duration(max(0, d.fullAt-now)) * time.Microsecond}
 }
 
-// clearDenial forgets e's remembered denial: tokens came back.
-func (e *entry) clearDenial() {
+// refuseServe answers a hit of cost c that e's lease cannot serve from
+// e's standing denial, with no lock and no allocation: when the denial
+// refuses c at now, it writes the refusal to out, as a refill's claim
+// would find it (see [plan.claim]), and reports true. A cost beyond the
+// capacity is left to the general path: it is unsatisfiable.
+func (e *entry) refuseServe(now, c int64, out *sluice.Result) bool {
+	d := e.deny.Load()
+	if d == nil || c > e.limit.Capacity() || !d.refusesCost(now, c, e.interval == 0) {
+		return false
+	}
+	*out = e.denied(now, d)
+	return true
+}
+
+// refunded forgets e's remembered denial: n tokens came back to the
+// backing bucket. A model that owes nothing ends (the backing store
+// decides again); one that owes counts them back.
+func (e *entry) refunded(n int64) {
 	e.mu.Lock()
-	e.deny = denial{}
+	e.deny.Store(nil)
+	switch {
+	case e.credit.owed > 0:
+		e.credit.tat -= n * e.interval
+	case e.credit.anchored > 0:
+		e.endModel()
+	}
 	e.mu.Unlock()
 }
 
@@ -279,8 +324,9 @@ func (e *entry) sweep(now int64, all, giveBack bool, refunds []sluice.Refund) (_
 		return refunds, lost, false
 	}
 	// Nothing held: forget it once its lease and any denial are a TTL in
-	// the past (its lease size starts small again).
-	return refunds, 0, all || now >= exp+e.ttl && now >= e.deny.until
+	// the past (its lease size starts small again), and its model owes
+	// nothing.
+	return refunds, 0, all || now >= exp+e.ttl && now >= e.denyUntil() && e.credit.owed == 0
 }
 
 // refund gives back into e's lease up to units of what a hit served from
@@ -290,14 +336,24 @@ func (e *entry) sweep(now int64, all, giveBack bool, refunds []sluice.Refund) (_
 func (e *entry) refund(now int64, rc sluice.Receipt, units int64) (lost int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.refundable(rc.Mark, now) {
+	live := e.refundable(rc.Mark, now)
+	if !live && (e.credit.owed == 0 || rc.Mark < e.epoch) {
 		return units
 	}
 	back, lost := e.given.redeem(e.served.Load(), rc, units)
 	if back > 0 {
-		e.left.Add(back)
-		e.deny = denial{}
+		e.deny.Store(nil)
 	}
+	// Tokens the model owes go back first: they are not taken yet.
+	if d := min(back, e.credit.owed); d > 0 {
+		e.credit.owed -= d
+		e.credit.tat -= d * e.interval
+		back -= d
+	}
+	if back > 0 && !live {
+		return lost + back
+	}
+	e.left.Add(back)
 	return lost
 }
 
@@ -311,7 +367,8 @@ func (e *entry) reset(gens *atomic.Int64) {
 	e.expires.Store(0)
 	e.gen.Store(gens.Add(1))
 	e.epoch = e.gen.Load() + 1
-	e.deny = denial{}
+	e.deny.Store(nil)
+	e.credit = credit{}
 	e.takes = [maxTakes]take{}
 }
 
@@ -367,11 +424,36 @@ func (e *entry) keep(gen int64) bool {
 	return e.interval > 0 || e.gen.Load() == gen
 }
 
-// denial remembers a refusal by the backing store, so the same cost is
-// refused in process until it could pass: a hot key far over its limit
-// costs no store call per request.
+// denial remembers when the next refill of a dry lease may be sent: a
+// refusal by the backing store, or the wait of a dry lease for a cycle's
+// tokens. Until then a refill that would ask for at least cost tokens (a
+// fixed window's: cost or more) is refused in process, so a key far over
+// its limit costs no store call per request. Immutable once published.
 type denial struct {
 	cost, until, remaining, fullAt int64
+	upTo                           bool // a dry lease's wait for its cycle: every cost up to cost waits for it
+}
+
+// refuses reports whether d refuses at now a refill that would ask for at
+// least least tokens: one asking for what the backing store refused (or
+// the lease waits for) until then; for a fixed window, whose count only
+// grows until the window ends, also one asking for more.
+func (d *denial) refuses(now, least int64, window bool) bool {
+	return d != nil && now < d.until && (least == d.cost || window && least > d.cost)
+}
+
+// refusesCost reports whether d refuses a hit of cost c at now, as
+// [denial.refuses] would refuse the refill such a hit would claim.
+func (d *denial) refusesCost(now, c int64, window bool) bool {
+	return d.refuses(now, c, window) || d.upTo && now < d.until && c <= d.cost
+}
+
+// denyUntil returns until when e's denial stands (0: none).
+func (e *entry) denyUntil() int64 {
+	if d := e.deny.Load(); d != nil {
+		return d.until
+	}
+	return 0
 }
 
 // idle reports whether e holds nothing worth keeping.
@@ -383,5 +465,5 @@ func (e *entry) idle(now int64) bool {
 		return false
 	}
 	defer e.mu.Unlock()
-	return e.refilling == nil && now >= e.deny.until
+	return e.refilling == nil && now >= e.denyUntil() && e.credit.owed == 0
 }

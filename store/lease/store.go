@@ -217,7 +217,7 @@ func (s *Store) refundLocal(now int64, r *sluice.Refund) {
 func (s *Store) refundBacking(ctx context.Context, pass []sluice.Refund) error {
 	for i := range pass {
 		if e := s.table.get(pass[i].Hit.Key); e != nil {
-			e.clearDenial()
+			e.refunded(pass[i].Amount())
 		}
 	}
 	if s.refunder == nil {
