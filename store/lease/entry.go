@@ -12,13 +12,13 @@ import (
 // backing store said at the last refill. The fields the local hit path
 // reads are atomics; the refill state is guarded by mu.
 type entry struct {
-	left    atomic.Int64 // tokens held and not yet served
-	served  atomic.Int64 // tokens served from leases so far: local receipts name their places in this count
-	expires atomic.Int64 // µs: the lease serves while now < expires
-	gen     atomic.Int64 // lease generation (from Store.gens): local receipts name it
-	base    atomic.Int64 // fixed window: the backing's Remaining at the last refill
-	fullAt  atomic.Int64 // µs: when the backing's bucket is full, as of the last refill
-	winEnd  atomic.Int64 // fixed window: µs at which the lease's window ends
+	left    atomic.Int64           // tokens held and not yet served
+	served  atomic.Int64           // tokens served from leases so far: local receipts name their places in this count
+	expires atomic.Int64           // µs: the lease serves while now < expires
+	gen     atomic.Int64           // lease generation (from Store.gens): local receipts name it
+	base    atomic.Int64           // fixed window: the backing's Remaining at the last refill
+	fullAt  atomic.Int64           // µs: when the backing's bucket is full, as of the last refill
+	winEnd  atomic.Int64           // fixed window: µs at which the lease's window ends
 	deny    atomic.Pointer[denial] // when the next refill may be sent, or nil; written with mu held
 
 	limit    sluice.Limit // immutable
@@ -33,9 +33,9 @@ type entry struct {
 	refilledAt int64          // µs
 	dryAt      int64          // µs: when the last refill found less than it asked for (sent then); 0 when it found all
 	ttl        int64          // µs
-	credit     credit   // a dry token bucket's model, when this process is the only instance
-	epoch      int64    // the oldest generation whose local receipts may still be refunded
-	given      givenLog // which of the latest served tokens local refunds gave back
+	credit     credit         // a dry token bucket's model, when this process is the only instance
+	epoch      int64          // the oldest generation whose local receipts may still be refunded
+	given      givenLog       // which of the latest served tokens local refunds gave back
 }
 
 // newEntry returns the entry of h's bucket under pol, whose leases last

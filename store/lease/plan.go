@@ -28,19 +28,19 @@ type plan struct {
 	kind     planKind
 	e        *entry
 	gen      int64
-	reserved int64 // tokens taken from e.left for this hit
-	need     int64 // kRefill: the least the refill must take
-	upTo     int64 // kRefill: the most it may take
-	least    int64 // kRefill: need with the tokens held: what a refusal of the refill refuses
-	cyc      cycle // kRefill: the entry's refill cycle
-	held     int64 // kCredit: the lease's tokens the hit took
-	settle   int64 // kSettle: the tokens to take
-	owed     int64 // kSettle: the tokens owed when it was claimed
-	modeled  bool  // o is the model's outcome for the hit
+	reserved int64   // tokens taken from e.left for this hit
+	need     int64   // kRefill: the least the refill must take
+	upTo     int64   // kRefill: the most it may take
+	least    int64   // kRefill: need with the tokens held: what a refusal of the refill refuses
+	cyc      cycle   // kRefill: the entry's refill cycle
+	held     int64   // kCredit: the lease's tokens the hit took
+	settle   int64   // kSettle: the tokens to take
+	owed     int64   // kSettle: the tokens owed when it was claimed
+	modeled  bool    // o is the model's outcome for the hit
 	d        *denial // kDeny, not modeled: the denial that refused it
 	o        algo.Outcome
-	marked   bool  // this call owns e's refill
-	j        int   // index in the backing call, or -1
+	marked   bool // this call owns e's refill
+	j        int  // index in the backing call, or -1
 	det      *detector
 	split    bool // the hit goes to sub, a sub-bucket of its key
 	sub      sluice.Hit

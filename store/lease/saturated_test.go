@@ -15,9 +15,9 @@ import (
 // saturatedRun is what a run of instances flat out on one key admitted.
 type saturatedRun struct {
 	admitted []int64 // by instance
-	checks   int64 // answered
-	failed   int64 // checks that failed
-	calls    int64 // backing (script) calls
+	checks   int64   // answered
+	failed   int64   // checks that failed
+	calls    int64   // backing (script) calls
 }
 
 func (r saturatedRun) total() int64 {
