@@ -243,7 +243,7 @@ func BenchmarkSaturated(b *testing.B) {
 				checks.Store(int64(b.N))
 				b.ReportAllocs()
 				b.ResetTimer()
-				r, elapsed := flood(stores, hit, shape.goroutines, &checks, nil)
+				r, elapsed := flood(stores, hit, shape.goroutines, &checks, nil, false)
 				b.StopTimer()
 				r.calls = evalCalls(b, srv.Addr) - before
 				b.ReportMetric(float64(r.checks)/elapsed.Seconds(), "checks/s")

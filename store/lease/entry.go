@@ -21,9 +21,11 @@ type entry struct {
 	winEnd  atomic.Int64           // fixed window: µs at which the lease's window ends
 	deny    atomic.Pointer[denial] // when the next refill may be sent, or nil; written with mu held
 
-	limit    sluice.Limit // immutable
+	key      string // immutable
+	limit    sluice.Limit
 	alg      sluice.Algorithm
-	interval int64 // token bucket: µs per token; 0 for a fixed window
+	group    string // the hits' Group (a function of the key)
+	interval int64  // token bucket: µs per token; 0 for a fixed window
 	policy   *sluice.LeasePolicy
 
 	mu         sync.Mutex
@@ -41,7 +43,7 @@ type entry struct {
 // newEntry returns the entry of h's bucket under pol, whose leases last
 // ttl unless pol says.
 func newEntry(h *sluice.Hit, pol *sluice.LeasePolicy, ttl time.Duration) *entry {
-	e := &entry{limit: h.Limit, alg: h.Algorithm, policy: pol}
+	e := &entry{key: h.Key, limit: h.Limit, alg: h.Algorithm, group: h.Group, policy: pol}
 	if h.Algorithm == sluice.TokenBucket {
 		e.interval = h.Limit.IntervalMicros()
 	}
@@ -195,7 +197,7 @@ func (e *entry) record(now int64, t take, gen int64) {
 // until the window ends; a token bucket's is decided by its model from
 // here when the instance is alone (see [credit]), else its next refill
 // waits until the bucket has refilled a cycle's tokens (see
-// [entry.cycle]). Until then a hit the lease cannot serve is refused in
+// [entry.cycle]), as does every refill of a saturated key. Until then a hit the lease cannot serve is refused in
 // process. Called with e.mu held.
 func (e *entry) renew(now int64, r sluice.Result, upTo, extra int64, cyc cycle) int64 {
 	e.base.Store(r.Remaining)
@@ -210,7 +212,7 @@ func (e *entry) renew(now int64, r sluice.Result, upTo, extra int64, cyc cycle) 
 	e.refilledAt = now
 	e.deny.Store(nil)
 	e.dryAt = 0
-	if r.Receipt.Taken < upTo {
+	if r.Receipt.Taken < upTo || cyc.sat && !cyc.alone {
 		e.dryAt = now
 		d := denial{cost: cyc.chunk, remaining: r.Remaining, fullAt: e.fullAt.Load()}
 		switch {
@@ -218,8 +220,8 @@ func (e *entry) renew(now int64, r sluice.Result, upTo, extra int64, cyc cycle) 
 			d.cost, d.until = 1, now+int64(r.ResetAfter/time.Microsecond) // the window is spent until it ends
 		case cyc.alone:
 			e.anchor(now, r.ResetAfter)
-		default:
-			d.until, d.upTo = now+max(0, cyc.tokens-r.Remaining)*e.interval, true
+		default: // the next refill once the bucket has refilled a cycle (after a dry take, it holds less than a token)
+			d.until, d.upTo = now+cyc.tokens*e.interval, true
 		}
 		if d.until > now {
 			e.deny.Store(&d)
@@ -244,7 +246,9 @@ func (e *entry) refused(now, least, held, gen int64, r sluice.Result, raw time.D
 	if !r.Allowed {
 		e.dryAt = now
 		if e.interval > 0 && cyc.alone {
-			e.anchor(now, raw)
+			e.anchor(now, raw) // the model answers from here, exactly
+			e.endRefill()
+			return
 		}
 	}
 	if !r.Allowed && r.RetryAfter > 0 {

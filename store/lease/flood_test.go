@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,8 +15,13 @@ import (
 // flood runs goroutines, spread evenly over stores (the instances), each
 // checking hit flat out until checks run out (when not nil) or stop is
 // set, and returns what each instance admitted, how many checks were
-// answered, how many failed, and how long that took.
-func flood(stores []sluice.Store, hit sluice.Hit, goroutines int, checks *atomic.Int64, stop *atomic.Bool) (saturatedRun, time.Duration) {
+// answered, how many failed, and how long that took. With yield, each
+// goroutine yields the processor after each check (it never waits): the
+// instances here share one Go scheduler, which otherwise runs each of
+// many busy goroutines in slices of 10 ms, so that an instance's checks
+// can all be off the processor for tens of milliseconds, which separate
+// processes on their own cores are not.
+func flood(stores []sluice.Store, hit sluice.Hit, goroutines int, checks *atomic.Int64, stop *atomic.Bool, yield bool) (saturatedRun, time.Duration) {
 	r := saturatedRun{admitted: make([]int64, len(stores))}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -46,6 +52,9 @@ func flood(stores []sluice.Store, hit sluice.Hit, goroutines int, checks *atomic
 				answered++
 				if out[0].Allowed {
 					admitted++
+				}
+				if yield {
+					runtime.Gosched()
 				}
 			}
 		}()

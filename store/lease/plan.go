@@ -73,7 +73,7 @@ func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, n int, m
 			e.endModel()
 		}
 	}
-	cyc := e.cycle(kmax, n)
+	cyc := e.cycle(now, kmax, n)
 	least := e.least(now, c, cyc)
 	switch {
 	case e.refilling != nil:

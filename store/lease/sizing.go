@@ -74,10 +74,11 @@ type cycle struct {
 	tokens int64 // what the bucket refills over one cycle: K, or what refills over the lease's TTL when less
 	chunk  int64 // the least one refill takes: a share of tokens for each instance, rounded up
 	alone  bool  // one instance: a dry token bucket is decided by its model instead (see credit)
+	sat    bool  // the claim's key is saturated (see [entry.saturated]): its refill waits a cycle after it
 }
 
-// cycle returns the refill cycle of e's dry bucket when its leases take up
-// to kmax tokens and n instances share it.
+// cycle returns the refill cycle of e's bucket at now when its leases
+// take up to kmax tokens and n instances share it.
 //
 // Once a refill finds the bucket dry, an instance waits until the bucket
 // has refilled the cycle's tokens before it asks again, and then takes
@@ -89,9 +90,13 @@ type cycle struct {
 // another by at most a chunk, so they settle a chunk apart and each takes
 // a chunk a cycle. That is about N / K calls per admitted token, and the
 // instances share the rate evenly, however many checks they are offered.
+// Every refill of a saturated key waits its cycle, even one that found all
+// it asked for (the tokens a late instance left in the bucket): so no
+// instance takes more than K a cycle, and one whose checks came late
+// finds its tokens still there.
 // Tokens left in the bucket while instances wait are not lost: the next
 // refill takes them, so the instances together admit the rate.
-func (e *entry) cycle(kmax int64, n int) cycle {
+func (e *entry) cycle(now, kmax int64, n int) cycle {
 	switch {
 	case e.interval == 0:
 		return cycle{tokens: kmax, chunk: 1, alone: n == 1} // a fixed window's count only resets when the window ends
@@ -99,14 +104,22 @@ func (e *entry) cycle(kmax int64, n int) cycle {
 		return cycle{tokens: kmax, chunk: 1, alone: true}
 	}
 	tokens := max(1, min(kmax, e.ttl/e.interval))
-	return cycle{tokens: tokens, chunk: (tokens + int64(n) - 1) / int64(n)}
+	cyc := cycle{tokens: tokens, chunk: (tokens + int64(n) - 1) / int64(n)}
+	cyc.sat = e.saturated(now, cyc)
+	return cyc
+}
+
+// saturated reports whether a refill found e's token bucket dry within
+// the last two cycles, or a refill of a dry key took it within them: the
+// key takes its lease faster than its bucket refills it.
+func (e *entry) saturated(now int64, cyc cycle) bool {
+	return e.interval > 0 && e.dryAt > 0 && now-e.dryAt < 2*cyc.tokens*e.interval
 }
 
 // least returns the least a refill of e's bucket for a hit of cost c
-// asks for: c, or at least a chunk when a refill found the token bucket
-// dry within the last two cycles.
+// asks for: c, or at least a chunk when the token bucket is saturated.
 func (e *entry) least(now, c int64, cyc cycle) int64 {
-	if e.interval > 0 && e.dryAt > 0 && now-e.dryAt < 2*cyc.tokens*e.interval {
+	if cyc.sat {
 		return max(c, cyc.chunk)
 	}
 	return c
