@@ -101,40 +101,6 @@ func (s *Store) takeLocal(h *sluice.Hit, out *sluice.Result, refuse bool) bool {
 	return true
 }
 
-// observeAnswered counts toward hot-key detection the hits of a request
-// answered by the memory of refusals, with no backing call: as each would
-// have been counted had the request gone to the backing store, so a key
-// flooded while over its limit turns hot (and splits) as any other.
-func (s *Store) observeAnswered(hits []sluice.Hit) {
-	if s.refunder == nil {
-		return // nothing is detected over this backing store (see planHit)
-	}
-	var now int64
-	read := false
-	for i := range hits {
-		h := &hits[i]
-		if h.Shadow || h.MinCost != 0 || h.Peek {
-			continue
-		}
-		if !read {
-			now, read = s.micros(), true
-		}
-		s.observeHit(h, now)
-	}
-}
-
-// observeHit counts h, answered in process at now with no backing call,
-// toward its key's hotness when its rule detects hot keys.
-func (s *Store) observeHit(h *sluice.Hit, now int64) {
-	pol := s.policyOf(h)
-	if !pol.Active() {
-		return
-	}
-	if d := s.hot.detector(pol); d != nil {
-		d.Observe(h.Key, h.Units(), now)
-	}
-}
-
 type scratch struct {
 	plans []plan
 	hits  []sluice.Hit
@@ -192,37 +158,6 @@ func (s *Store) takeSlow(ctx context.Context, hits []sluice.Hit, out []sluice.Re
 			return waitError(ctx)
 		}
 	}
-}
-
-// settle takes from the backing store, in one forced hit, what the model
-// of h's dry bucket owes (see [credit]), as p claimed it at now, and
-// starts the model again from the answer. A failure leaves the tokens
-// owed and is returned, so the rule's on_fail applies.
-func (s *Store) settle(ctx context.Context, now int64, h *sluice.Hit, p *plan, sc *scratch) error {
-	e := p.e
-	sc.hits = append(sc.hits[:0], sluice.Hit{Key: h.Key, Limit: h.Limit, Algorithm: h.Algorithm, Group: h.Group, Cost: p.settle, Force: true})
-	if cap(sc.outs) < 1 {
-		sc.outs = make([]sluice.Result, 1)
-	}
-	sc.outs = sc.outs[:1]
-	clear(sc.outs)
-	err := s.backing.Take(ctx, sc.hits, sc.outs)
-	e.mu.Lock()
-	if err == nil {
-		e.settled(now, p.settle, p.owed, sc.outs[0])
-	}
-	e.endRefill()
-	e.mu.Unlock()
-	clear(sc.hits)
-	sc.hits = sc.hits[:0]
-	if err != nil {
-		return err
-	}
-	s.obs.LeaseRefilled(e.policy.Rule, p.settle)
-	if p.det != nil {
-		p.det.Observe(h.Key, p.settle, now)
-	}
-	return nil
 }
 
 // waitError is the error of a call whose context ended while it waited
@@ -328,23 +263,6 @@ func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []
 		sc.plans[i].settleLocal(now, &out[i], admitted)
 	}
 	return nil
-}
-
-// chargeModels counts forced hits, which the backing store charged, in
-// the models of their dry buckets (see [credit]).
-func (s *Store) chargeModels(now int64, hits []sluice.Hit) {
-	for i := range hits {
-		h := &hits[i]
-		e := s.table.get(h.Key)
-		if e == nil || e.limit != h.Limit || e.alg != h.Algorithm || e.interval == 0 {
-			continue
-		}
-		e.mu.Lock()
-		if e.credit.anchored > 0 {
-			_, e.credit.tat = algo.TokenBucket(now, e.credit.tat, e.interval, e.limit.Capacity(), h.Units(), true)
-		}
-		e.mu.Unlock()
-	}
 }
 
 // callBacking sends the hits that need the backing store to it in one
