@@ -14,15 +14,17 @@ import (
 // answer is the one the backing store would give, to the microsecond,
 // with no call; what it admitted is owed, and taken from the backing store
 // (settled) in one forced take once half a lease is owed, when the model
-// ends, on Sweep and on Close. So an instance alone flat out on a spent
+// expires, on Sweep and on Close. So an instance alone flat out on a spent
 // key costs one call per K/2 admitted checks, whatever it is offered.
 //
-// The model lives a lease's TTL from the answer it starts from (then the
-// next hit asks the backing store again), so that a reset or a refund made
-// elsewhere reaches it within that time. Tokens owed are tokens admitted:
-// a crash before they are settled leaves the bucket up to K/2 fuller than
-// it should be, as a lease's held tokens can; a settle that fails leaves
-// them owed, for the next one.
+// The model lives a lease's TTL from the answer it started from; then
+// what it owes is settled and the answer starts it again, or, owing
+// nothing, it ends and the next hit asks the backing store. At most K is
+// owed (a call waits for a settle in flight rather than owe more), so a
+// crash leaves the bucket at most K fuller than it should be, the bound of
+// leases; a settle that fails leaves the tokens owed, for the next one. A
+// reset through this store drops the model; the instance count changing
+// from 1 settles and ends it.
 type credit struct {
 	anchored int64 // µs: when the backing store last said when the bucket is full; 0: no model
 	tat      int64 // µs: the bucket's theoretical arrival time as this process knows it, owed tokens included
@@ -30,7 +32,7 @@ type credit struct {
 	since    int64 // µs: when the oldest owed token was admitted
 }
 
-// live reports whether e's model decides at now: a token bucket's, within
+// modelLive reports whether e's model decides at now: a token bucket's, within
 // its TTL of the answer it started from.
 func (e *entry) modelLive(now int64) bool {
 	return e.credit.anchored > 0 && now < e.credit.anchored+e.ttl
@@ -135,7 +137,7 @@ func (p *plan) claimSettle(now int64) bool {
 // decided by the model (admitted on credit, or refused); or a settle of
 // what is owed first (the model ends when the instance count is no longer
 // 1; half a lease is owed). It waits, rather than owe more than K, while
-// another call settles.
+// another call settles, however often it waited before (a settle ends).
 func (p *plan) byModel(now, c, kmax int64, n int, mayWait bool) (bool, <-chan struct{}) {
 	e := p.e
 	cr := &e.credit
@@ -152,8 +154,8 @@ func (p *plan) byModel(now, c, kmax int64, n int, mayWait bool) (bool, <-chan st
 	if cr.owed >= (kmax+1)/2 && p.claimSettle(now) {
 		return true, nil
 	}
-	if cr.owed+c > kmax && e.refilling != nil && mayWait {
-		return true, e.refilling
+	if cr.owed+c > kmax && e.refilling != nil {
+		return true, e.refilling // never more than K owed: the settle in flight ends soon
 	}
 	held := e.left.Swap(0)
 	o := e.decideByModel(now, c, held)

@@ -20,6 +20,7 @@ type entry struct {
 	fullAt  atomic.Int64           // µs: when the backing's bucket is full, as of the last refill
 	winEnd  atomic.Int64           // fixed window: µs at which the lease's window ends
 	deny    atomic.Pointer[denial] // when the next refill may be sent, or nil; written with mu held
+	gone    atomic.Bool            // the table forgot it
 
 	key      string // immutable
 	limit    sluice.Limit

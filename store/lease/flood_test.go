@@ -41,8 +41,15 @@ func flood(stores []sluice.Store, hit sluice.Hit, goroutines int, checks *atomic
 				r.failed += failed
 				mu.Unlock()
 			}()
+			var mine int64 // checks taken from checks, in batches: one counter for every goroutine would cost more than a check
 			for {
-				if checks != nil && checks.Add(-1) < 0 || stop != nil && stop.Load() {
+				if checks != nil && mine == 0 {
+					if mine = min(checks.Add(-batch)+batch, batch); mine <= 0 {
+						return
+					}
+				}
+				mine--
+				if stop != nil && stop.Load() {
 					return
 				}
 				if err := stores[i].Take(context.Background(), hits, out); err != nil {
@@ -62,6 +69,10 @@ func flood(stores []sluice.Store, hit sluice.Hit, goroutines int, checks *atomic
 	wg.Wait()
 	return r, time.Since(start)
 }
+
+// batch is how many checks a flood's goroutine takes from its budget at
+// once.
+const batch = 64
 
 // spend empties hit's bucket through s, so that a flood admits only what
 // refills.
