@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/algo"
 )
 
 // How one hit of a request is decided.
@@ -13,8 +14,11 @@ const (
 	kPass   planKind = iota // the backing store decides it as it is
 	kLocal                  // served from the lease: reserved is its cost
 	kRefill                 // a refill of up to upTo, at least need, with reserved held
-	kDeny                   // refused in process by a remembered denial
+	kDeny                   // refused in process: by a remembered denial, or by the model (modeled)
 	kPeek                   // a peek: the backing's answer plus the lease
+	kCredit                 // admitted by the model of a dry bucket (see credit): reserved is its cost, held of it from the lease
+	kAnswer                 // a peek answered by the model
+	kSettle                 // the settle of what the model owes, before the hit is planned again
 )
 
 // plan is how one hit of a request is decided, and what deciding it holds
@@ -24,38 +28,61 @@ type plan struct {
 	kind     planKind
 	e        *entry
 	gen      int64
-	reserved int64 // tokens taken from e.left for this hit
-	need     int64 // kRefill: the least the refill must take
-	upTo     int64 // kRefill: the most it may take
-	marked   bool  // this call owns e's refill
-	j        int   // index in the backing call, or -1
+	reserved int64   // tokens taken from e.left for this hit
+	need     int64   // kRefill: the least the refill must take
+	upTo     int64   // kRefill: the most it may take
+	least    int64   // kRefill: need with the tokens held: what a refusal of the refill refuses
+	cyc      cycle   // kRefill: the entry's refill cycle
+	held     int64   // kCredit: the lease's tokens the hit took
+	settle   int64   // kSettle: the tokens to take
+	owed     int64   // kSettle: the tokens owed when it was claimed
+	modeled  bool    // o is the model's outcome for the hit
+	d        *denial // kDeny, not modeled: the denial that refused it
+	o        algo.Outcome
+	marked   bool // this call owns e's refill
+	j        int  // index in the backing call, or -1
 	det      *detector
 	split    bool // the hit goes to sub, a sub-bucket of its key
 	sub      sluice.Hit
 }
 
 // claim plans, under the lock of p's entry, a hit of cost c under pol
-// that the entry's lease did not serve: it waits for a refill in flight
-// (returning its channel, holding nothing) or passes through when it may
-// not wait; it is served from the lease when tokens came back meanwhile,
-// refused by the lease's remembered denial of that cost, or else claims
-// the refill, of up to kmax tokens. Tokens of a past window it finds held
-// are lost (told to obs).
-func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, mayWait bool, obs Observer) <-chan struct{} {
+// that the entry's lease did not serve, n instances sharing the bucket:
+// it waits for a refill in flight (returning its channel, holding nothing)
+// or passes through when it may not wait; it is served from the lease
+// when tokens came back meanwhile, refused by the lease's denial (a
+// remembered refusal, or a dry lease's wait for its next refill), or else
+// claims the refill, of up to kmax tokens (of a dry bucket: up to kmax,
+// at least a chunk; see [entry.cycle]). Tokens of a past window it finds
+// held are lost (told to obs).
+func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, n int, mayWait bool, obs Observer) <-chan struct{} {
 	e := p.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.credit.anchored > 0 {
+		switch {
+		case e.modelLive(now):
+			if ok, busy := p.byModel(now, c, kmax, n, mayWait); ok {
+				return busy
+			}
+		case e.credit.owed > 0 && p.claimSettle(now):
+			return nil
+		case e.credit.owed > 0: // a settle is in flight
+			return p.waitFor(mayWait)
+		default:
+			e.endModel()
+		}
+	}
+	cyc := e.cycle(now, kmax, n)
+	least := e.least(now, c, cyc)
 	switch {
-	case e.refilling != nil && mayWait:
-		return e.refilling
 	case e.refilling != nil:
-		p.e = nil // pass through this time
-		return nil
+		return p.waitFor(mayWait)
 	case e.reserve(c, now):
 		p.kind, p.reserved = kLocal, c
 		return nil
-	case now < e.deny.until && c == e.deny.cost:
-		p.kind = kDeny
+	case e.deny.Load().refuses(now, least, e.interval == 0):
+		p.kind, p.d = kDeny, e.deny.Load()
 		return nil
 	}
 	// Claim the refill. A token bucket's held tokens count toward the
@@ -71,12 +98,17 @@ func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, mayWait 
 		p.kind, p.reserved = kLocal, c
 		return nil
 	}
-	ttl := e.ttl
-	k := nextK(e.k, kmax, e.refilledAt > 0 && now < e.expires.Load() && now-e.refilledAt < ttl/2, e.refilledAt > 0 && now >= e.expires.Load(), e.dry)
+	k := kmax
+	if least == c { // not dry: the lease size follows the key's use
+		ttl := e.ttl
+		k = nextK(e.k, kmax, e.refilledAt > 0 && now < e.expires.Load() && now-e.refilledAt < ttl/2, e.refilledAt > 0 && now >= e.expires.Load())
+	}
 	e.k = k
 	e.refilling = make(chan struct{})
 	p.kind, p.reserved, p.marked = kRefill, held, true
-	p.need = c - held
+	p.cyc = cyc
+	p.least = least
+	p.need = max(0, least-held)
 	p.upTo = max(c, k) - held
 	return nil
 }
@@ -84,6 +116,12 @@ func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, mayWait 
 // undo gives back what p reserved and releases the refill it claimed,
 // for a request that is not admitted or must start over.
 func (p *plan) undo() {
+	if p.kind == kCredit && p.reserved > 0 {
+		p.e.mu.Lock()
+		p.e.uncredit(p.reserved, p.held)
+		p.e.mu.Unlock()
+		p.reserved, p.held = 0, 0
+	}
 	if p.reserved > 0 {
 		p.e.putBack(p.gen, p.reserved)
 	}
@@ -110,11 +148,14 @@ func undoAll(plans []plan) {
 // hit goes to its sub-bucket.
 func (p *plan) backingHit(h sluice.Hit) (sluice.Hit, bool) {
 	switch p.kind {
-	case kLocal:
+	case kLocal, kCredit, kAnswer:
 		return h, false
 	case kRefill:
 		h.Cost, h.MinCost = p.upTo, p.need
 	case kDeny:
+		if p.modeled {
+			return h, false // the model's answer stands: it is the bucket's
+		}
 		p.kind = kPass
 		fallthrough
 	case kPass:
@@ -154,8 +195,22 @@ func (p *plan) settleLocal(now int64, out *sluice.Result, admitted bool) {
 		if admitted {
 			out.Receipt = localReceipt(p.reserved, p.gen, p.e.served.Add(p.reserved))
 		}
+	case kCredit:
+		if !admitted {
+			p.undo()
+		}
+		p.e.modelResult(&p.o, admitted, out)
+		if admitted {
+			out.Receipt = localReceipt(p.reserved, p.gen, p.e.served.Add(p.reserved))
+		}
+	case kAnswer:
+		p.e.modelResult(&p.o, false, out)
 	case kDeny:
-		*out = p.e.denied(now)
+		if p.modeled {
+			p.e.modelResult(&p.o, false, out)
+			return
+		}
+		*out = p.e.denied(now, p.d)
 	}
 }
 
@@ -165,13 +220,14 @@ func (p *plan) settleLocal(now int64, out *sluice.Result, admitted bool) {
 // refill itself is remembered.
 func (p *plan) refused(now int64, h *sluice.Hit, r sluice.Result) sluice.Result {
 	held := p.reserved
+	raw := r.ResetAfter
 	r.Remaining = min(h.Limit.Capacity(), r.Remaining+held)
 	r.Receipt = sluice.Receipt{}
 	r.Limit = h.Limit
 	if p.e.interval > 0 {
 		r.ResetAfter = max(0, r.ResetAfter-time.Duration(held*p.e.interval)*time.Microsecond)
 	}
-	p.e.refused(now, h.Units(), held, p.gen, r)
+	p.e.refused(now, p.least, held, p.gen, r, raw, p.cyc)
 	p.marked, p.reserved = false, 0
 	return r
 }

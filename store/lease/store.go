@@ -217,7 +217,7 @@ func (s *Store) refundLocal(now int64, r *sluice.Refund) {
 func (s *Store) refundBacking(ctx context.Context, pass []sluice.Refund) error {
 	for i := range pass {
 		if e := s.table.get(pass[i].Hit.Key); e != nil {
-			e.clearDenial()
+			e.refunded(pass[i].Amount())
 		}
 	}
 	if s.refunder == nil {
@@ -362,7 +362,9 @@ func (s *Store) sweepLoop(every time.Duration) {
 func (s *Store) giveBack(ctx context.Context, all bool) error {
 	now := s.micros()
 	var refunds []sluice.Refund
+	var settles settleBatch
 	s.table.each(nil, nil, func(e *entry) bool {
+		settles.claim(e, now, all)
 		var lost int64
 		var forget bool
 		refunds, lost, forget = e.sweep(now, all, s.refunder != nil, refunds)
@@ -372,8 +374,9 @@ func (s *Store) giveBack(ctx context.Context, all bool) error {
 		return forget
 	})
 	s.obs.LeasedKeys(s.table.len())
+	settled := s.settleAll(ctx, now, &settles)
 	if len(refunds) == 0 {
-		return nil
+		return settled
 	}
 	if err := s.refunder.Refund(ctx, refunds); err != nil {
 		s.refundFailed(refunds)

@@ -3,15 +3,23 @@ package lease
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 )
 
-const shardCount = 64
+const (
+	shardCount  = 64
+	recentSlots = 1024 // a power of two
+)
 
-// table maps bucket keys to entries, in shards, bounded in size.
+// table maps bucket keys to entries, in shards, bounded in size. In front
+// of the shards, recent holds the entry last found for each slot of keys,
+// read with no lock: a busy key's lookups (every check of it) then write
+// nothing that other cores share.
 type table struct {
 	seed     maphash.Seed
 	perShard int
 	shards   [shardCount]shard
+	recent   [recentSlots]atomic.Pointer[entry]
 }
 
 type shard struct {
@@ -34,11 +42,26 @@ func (t *table) shard(key string) *shard {
 
 // get returns key's entry, or nil.
 func (t *table) get(key string) *entry {
-	sh := t.shard(key)
+	h := maphash.String(t.seed, key)
+	slot := &t.recent[h%recentSlots]
+	if e := slot.Load(); e != nil && e.key == key && !e.gone.Load() {
+		return e
+	}
+	sh := &t.shards[h%shardCount]
 	sh.mu.RLock()
 	e := sh.m[key]
 	sh.mu.RUnlock()
+	if e != nil {
+		slot.Store(e)
+	}
 	return e
+}
+
+// forget deletes key's entry e from sh, with sh.mu held: e is gone, so
+// that recent no longer returns it.
+func (sh *shard) forget(key string, e *entry) {
+	e.gone.Store(true)
+	delete(sh.m, key)
 }
 
 // getOrCreate returns key's entry, creating it with make when there is
@@ -66,7 +89,7 @@ func (t *table) getOrCreate(key string, now int64, make func() *entry) *entry {
 func (sh *shard) evictOne(now int64) bool {
 	for k, e := range sh.m {
 		if e.idle(now) {
-			delete(sh.m, k)
+			sh.forget(k, e)
 			return true
 		}
 	}
@@ -88,7 +111,7 @@ func (t *table) each(buf []*entry, keys []string, f func(*entry) bool) {
 			if f(e) {
 				sh.mu.Lock()
 				if sh.m[keys[j]] == e {
-					delete(sh.m, keys[j])
+					sh.forget(keys[j], e)
 				}
 				sh.mu.Unlock()
 			}
