@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -24,6 +25,7 @@ type Limiter struct {
 	rules   rules.Source
 	cfg     config
 	decider *decide.Decider
+	fit     atomic.Pointer[tapFit] // see tapUnfit
 }
 
 // New returns a limiter deciding the rules of set on store. A nil store or
@@ -112,6 +114,9 @@ func (l *Limiter) Decide(ctx context.Context, fullMethod string) (header, traile
 // header and trailer metadata to send, and the error to end the call with,
 // nil for an admitted call. Finish the outcome when the call is over.
 func (l *Limiter) check(ctx context.Context, fullMethod string) (o *decide.Outcome, header, trailer metadata.MD, err error) {
+	if o = l.tapOutcome(ctx); o != nil {
+		return o, toMetadata(o.Fields), nil, nil // admitted by the tap
+	}
 	o = l.decider.Check(l.rules.Current(), newRequest(ctx, fullMethod, l.pattern(fullMethod)), nil)
 	header, trailer, err = l.answer(ctx, fullMethod, o)
 	return o, header, trailer, err
