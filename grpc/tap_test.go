@@ -239,3 +239,52 @@ func TestTapHandleErrors(t *testing.T) {
 		})
 	}
 }
+
+// swappable is a rules.Source whose set a test replaces, as a reload does.
+type swappable struct{ set atomic.Pointer[rules.Set] }
+
+func (s *swappable) Current() *rules.Set { return s.set.Load() }
+
+// TestTapReloadedUnfit: when a reload brings a rule keyed by user, the tap
+// leaves every call to the interceptors, which see the user an
+// authenticating interceptor put in the context; when a later reload takes
+// it away, the tap decides again.
+func TestTapReloadedUnfit(t *testing.T) {
+	store, clk := fakeStore(t)
+	ip := rules.Rule{Name: "ip", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(100)}
+	user := rules.Rule{Name: "user", Key: keyfunc.User(func(ctx context.Context) (string, bool) { u, ok := ctx.Value(userKey{}).(string); return u, ok }), Limit: sluice.PerMinute(1)}
+	var src swappable
+	src.set.Store(rules.MustNew(ip))
+	l := newLimiter(t, store, &src, decide.WithClock(clk))
+	h, err := l.TapHandle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec := &countingCodec{CodecV2: encoding.GetCodecV2("proto")}
+	srv := serve(t, l, []grpc.UnaryServerInterceptor{authenticate}, grpc.InTapHandle(h), grpc.ForceServerCodecV2(codec))
+	c := srv.client("203.0.113.7:1")
+	if r := check(t, c, "authorization", "ann"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	src.set.Store(rules.MustNew(ip, user))
+	if r := check(t, c, "authorization", "ann"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r := check(t, c, "authorization", "ann"); status.Code(r.err) != codes.ResourceExhausted {
+		t.Fatalf("ann's second call under the user rule: %v, want ResourceExhausted", r.err)
+	}
+	if got := codec.decoded.Load(); got != 3 {
+		t.Errorf("decoded %d, want 3: the interceptor decided the user rule's calls", got)
+	}
+	// Without the user rule, the tap refuses before decoding again.
+	src.set.Store(rules.MustNew(rules.Rule{Name: "ip-2", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(1)}))
+	if r := check(t, c, "authorization", "ann"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r := check(t, c, "authorization", "ann"); status.Code(r.err) != codes.ResourceExhausted {
+		t.Fatalf("fifth call: %v, want ResourceExhausted", r.err)
+	}
+	if got := codec.decoded.Load(); got != 4 {
+		t.Errorf("decoded %d, want 4: the tap refused the fifth call", got)
+	}
+}
