@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -177,5 +178,29 @@ func TestMessageRulesOption(t *testing.T) {
 		if _, err := sluicegrpc.New(store, open, sluicegrpc.WithMessageRules(set)); !errors.Is(err, sluice.ErrInvalidConfig) {
 			t.Errorf("WithMessageRules(%#v): %v, want ErrInvalidConfig", set, err)
 		}
+	}
+}
+
+// TestMessageRulesOneCall: each message is decided by all of its rules in
+// one store call.
+func TestMessageRulesOneCall(t *testing.T) {
+	open := rules.MustNew(rules.Rule{Name: "open", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(10)})
+	msgs := rules.MustNew(
+		rules.Rule{Name: "msgs", Key: keyfunc.ClientIP(), Limit: sluice.PerMinute(10)},
+		rules.Rule{Name: "msgs-all", Key: keyfunc.Global(), Limit: sluice.PerMinute(100)},
+	)
+	var seen decisions
+	srv := messageServer(t, open, msgs, join, decide.WithObserver(&seen))
+	if j := joinStream(t, srv.conn("203.0.113.7:1"), "a", "b", "c"); j.err != nil {
+		t.Fatal(j.err)
+	}
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	var hits []int
+	for _, c := range seen.calls {
+		hits = append(hits, c.Hits)
+	}
+	if want := []int{1, 2, 2, 2}; !slices.Equal(hits, want) {
+		t.Errorf("store calls' hits %v, want %v: the open, then one call per message", hits, want)
 	}
 }
