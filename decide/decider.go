@@ -99,7 +99,14 @@ func (dc *Decider) decide(ctx context.Context, o *Outcome, prior []headers.Polic
 	if len(m.Hits) == 0 {
 		return
 	}
-	o.Latency, o.storeErr = dc.take(ctx, m.Hits, o.Results)
+	if o.inProcessOnly && dc.calls != nil { // see CheckInProcess
+		if dc.inproc == nil || !dc.inproc.TakeLocal(m.Hits, o.Results) {
+			o.undecided = true
+			return
+		}
+	} else {
+		o.Latency, o.storeErr = dc.take(ctx, m.Hits, o.Results)
+	}
 	if o.storeErr != nil {
 		var pe *sluice.PartialError
 		if dc.partial == nil || !errors.As(o.storeErr, &pe) || !o.markFailed(pe) {

@@ -116,6 +116,9 @@ type Outcome struct {
 	prior    []headers.Policy
 	storeErr error // the store's, unwrapped: for the observer and logs
 	headers  bool  // see Headers
+	// inProcessOnly: decide in process or not at all (CheckInProcess);
+	// undecided: it could not.
+	inProcessOnly, undecided bool
 }
 
 // reset makes o the undecided outcome of its matched rules, admitted.

@@ -66,6 +66,34 @@
 // ([decide.WithObserver], or the store's own), so the Prometheus and
 // OpenTelemetry collectors count gRPC calls as they count HTTP requests.
 //
+// # Streams, message by message
+//
+// The stream interceptor decides a streaming call when it opens. With
+// [WithMessageRules], each message the stream then receives is decided
+// too, by a rule set of its own, all of its rules in one store call
+// through the same pipeline: a message over the limit ends the stream with
+// ResourceExhausted and its RetryInfo, and the trailer carries retry-after,
+// the rate-limit fields and grpc-retry-pushback-ms. The open is still
+// decided by the limiter's rules, so a client cannot hold idle streams
+// without limit; leave the streaming methods out of those rules to limit
+// their messages only.
+//
+// # Before decoding: the tap handle
+//
+// The interceptors run after gRPC has read and decoded the call's message.
+// [Limiter.TapHandle] returns a handle for grpc.InTapHandle that decides
+// the call (unary, or a stream's open) when its headers arrive, before
+// anything is read or decoded. It runs on the connection's reader, where
+// no store call may wait, so it decides only in process: with memstore, or
+// with a lease store's local tokens and remembered refusals, leaving the
+// rest to the interceptors (install both). It sees the method, the
+// metadata and the peer, never what interceptors add: rules keyed by ip,
+// api_key, header, endpoint and global work; a set with a rule keyed by
+// user is refused ([ErrTapKey]), as is a store that cannot decide in
+// process ([ErrNotInProcess]). gRPC sends a tap handle's status error and
+// nothing else: its refusal carries RetryInfo and QuotaFailure, but no
+// metadata (no retry-after, rate-limit fields or pushback trailer).
+//
 // # Clients
 //
 // [UnaryClientInterceptor] waits out refusals that carry a retry delay

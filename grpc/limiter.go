@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -24,6 +25,7 @@ type Limiter struct {
 	rules   rules.Source
 	cfg     config
 	decider *decide.Decider
+	fit     atomic.Pointer[tapFit] // see tapUnfit
 }
 
 // New returns a limiter deciding the rules of set on store. A nil store or
@@ -68,8 +70,9 @@ func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 }
 
 // StreamServerInterceptor returns the interceptor that decides each
-// streaming call before its handler runs, once per call (not per
-// message), as [Limiter.UnaryServerInterceptor] decides unary calls.
+// streaming call before its handler runs, as
+// [Limiter.UnaryServerInterceptor] decides unary calls, and, with
+// [WithMessageRules], each message the stream receives.
 func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		o, header, trailer, err := l.check(ss.Context(), info.FullMethod)
@@ -83,7 +86,15 @@ func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 		if err != nil {
 			return err
 		}
-		return handler(srv, ss)
+		if l.cfg.messages == nil {
+			return handler(srv, ss)
+		}
+		ms := &messageStream{ServerStream: ss, l: l, fullMethod: info.FullMethod}
+		err = handler(srv, ms)
+		if refusal := ms.ended(); refusal != nil {
+			return refusal // the stream ends as its refused message did
+		}
+		return err
 	}
 }
 
@@ -103,7 +114,18 @@ func (l *Limiter) Decide(ctx context.Context, fullMethod string) (header, traile
 // header and trailer metadata to send, and the error to end the call with,
 // nil for an admitted call. Finish the outcome when the call is over.
 func (l *Limiter) check(ctx context.Context, fullMethod string) (o *decide.Outcome, header, trailer metadata.MD, err error) {
+	if o = l.tapOutcome(ctx); o != nil {
+		return o, toMetadata(o.Fields), nil, nil // admitted by the tap
+	}
 	o = l.decider.Check(l.rules.Current(), newRequest(ctx, fullMethod, l.pattern(fullMethod)), nil)
+	header, trailer, err = l.answer(ctx, fullMethod, o)
+	return o, header, trailer, err
+}
+
+// answer translates o, the outcome of a call of fullMethod (or of one of
+// its messages): the header and trailer metadata to send, and the error to
+// end the call with, nil for an admitted call.
+func (l *Limiter) answer(ctx context.Context, fullMethod string, o *decide.Outcome) (header, trailer metadata.MD, err error) {
 	header = toMetadata(o.Fields)
 	switch o.Verdict {
 	case decide.Invalid:
@@ -116,7 +138,7 @@ func (l *Limiter) check(ctx context.Context, fullMethod string) (o *decide.Outco
 		}
 		err = l.cfg.deny(ctx, denial(fullMethod, o))
 	}
-	return o, header, trailer, err
+	return header, trailer, err
 }
 
 // denial describes a refused call: the exposed rules that refused it, and

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/decide"
+	"github.com/sluicehq/sluice/rules"
 )
 
 // Option configures a [Limiter]: the decide package's options (the
@@ -21,6 +22,7 @@ type config struct {
 	onError  ErrorHandler
 	known    func(string) bool
 	pushback bool
+	messages rules.Source
 }
 
 // DenyHandler returns the error a call the rules refused ends with. The
@@ -83,4 +85,40 @@ func WithKnownMethods(known func(fullMethod string) bool) Option {
 // that long before gRPC retries the call itself.
 func WithoutPushback() Option {
 	return decide.Setting(func(c *config) error { c.pushback = false; return nil })
+}
+
+// WithMessageRules makes every message a streaming call receives count
+// against the rules of set (a [rules.Set], or any [rules.Source], such as a
+// rule file reloaded live): each successful RecvMsg of the stream the
+// handler sees is decided by the rules of set the call matches, all of
+// them in one store call through the same pipeline as a call (budget,
+// on_fail, observer, logs), before the message reaches the handler. A
+// message refused ends the stream: RecvMsg returns the [DenyHandler]'s
+// error, by default [DenialStatus]'s ResourceExhausted with the exact
+// retry delay, and the call ends with it whatever the handler returns;
+// its trailer carries retry-after and grpc-retry-pushback-ms (see
+// [WithoutPushback]). A message the limiter could not decide ends the
+// stream the same way with the [ErrorHandler]'s error. io.EOF and the
+// transport's own errors are never charged.
+//
+// Opening the stream is still decided by the limiter's own rules, as
+// without this option: a stream costs the server a handler and its
+// resources before it sends anything, and a limit on messages alone would
+// let a client hold any number of idle streams open. To limit streams by
+// their messages only, leave the streaming methods out of the limiter's
+// rules (match.routes, or a rule set of their own). Unary calls are
+// never decided by set: their one message is the call. Give the message
+// rules names of their own: a rule named as one of the limiter's counts
+// in the same buckets.
+func WithMessageRules(set rules.Source) Option {
+	return decide.Setting(func(c *config) error {
+		if set == nil {
+			return errors.New("WithMessageRules: nil rule set")
+		}
+		if s, ok := set.(*rules.Set); ok && s == nil {
+			return errors.New("WithMessageRules: nil rule set")
+		}
+		c.messages = set
+		return nil
+	})
 }
