@@ -67,7 +67,7 @@ func BenchmarkCountByOutcome(b *testing.B) {
 		for _, bc := range cases {
 			b.Run(sc.name+"/"+bc.name, func(b *testing.B) {
 				set := rules.MustNew(rules.Rule{Name: "logins", Key: keyfunc.Header("X-User"), Limit: limit, Count: bc.count})
-				h := middleware.Limit(sc.store(b), set, decide.WithBudget(5*time.Second))(bc.next)
+				h := middleware.Limit(sc.store(b), set, decide.WithBudget(5*time.Second), decide.WithLogger(quietLogger()))(bc.next)
 				w := &headerSink{h: http.Header{}}
 				b.ReportAllocs()
 				i := 0

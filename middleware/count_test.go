@@ -62,7 +62,7 @@ func TestFailedLogins(t *testing.T) {
 	for name, newStore := range countStores(t) {
 		t.Run(name, func(t *testing.T) {
 			next := &loginHandler{}
-			srv := serve(t, middleware.Limit(newStore(t), failedLogins(), decide.WithBudget(5*time.Second)), next)
+			srv := serve(t, middleware.Limit(newStore(t), failedLogins(), decide.WithBudget(5*time.Second), decide.WithLogger(quietLogger())), next)
 			var got []int
 			for _, pw := range []string{"right", "right", "right", "right", "right", "wrong", "wrong", "wrong", "wrong", "wrong", "right"} {
 				got = append(got, get(t, srv.Client(), srv.URL, "X-User", "ada", "X-Password", pw).StatusCode)
@@ -91,7 +91,7 @@ func TestConcurrentFailedLogins(t *testing.T) {
 	for name, newStore := range countStores(t) {
 		t.Run(name, func(t *testing.T) {
 			next := &loginHandler{}
-			srv := serve(t, middleware.Limit(newStore(t), failedLogins(), decide.WithBudget(5*time.Second)), next)
+			srv := serve(t, middleware.Limit(newStore(t), failedLogins(), decide.WithBudget(5*time.Second), decide.WithLogger(quietLogger())), next)
 			for _, pw := range []string{"wrong", "right", "wrong"} { // 2 counted
 				get(t, srv.Client(), srv.URL, "X-User", "ada", "X-Password", pw)
 			}
@@ -161,7 +161,7 @@ func TestCountedEnds(t *testing.T) {
 			for i, tc := range tests {
 				t.Run(tc.name, func(t *testing.T) {
 					set := rules.MustNew(rules.Rule{Name: "ends", Key: keyfunc.Header("X-User"), Limit: sluice.PerHour(2), Count: &tc.count})
-					h := middleware.Limit(store, set, decide.WithBudget(5*time.Second))(tc.handler)
+					h := middleware.Limit(store, set, decide.WithBudget(5*time.Second), decide.WithLogger(quietLogger()))(tc.handler)
 					user := string(rune('a' + i)) // a bucket per case
 					var codes []int
 					for range 3 {
