@@ -27,13 +27,15 @@ func failedLogins() *rules.Set {
 // loginHandler answers 200 to the right password and 401 to any other,
 // counting the requests that reach it.
 type loginHandler struct {
-	calls atomic.Int64
-	hold  chan struct{} // when not nil, each request waits for it to close
+	calls   atomic.Int64
+	hold    chan struct{} // when not nil, each request says so on entered and waits for it to close
+	entered chan struct{}
 }
 
 func (h *loginHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.calls.Add(1)
 	if h.hold != nil {
+		h.entered <- struct{}{}
 		<-h.hold
 	}
 	if r.Header.Get("X-Password") != "right" {
@@ -96,7 +98,9 @@ func TestConcurrentFailedLogins(t *testing.T) {
 				get(t, srv.Client(), srv.URL, "X-User", "ada", "X-Password", pw)
 			}
 			next.calls.Store(0)
-			next.hold = make(chan struct{}) // the admitted stay in the handler until all have been decided
+			// The admitted stay in the handler until all 50 are decided.
+			next.hold, next.entered = make(chan struct{}), make(chan struct{}, 50)
+			refusedCh := make(chan struct{}, 50)
 			var wg sync.WaitGroup
 			var refused atomic.Int64
 			for range 50 {
@@ -107,16 +111,25 @@ func TestConcurrentFailedLogins(t *testing.T) {
 					resp, err := srv.Client().Do(req)
 					if err != nil {
 						t.Error(err)
+						refusedCh <- struct{}{} // decided, if not as wanted
 						return
 					}
 					resp.Body.Close()
 					if resp.StatusCode == http.StatusTooManyRequests {
 						refused.Add(1)
+						refusedCh <- struct{}{}
 					}
 				})
 			}
-			for deadline := time.Now().Add(10 * time.Second); refused.Load()+next.calls.Load() < 50 && time.Now().Before(deadline); {
-				time.Sleep(time.Millisecond)
+			ceiling := time.After(10 * time.Second) // against a hang only
+			for decided := 0; decided < 50; decided++ {
+				select {
+				case <-next.entered:
+				case <-refusedCh:
+				case <-ceiling:
+					close(next.hold)
+					t.Fatalf("%d of 50 decided after 10s", decided)
+				}
 			}
 			close(next.hold)
 			wg.Wait()
