@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -76,6 +77,16 @@ func (dc *Decider) giveBackUncounted(ctx context.Context, o *Outcome) {
 	if err != nil {
 		dc.logs.problem(ctx, dc.cfg.logger, fmt.Errorf("decide: giving back a request its status does not count (%v): %w", o.status, err))
 	}
+}
+
+// warnUnknownEnd logs, once in the decider's life, that a front end
+// finished a request a rule counts by outcome without saying how it
+// ended: such rules then count every request, which is safe but likely
+// not what their author meant.
+func (dc *Decider) warnUnknownEnd(ctx context.Context) {
+	dc.unknownEnd.Do(func() {
+		dc.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "sluice: a request was finished without its status: rules that count by outcome count every request of this front end")
+	})
 }
 
 // statusOf returns the status Finish was given, or the zero (unknown)

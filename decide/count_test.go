@@ -1,8 +1,11 @@
 package decide_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +106,35 @@ func TestRefusedIsNotCounting(t *testing.T) {
 	o.Finish(ctx, 0, rules.HTTPStatus(200)) // must give nothing back
 	if o := dc.Check(set, req, nil); o.Verdict != decide.Refused {
 		t.Fatalf("verdict %v after a refused request's end: it gave back what it never took", o.Verdict)
+	}
+}
+
+// TestUnknownEndWarnsOnce: a front end that finishes counted requests
+// without their status (the Envoy service, a front end not yet passing
+// it) is told once in the log: its counting rules count every request.
+func TestUnknownEndWarnsOnce(t *testing.T) {
+	ctx := context.Background()
+	var buf bytes.Buffer
+	store := memstore.New(memstore.Config{Clock: storetest.NewClock(time.Unix(1_700_000_000, 0))})
+	dc, err := decide.New(store, decide.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := rules.MustNew(rules.Rule{Name: "failed-logins", Key: keyfunc.Global(), Limit: sluice.PerMinute(10),
+		Count: &rules.Count{Status: []int{401}}})
+	req := httptest.NewRequest("POST", "/login", nil)
+	dc.Check(set, req, nil).Finish(ctx, 0, rules.HTTPStatus(200))
+	if buf.Len() != 0 {
+		t.Fatalf("a finish with its status logged: %s", buf.String())
+	}
+	for range 3 {
+		var m rules.Matched
+		if err := set.Resolve(req, &m); err != nil {
+			t.Fatal(err)
+		}
+		dc.Decide(ctx, &m).Finish(ctx, 0)
+	}
+	if n := strings.Count(buf.String(), "finished without its status"); n != 1 {
+		t.Fatalf("%d warnings, want 1: %s", n, buf.String())
 	}
 }

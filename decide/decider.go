@@ -31,6 +31,8 @@ type Decider struct {
 	partial sluice.PartialTaker
 	logs    logs
 	pool    sync.Pool // *Outcome
+
+	unknownEnd sync.Once // see warnUnknownEnd
 }
 
 func newDecider(store sluice.Store, cfg config) *Decider {

@@ -213,7 +213,8 @@ func (o *Outcome) Refuse() {
 //
 //   - what the rules counting by outcome ([rules.Rule.Count]) took is given
 //     back, in one store call, for each rule that does not count status
-//     (an unknown end counts for every rule);
+//     (an unknown end counts for every rule, and is logged once, as a
+//     warning);
 //   - charge more is charged to each other enforcing rule the request
 //     matched, for what was known only then (middleware.Charge), in one
 //     forced store call: the buckets may go into debt.
@@ -224,8 +225,12 @@ func (o *Outcome) Refuse() {
 func (o *Outcome) Finish(ctx context.Context, charge int64, status ...rules.Status) {
 	dc := o.dc
 	o.status = statusOf(status)
-	if o.Matched != nil && o.Verdict == Admitted && len(status) > 0 {
-		dc.giveBackUncounted(context.WithoutCancel(ctx), o)
+	if o.Matched != nil && o.Verdict == Admitted {
+		if len(status) > 0 {
+			dc.giveBackUncounted(context.WithoutCancel(ctx), o)
+		} else if o.Counting() {
+			dc.warnUnknownEnd(ctx)
+		}
 	}
 	if charge > 0 && o.Matched != nil {
 		dc.settle(context.WithoutCancel(ctx), o, charge)
