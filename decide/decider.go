@@ -31,6 +31,8 @@ type Decider struct {
 	partial sluice.PartialTaker
 	logs    logs
 	pool    sync.Pool // *Outcome
+
+	unknownEnd sync.Once // see warnUnknownEnd
 }
 
 func newDecider(store sluice.Store, cfg config) *Decider {
@@ -246,13 +248,14 @@ func (dc *Decider) take(ctx context.Context, hits []sluice.Hit, out []sluice.Res
 }
 
 // settle charges n more to the enforcing hits of o, a request over whose
-// handler charged it after the fact, in one forced store call. It runs
+// handler charged it after the fact, in one forced store call, but for
+// the rules counting by outcome that do not count its end. It runs
 // after the request, so ctx outlives it (the client may be gone), but
 // keeps the budget. A failure is logged, never retried.
 func (dc *Decider) settle(ctx context.Context, o *Outcome, n int64) {
 	var hits []sluice.Hit // fresh: o's still describe the request
-	for _, h := range o.Hits {
-		if !h.Shadow {
+	for i, h := range o.Hits {
+		if !h.Shadow && !o.uncounted(i) {
 			h.Cost, h.Force, h.Peek, h.MinCost = n, true, false, 0
 			hits = append(hits, h)
 		}

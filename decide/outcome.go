@@ -119,6 +119,8 @@ type Outcome struct {
 	// inProcessOnly: decide in process or not at all (CheckInProcess);
 	// undecided: it could not.
 	inProcessOnly, undecided bool
+
+	status rules.Status // how the request ended: set by Finish
 }
 
 // reset makes o the undecided outcome of its matched rules, admitted.
@@ -207,14 +209,32 @@ func (o *Outcome) Refuse() {
 }
 
 // Finish is the step that runs when the request is over, after the
-// handler (even one that panicked) or the answer. It charges charge more
-// to each enforcing rule the request matched, for what was known only
-// then (middleware.Charge), in one forced store call: the buckets may go
-// into debt. That call is under the latency budget, with ctx's values but
-// not its cancellation; a failure is logged, never shown to the client.
-// Then o is reused: use neither it nor its slices after.
-func (o *Outcome) Finish(ctx context.Context, charge int64) {
+// handler (even one that panicked) or the answer. status, when given (only
+// the first is read), is how the request ended: an HTTP status
+// ([rules.HTTPStatus]) or a gRPC code ([rules.GRPCStatus]); without it the
+// end is unknown. Then, for an admitted request:
+//
+//   - what the rules counting by outcome ([rules.Rule.Count]) took is given
+//     back, in one store call, for each rule that does not count status
+//     (an unknown end counts for every rule, and is logged once, as a
+//     warning);
+//   - charge more is charged to each other enforcing rule the request
+//     matched, for what was known only then (middleware.Charge), in one
+//     forced store call: the buckets may go into debt.
+//
+// Each call is under the latency budget, with ctx's values but not its
+// cancellation; a failure is logged, never shown to the client. Then o is
+// reused: use neither it nor its slices after.
+func (o *Outcome) Finish(ctx context.Context, charge int64, status ...rules.Status) {
 	dc := o.dc
+	o.status = statusOf(status)
+	if o.Matched != nil && o.Verdict == Admitted {
+		if len(status) > 0 {
+			dc.giveBackUncounted(context.WithoutCancel(ctx), o)
+		} else if o.Counting() {
+			dc.warnUnknownEnd(ctx)
+		}
+	}
 	if charge > 0 && o.Matched != nil {
 		dc.settle(context.WithoutCancel(ctx), o, charge)
 	}

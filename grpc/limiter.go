@@ -12,7 +12,9 @@ import (
 	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/rules"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // Limiter rate-limits gRPC calls by the rules of a [rules.Set] (or any
@@ -53,9 +55,10 @@ func New(store sluice.Store, set rules.Source, opts ...Option) (*Limiter, error)
 // ResourceExhausted; one the limiter could not decide with the
 // [ErrorHandler]'s, by default [ErrorStatus]'s.
 func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (_ any, err error) {
 		o, header, trailer, err := l.check(ctx, info.FullMethod)
-		defer o.Finish(ctx, 0)
+		returned := false
+		defer func() { o.Finish(ctx, 0, endOf(returned, err)) }()
 		if header != nil {
 			_ = grpc.SetHeader(ctx, header) // fails only once headers are sent: never here
 		}
@@ -63,9 +66,12 @@ func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 			_ = grpc.SetTrailer(ctx, trailer)
 		}
 		if err != nil {
+			returned = true
 			return nil, err
 		}
-		return handler(ctx, req)
+		resp, err := handler(ctx, req)
+		returned = true
+		return resp, err
 	}
 }
 
@@ -74,9 +80,10 @@ func (l *Limiter) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 // [Limiter.UnaryServerInterceptor] decides unary calls, and, with
 // [WithMessageRules], each message the stream receives.
 func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 		o, header, trailer, err := l.check(ss.Context(), info.FullMethod)
-		defer o.Finish(ss.Context(), 0)
+		returned := false
+		defer func() { o.Finish(ss.Context(), 0, endOf(returned, err)) }()
 		if header != nil {
 			_ = ss.SetHeader(header)
 		}
@@ -84,13 +91,17 @@ func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 			ss.SetTrailer(trailer)
 		}
 		if err != nil {
+			returned = true
 			return err
 		}
 		if l.cfg.messages == nil {
-			return handler(srv, ss)
+			err = handler(srv, ss)
+			returned = true
+			return err
 		}
 		ms := &messageStream{ServerStream: ss, l: l, fullMethod: info.FullMethod}
 		err = handler(srv, ms)
+		returned = true
 		if refusal := ms.ended(); refusal != nil {
 			return refusal // the stream ends as its refused message did
 		}
@@ -100,7 +111,9 @@ func (l *Limiter) StreamServerInterceptor() grpc.StreamServerInterceptor {
 
 // Decide decides the call of fullMethod whose server context is ctx, as
 // the interceptors do, for servers that limit elsewhere (in a handler, a
-// stats handler): header is the response header metadata to send (the
+// stats handler). It finishes the decision at once, before the call has
+// run, so a rule that counts by outcome (rules.Rule.Count) counts every
+// call it admits: header is the response header metadata to send (the
 // rate-limit fields, and retry-after with a refusal), trailer the
 // trailer metadata (grpc-retry-pushback-ms with a refusal), each nil when
 // empty; err, when not nil, is the status error to end the call with.
@@ -175,4 +188,14 @@ func toMetadata(fields []headers.Field) metadata.MD {
 		md[strings.ToLower(f.Name)] = vals[i : i+1 : i+1]
 	}
 	return md
+}
+
+// endOf is how a call ended, for the rules that count by outcome: its
+// status code, or Internal for a handler that panicked (it never
+// returned), as gRPC answers the client.
+func endOf(returned bool, err error) rules.Status {
+	if !returned {
+		return rules.GRPCStatus(rules.GRPCCode(codes.Internal))
+	}
+	return rules.GRPCStatus(rules.GRPCCode(status.Code(err)))
 }

@@ -72,6 +72,10 @@ func (l *Limiter) serve(next http.Handler, w http.ResponseWriter, r *http.Reques
 	}
 	info := newRequestInfo(r, o.Policies)
 	r = info.attach(r)
+	if o.Counting() {
+		serveCounted(next, w, r, o, info)
+		return
+	}
 	defer func() { o.Finish(r.Context(), info.charged.Load()) }()
 	next.ServeHTTP(w, r)
 }

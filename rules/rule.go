@@ -107,6 +107,11 @@ type Rule struct {
 	// rule's hits carries it ([sluice.Hit.Lease]). Its Rule field is set
 	// to the rule's name. The zero value leases nothing.
 	Lease sluice.LeasePolicy
+	// Count, when set, makes the rule count only the requests whose
+	// responses it lists (see [Count]): taken at admission, given back
+	// when the request is over if its status is not listed. nil counts
+	// every request the rule matches.
+	Count *Count
 }
 
 // Exposed reports whether the rule may appear in headers and problem
@@ -154,6 +159,9 @@ func (r *Rule) Validate() error {
 	}
 	if n := int64(r.Lease.HotKeys.Split); n >= 2 && (r.Limit.Rate < n || r.Limit.Capacity() < n) {
 		return fail("hot_keys.split", "%d: the limit (rate %d, capacity %d) cannot be split into %d sub-buckets of at least 1", n, r.Limit.Rate, r.Limit.Capacity(), n)
+	}
+	if field, problem := r.Count.validate(); problem != "" {
+		return fail(field, "%s", problem)
 	}
 	if cost := r.cost(); cost > r.Limit.Capacity() {
 		return fail("cost", "%d exceeds the capacity %d: no request could ever pass", cost, r.Limit.Capacity())

@@ -37,6 +37,7 @@ func New(rules ...Rule) (*Set, error) {
 			r.Cost = 1
 		}
 		r.Lease.Rule = r.Name
+		r.Count = r.Count.compile()
 		s.rules[i] = r
 	}
 	return s, nil

@@ -57,6 +57,7 @@ func newRouterWith(store sluice.Store, log *slog.Logger, src rulesSource, opts .
 		reply(map[string]string{"user": user})(w, r)
 	})
 	r.Get("/slow", slow)
+	r.Post("/login", login)
 	return r, nil
 }
 

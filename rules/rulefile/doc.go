@@ -34,6 +34,9 @@
 //	      threshold: 1000          # store calls/s for one key; required
 //	      lease: true              # lease hot keys
 //	      split: 4                 # and/or split them into 2 to 64 sub-buckets
+//	    count:                     # optional: count only these responses, give the rest back
+//	      status: [401, 403, 5xx]  # HTTP statuses (100 to 599) or classes (1xx to 5xx)
+//	      grpc: [Unauthenticated]  # gRPC codes by name
 //	bypass:                        # optional
 //	  - name: office
 //	    cidrs: [203.0.113.0/24]    # and/or api_keys: ["sha256:..."], users: [alice]
@@ -67,11 +70,19 @@
 // decided, a global rule alongside per-key ones, and the headers describe
 // the binding one (the decide package chooses it).
 //
+// A rule with count counts only the requests whose responses it lists
+// ([rules.Count]): each takes its cost when admitted, and gives it back
+// when its status is not listed. An HTTP request is judged by status, a
+// gRPC call by grpc. A handler that panics ends as 500, one that writes
+// nothing as 200.
+//
 // Unknown fields are errors, so a misspelt field never passes unnoticed;
 // so are values of the wrong type (rate: "100", enabled: no), rates that
 // are not whole numbers of at least 1, periods under 1ms, a burst below the
 // cost, a max_cost below the cost, unknown algorithms and key kinds,
-// duplicate names, and a file without enabled rules. See [FileError].
+// duplicate names, a count with an unknown status, class or gRPC code, a
+// status outside 100 to 599 or an empty list, and a file without enabled
+// rules. See [FileError].
 // A file is at most [MaxFileSize] bytes and may make the reader visit at
 // most 200,000 values, its YAML aliases expanded. A message names an
 // unknown field only when its name is at most 24 bytes long: a longer

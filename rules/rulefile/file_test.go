@@ -46,6 +46,9 @@ func describe(s *rules.Set) string {
 	for _, r := range s.Rules() {
 		fmt.Fprintf(&b, "rule %s: key=%s limit=%v algorithm=%v cost=%d max_cost=%d on_fail=%v shadow=%v hidden=%v match=%v\n",
 			r.Name, r.Key.Kind(), r.Limit, r.Algorithm, r.Cost, r.MaxCost, r.OnFail, r.Shadow, r.Hidden, r.Match != nil)
+		if r.Count != nil {
+			fmt.Fprintf(&b, "  count %v\n", r.Count)
+		}
 	}
 	for _, e := range s.BypassEntries() {
 		fmt.Fprintf(&b, "bypass %s\n", e.Name)
