@@ -351,6 +351,7 @@ func TestLabelsCarryNoKeys(t *testing.T) {
 		"sluice_state_healed_total":          {"endpoint"},
 		"sluice_memstore_evictions_total":    nil,
 		"sluice_refusals_remembered_total":   {"rule"},
+		"sluice_request_limits_total":        {"action", "rule"},
 	}
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -1,8 +1,10 @@
 package rules
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,6 +39,7 @@ func New(rules ...Rule) (*Set, error) {
 			r.Cost = 1
 		}
 		r.Lease.Rule = r.Name
+		r.over, _ = r.compileOverrides() // checked by Validate
 		s.rules[i] = r
 	}
 	return s, nil
@@ -82,6 +85,10 @@ type Matched struct {
 	// rules (see [Set.WithBypass]), or is "". When set, Rules and Hits
 	// hold only that entry's limit, as a hidden rule of the same name.
 	Bypass string
+	// LimitEvents are the limits the request set for itself
+	// ([sluice.WithLimit]) that Resolve capped or ignored, for the caller
+	// to log and report.
+	LimitEvents []sluice.RequestLimitEvent
 }
 
 // Resolve appends to m the rules r matches and their hits, in the set's
@@ -94,15 +101,24 @@ type Matched struct {
 // ([sluice.WithCost]), that cost capped by the rule's MaxCost. A context
 // cost of 0 makes every hit a peek ([sluice.Hit.Peek]) at the rule's Cost.
 // A negative context cost is an error wrapping [sluice.ErrInvalidHit].
+//
+// Each hit's limit is the rule's limit for the identity: the limit r's
+// context sets for the rule ([sluice.WithLimit]), capped by the rule's
+// MaxLimit, else the override naming the identity ([Rule.Overrides]), else
+// the rule's Limit. A context limit that is capped or ignored, or that
+// names no rule of the set, is listed in m.LimitEvents. A request a
+// bypass entry identifies is decided by the entry's limit alone.
 func (s *Set) Resolve(r *http.Request, m *Matched) error {
-	m.Rules, m.Hits, m.Bypass = m.Rules[:0], m.Hits[:0], ""
-	ctxCost, hasCost := sluice.CostFrom(r.Context())
+	m.Rules, m.Hits, m.Bypass, m.LimitEvents = m.Rules[:0], m.Hits[:0], "", m.LimitEvents[:0]
+	ctx := r.Context()
+	ctxCost, hasCost := sluice.CostFrom(ctx)
 	if hasCost && ctxCost < 0 {
 		return fmt.Errorf("rules: %w: negative request cost %d", sluice.ErrInvalidHit, ctxCost)
 	}
 	if len(s.bypass) > 0 && s.resolveBypass(r, m) {
 		return nil
 	}
+	ctxLimits := s.unknownLimits(ctx, m)
 	for i := range s.rules {
 		rule := &s.rules[i]
 		if rule.Match != nil && !rule.Match(r) {
@@ -135,12 +151,21 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 		if rule.Lease.Active() {
 			lease = &rule.Lease
 		}
+		limit := rule.LimitFor(id)
+		if ctxLimits {
+			if l, ok := sluice.LimitFrom(ctx, rule.Name); ok {
+				var ev *sluice.RequestLimitEvent
+				if limit, ev = rule.requestLimit(l, limit); ev != nil {
+					m.LimitEvents = append(m.LimitEvents, *ev)
+				}
+			}
+		}
 		m.Rules = append(m.Rules, rule)
 		m.Hits = append(m.Hits, sluice.Hit{
 			Lease:     lease,
 			Group:     group,
 			Key:       BucketKey(rule.Name, rule.Key.Kind(), id),
-			Limit:     rule.Limit,
+			Limit:     limit,
 			Algorithm: rule.Algorithm,
 			Cost:      cost,
 			Peek:      hasCost && ctxCost == 0,
@@ -148,6 +173,20 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 		})
 	}
 	return nil
+}
+
+// unknownLimits reports whether ctx sets limits for rules
+// ([sluice.WithLimit]), listing in m.LimitEvents those that name no rule
+// of s.
+func (s *Set) unknownLimits(ctx context.Context, m *Matched) bool {
+	found := false
+	for name, l := range sluice.Limits(ctx) {
+		found = true
+		if !slices.ContainsFunc(s.rules, func(r Rule) bool { return r.Name == name }) {
+			m.LimitEvents = append(m.LimitEvents, sluice.RequestLimitEvent{Rule: name, Action: sluice.RequestLimitUnknownRule, Requested: l})
+		}
+	}
+	return found
 }
 
 // BucketKey encodes a rule's name, key kind and identity into one bucket
