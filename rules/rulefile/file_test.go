@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
 	"github.com/sluicehq/sluice/rules/rulefile"
@@ -46,6 +47,12 @@ func describe(s *rules.Set) string {
 	for _, r := range s.Rules() {
 		fmt.Fprintf(&b, "rule %s: key=%s limit=%v algorithm=%v cost=%d max_cost=%d on_fail=%v shadow=%v hidden=%v match=%v\n",
 			r.Name, r.Key.Kind(), r.Limit, r.Algorithm, r.Cost, r.MaxCost, r.OnFail, r.Shadow, r.Hidden, r.Match != nil)
+		for _, o := range r.Overrides {
+			fmt.Fprintf(&b, "  override limit=%v identities=%q\n", o.Limit, o.Identities)
+		}
+		if r.MaxLimit != (sluice.Limit{}) {
+			fmt.Fprintf(&b, "  max_limit=%v\n", r.MaxLimit)
+		}
 	}
 	for _, e := range s.BypassEntries() {
 		fmt.Fprintf(&b, "bypass %s\n", e.Name)
