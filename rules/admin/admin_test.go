@@ -384,3 +384,26 @@ func TestMustNew(t *testing.T) {
 	}()
 	admin.MustNew(nil, testRules)
 }
+
+// Inspect reports the limit in force for the identity: an override's
+// when one names it.
+func TestInspectReportsTheOverride(t *testing.T) {
+	mem := memstore.New(memstore.Config{SweepInterval: -1})
+	t.Cleanup(func() { mem.Close(context.Background()) })
+	set := rules.MustNew(rules.Rule{
+		Name: "per-tenant", Key: keyfunc.Header("X-Tenant"), Limit: sluice.PerMinute(600),
+		Overrides: []rules.Override{{Identities: []string{"acme"}, Limit: sluice.PerMinute(6000)}},
+	})
+	srv := httptest.NewServer(admin.MustNew(mem, set))
+	t.Cleanup(srv.Close)
+	for tenant, want := range map[string]string{"acme": "6000/1m", "initech": "600/1m"} {
+		status, body := post(t, srv, "/inspect", `{"rule": "per-tenant", "identity": "`+tenant+`"}`)
+		var b bucketsBody
+		if err := json.Unmarshal([]byte(body), &b); status != http.StatusOK || err != nil || len(b.Buckets) != 1 {
+			t.Fatalf("%s: %d %s", tenant, status, body)
+		}
+		if got := b.Buckets[0]; got.Limit != want || got.Remaining != map[string]int64{"acme": 6000, "initech": 600}[tenant] {
+			t.Errorf("%s: %+v, want limit %s", tenant, got, want)
+		}
+	}
+}
