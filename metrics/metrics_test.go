@@ -725,3 +725,23 @@ func normalize(s string) string {
 	slices.Sort(parts)
 	return name + "{" + strings.Join(parts, ",") + "}"
 }
+
+// Limits requests set for themselves that a rule capped or ignored are
+// counted by rule and action, from the rule's first observation.
+func TestRequestLimits(t *testing.T) {
+	c, reg := newCollector(t, metrics.Config{})
+	var o sluice.Observer = c
+	rl, ok := o.(sluice.RequestLimitObserver)
+	if !ok {
+		t.Fatal("the collector is not a sluice.RequestLimitObserver")
+	}
+	ctx := context.Background()
+	rl.ObserveRequestLimit(ctx, sluice.RequestLimitEvent{Rule: "per-tenant", Action: sluice.RequestLimitCapped})
+	rl.ObserveRequestLimit(ctx, sluice.RequestLimitEvent{Rule: "per-tenant", Action: sluice.RequestLimitCapped})
+	rl.ObserveRequestLimit(ctx, sluice.RequestLimitEvent{Rule: "per-tennant", Action: sluice.RequestLimitUnknownRule})
+	want(t, series(t, reg), map[string]float64{
+		`sluice_request_limits_total{action="capped",rule="per-tenant"}`:        2,
+		`sluice_request_limits_total{action="invalid",rule="per-tenant"}`:       0,
+		`sluice_request_limits_total{action="unknown_rule",rule="per-tennant"}`: 1,
+	})
+}
