@@ -42,9 +42,9 @@ type limitKey struct{}
 // lower its limit, never raise it. Bypass entries are not rules: a limit
 // set for one is ignored.
 //
-// A limit for a rule the limiter does not have, with another period, or
-// that the rule's algorithm cannot enforce, is ignored, and one above the
-// cap is capped: the limiter logs it (at most once a second) and reports
+// A limit for a rule no rule set of the process has, with another period,
+// or that the rule's algorithm cannot enforce, is ignored, and one above
+// the cap is capped: the limiter logs it (at most once a second) and reports
 // it to an observer that is a [RequestLimitObserver]. A later WithLimit
 // for the same rule replaces an earlier one.
 func WithLimit(ctx context.Context, rule string, l Limit) context.Context {
@@ -84,8 +84,9 @@ const (
 	// RequestLimitCapped: the limit was above the rule's cap (its MaxLimit,
 	// or its own limit without one) and the cap applied instead.
 	RequestLimitCapped RequestLimitAction = iota
-	// RequestLimitUnknownRule: the limiter has no rule of that name; the
-	// limit was ignored.
+	// RequestLimitUnknownRule: no rule set of the process has a rule of
+	// that name (a misspelt name, a rule since removed); the limit was
+	// ignored.
 	RequestLimitUnknownRule
 	// RequestLimitInvalid: the limit has another period than the rule's,
 	// or the rule's algorithm cannot enforce it; it was ignored.

@@ -35,7 +35,7 @@ func (dc *Decider) requestLimits(ctx context.Context, events []sluice.RequestLim
 		msg = "sluice: a request's own limit is above the rule's max_limit; capped"
 		attrs = append(attrs, slog.String("applied", e.Applied.String()))
 	case sluice.RequestLimitUnknownRule:
-		msg = "sluice: a request set a limit for a rule the limiter does not have; ignored"
+		msg = "sluice: a request set a limit for a rule that no rule set has; ignored"
 	case sluice.RequestLimitInvalid:
 		msg = "sluice: a request's own limit has another period than its rule's, or is not valid for its algorithm; ignored"
 	}

@@ -179,6 +179,12 @@ func TestRequestLimits(t *testing.T) {
 			}
 		})
 	}
+	// A limit for another limiter's rule (chained middleware) is not
+	// unknown: a set of the process has the rule.
+	perIP := rules.MustNew(other)
+	if m := resolveTenant(t, perIP, sluice.WithLimit(bg, "per-tenant", sluice.PerMinute(100)), ""); len(m.LimitEvents) != 0 {
+		t.Errorf("another limiter's rule reported: %+v", m.LimitEvents)
+	}
 	// Without max_limit a request may lower the rule's limit, not raise it.
 	set = rules.MustNew(other)
 	m := resolveTenant(t, set, sluice.WithLimit(bg, "per-ip", sluice.PerSecond(50)), "")

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sluicehq/sluice"
 )
@@ -40,6 +40,9 @@ func New(rules ...Rule) (*Set, error) {
 		}
 		r.Lease.Rule = r.Name
 		r.over, _ = r.compileOverrides() // checked by Validate
+		if _, known := ruleNames.Load(r.Name); !known {
+			ruleNames.Store(strings.Clone(r.Name), struct{}{})
+		}
 		s.rules[i] = r
 	}
 	return s, nil
@@ -177,17 +180,24 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 
 // unknownLimits reports whether ctx sets limits for rules
 // ([sluice.WithLimit]), listing in m.LimitEvents those that name no rule
-// of s.
+// of any set of the process: a limit for another limiter's rule (chained
+// middleware, chi's r.Use and r.With) is that limiter's, not unknown.
 func (s *Set) unknownLimits(ctx context.Context, m *Matched) bool {
 	found := false
 	for name, l := range sluice.Limits(ctx) {
 		found = true
-		if !slices.ContainsFunc(s.rules, func(r Rule) bool { return r.Name == name }) {
+		if _, known := ruleNames.Load(name); !known {
 			m.LimitEvents = append(m.LimitEvents, sluice.RequestLimitEvent{Rule: name, Action: sluice.RequestLimitUnknownRule, Requested: l})
 		}
 	}
 	return found
 }
+
+// ruleNames holds the names of the rules of every Set made in the process
+// (a set of strings, never removed: bounded by the names ever written),
+// so that a limit a request sets for a rule of no set is told from one for
+// another limiter's rule.
+var ruleNames sync.Map
 
 // BucketKey encodes a rule's name, key kind and identity into one bucket
 // key. Name and kind are length-prefixed, so no two different triples give
