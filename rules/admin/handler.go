@@ -119,6 +119,11 @@ type Bucket struct {
 	Allowed bool `json:"allowed"`
 	// Remaining is how much of the bucket's capacity is left.
 	Remaining int64 `json:"remaining"`
+	// Used is, for the window algorithms, what the current period has
+	// counted: the limit less what remains (the sliding window counts the
+	// previous window by its overlap). nil for a token bucket, whose
+	// ResetAfterMS is the time until it is full again.
+	Used *int64 `json:"used,omitempty"`
 	// ResetAfterMS is the time until the bucket is full again.
 	ResetAfterMS int64 `json:"reset_after_ms"`
 	// RetryAfterMS is, when not Allowed, the time until a request of the
@@ -239,6 +244,10 @@ func (h *handler) inspect(ctx context.Context, ms []match) ([]Bucket, error) {
 			Cost: m.hit.Units(), Shadow: m.rule.Shadow,
 			Allowed: res[i].Allowed, Remaining: res[i].Remaining,
 			ResetAfterMS: ceilMillis(res[i].ResetAfter), RetryAfterMS: ceilMillis(res[i].RetryAfter),
+		}
+		if m.hit.Algorithm != sluice.TokenBucket {
+			used := max(m.hit.Limit.Capacity()-res[i].Remaining, 0)
+			out[i].Used = &used
 		}
 	}
 	return out, nil
