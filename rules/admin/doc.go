@@ -26,7 +26,7 @@
 // "limit" is the limit in force for the identity: an override's when one
 // names it (rules.Rule.Overrides). A window algorithm's bucket also says
 // what its current period has "used"; "reset_after_ms" is when the bucket
-// is full again (a window's end).
+// is full again (for a fixed window, the end of the current one).
 //
 // Reset answers the state after the reset. Errors are RFC 9457 problem
 // details (application/problem+json): 400 for a malformed request or
