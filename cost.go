@@ -1,9 +1,6 @@
 package sluice
 
-import (
-	"context"
-	"iter"
-)
+import "context"
 
 type costKey struct{}
 
@@ -23,12 +20,12 @@ func CostFrom(ctx context.Context) (n int64, ok bool) {
 	return n, ok
 }
 
-// requestLimit is one limit set by [WithLimit]; next is the one set
-// before it on the same context, or nil.
-type requestLimit struct {
-	rule  string
-	limit Limit
-	next  *requestLimit
+// RequestLimit is a limit a request set for itself with [WithLimit].
+type RequestLimit struct {
+	// Rule names the rule the limit is for.
+	Rule string
+	// Limit is the limit set.
+	Limit Limit
 }
 
 type limitKey struct{}
@@ -44,36 +41,34 @@ type limitKey struct{}
 //
 // A limit for a rule no rule set of the process has, with another period,
 // or that the rule's algorithm cannot enforce, is ignored, and one above
-// the cap is capped: the limiter logs it (at most once a second) and reports
-// it to an observer that is a [RequestLimitObserver]. A later WithLimit
-// for the same rule replaces an earlier one.
+// the cap is capped: the limiter logs it (at most once a second) and
+// reports it to an observer that is a [RequestLimitObserver]. A later
+// WithLimit for the same rule replaces an earlier one.
 func WithLimit(ctx context.Context, rule string, l Limit) context.Context {
-	prev, _ := ctx.Value(limitKey{}).(*requestLimit)
-	return context.WithValue(ctx, limitKey{}, &requestLimit{rule: rule, limit: l, next: prev})
+	prev := Limits(ctx)
+	limits := make([]RequestLimit, len(prev), len(prev)+1)
+	copy(limits, prev)
+	return context.WithValue(ctx, limitKey{}, append(limits, RequestLimit{Rule: rule, Limit: l}))
 }
 
 // LimitFrom returns the limit [WithLimit] last set on ctx for the rule
 // named rule, if any.
 func LimitFrom(ctx context.Context, rule string) (Limit, bool) {
-	for rl, _ := ctx.Value(limitKey{}).(*requestLimit); rl != nil; rl = rl.next {
-		if rl.rule == rule {
-			return rl.limit, true
+	limits := Limits(ctx)
+	for i := len(limits) - 1; i >= 0; i-- {
+		if limits[i].Rule == rule {
+			return limits[i].Limit, true
 		}
 	}
 	return Limit{}, false
 }
 
-// Limits returns the limits [WithLimit] set on ctx, by rule name, the
-// latest first; a rule set twice is listed twice.
-func Limits(ctx context.Context) iter.Seq2[string, Limit] {
-	head, _ := ctx.Value(limitKey{}).(*requestLimit)
-	return func(yield func(string, Limit) bool) {
-		for rl := head; rl != nil; rl = rl.next {
-			if !yield(rl.rule, rl.limit) {
-				return
-			}
-		}
-	}
+// Limits returns the limits [WithLimit] set on ctx, in the order they were
+// set (a rule set twice is listed twice; the later one applies), or nil.
+// The slice is shared: do not modify it.
+func Limits(ctx context.Context) []RequestLimit {
+	limits, _ := ctx.Value(limitKey{}).([]RequestLimit)
+	return limits
 }
 
 // RequestLimitAction says what a limiter did with a limit a request set

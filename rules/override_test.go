@@ -235,6 +235,11 @@ func TestOverridesManyIdentities(t *testing.T) {
 	if with > without {
 		t.Errorf("Resolve allocates %v with overrides, %v without", with, without)
 	}
+	// A request that sets a limit allocates nothing more either.
+	limited := req.WithContext(sluice.WithLimit(req.Context(), "per-tenant", sluice.PerMinute(100)))
+	if n := testing.AllocsPerRun(100, func() { _ = set.Resolve(limited, &m) }); n > without {
+		t.Errorf("Resolve allocates %v with a request's limit, %v without", n, without)
+	}
 }
 
 func BenchmarkResolveOverride(b *testing.B) {

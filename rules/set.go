@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -109,7 +108,7 @@ type Matched struct {
 // context sets for the rule ([sluice.WithLimit]), capped by the rule's
 // MaxLimit, else the override naming the identity ([Rule.Overrides]), else
 // the rule's Limit. A context limit that is capped or ignored, or that
-// names no rule of the set, is listed in m.LimitEvents. A request a
+// names a rule no Set of the process has, is listed in m.LimitEvents. A request a
 // bypass entry identifies is decided by the entry's limit alone.
 func (s *Set) Resolve(r *http.Request, m *Matched) error {
 	m.Rules, m.Hits, m.Bypass, m.LimitEvents = m.Rules[:0], m.Hits[:0], "", m.LimitEvents[:0]
@@ -121,7 +120,10 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 	if len(s.bypass) > 0 && s.resolveBypass(r, m) {
 		return nil
 	}
-	ctxLimits := s.unknownLimits(ctx, m)
+	ctxLimits := sluice.Limits(ctx)
+	if len(ctxLimits) > 0 {
+		unknownLimits(ctxLimits, m)
+	}
 	for i := range s.rules {
 		rule := &s.rules[i]
 		if rule.Match != nil && !rule.Match(r) {
@@ -155,7 +157,7 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 			lease = &rule.Lease
 		}
 		limit := rule.LimitFor(id)
-		if ctxLimits {
+		if len(ctxLimits) > 0 {
 			if l, ok := sluice.LimitFrom(ctx, rule.Name); ok {
 				var ev *sluice.RequestLimitEvent
 				if limit, ev = rule.requestLimit(l, limit); ev != nil {
@@ -178,19 +180,16 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 	return nil
 }
 
-// unknownLimits reports whether ctx sets limits for rules
-// ([sluice.WithLimit]), listing in m.LimitEvents those that name no rule
-// of any set of the process: a limit for another limiter's rule (chained
-// middleware, chi's r.Use and r.With) is that limiter's, not unknown.
-func (s *Set) unknownLimits(ctx context.Context, m *Matched) bool {
-	found := false
-	for name, l := range sluice.Limits(ctx) {
-		found = true
-		if _, known := ruleNames.Load(name); !known {
-			m.LimitEvents = append(m.LimitEvents, sluice.RequestLimitEvent{Rule: name, Action: sluice.RequestLimitUnknownRule, Requested: l})
+// unknownLimits lists in m.LimitEvents the limits of limits
+// ([sluice.WithLimit]) that name no rule of any set of the process: a
+// limit for another limiter's rule (chained middleware, chi's r.Use and
+// r.With) is that limiter's, not unknown.
+func unknownLimits(limits []sluice.RequestLimit, m *Matched) {
+	for _, l := range limits {
+		if _, known := ruleNames.Load(l.Rule); !known {
+			m.LimitEvents = append(m.LimitEvents, sluice.RequestLimitEvent{Rule: l.Rule, Action: sluice.RequestLimitUnknownRule, Requested: l.Limit})
 		}
 	}
-	return found
 }
 
 // ruleNames holds the names of the rules of every Set made in the process
