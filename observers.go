@@ -5,8 +5,9 @@ import (
 	"reflect"
 )
 
-// Observers returns an [Observer] that forwards every decision, and every
-// store call (see [StoreCallObserver]), to each of obs in turn: metrics and
+// Observers returns an [Observer] that forwards every decision, every
+// store call (see [StoreCallObserver]) and every capped or ignored
+// request-set limit (see [RequestLimitObserver]) to each of obs in turn: metrics and
 // a custom sink side by side. nil observers are skipped, and so is an
 // observer given again (directly or within another Observers): a collector
 // named twice counts each decision once.
@@ -60,6 +61,16 @@ func (m multiObserver) ObserveStoreCall(ctx context.Context, c StoreCall) {
 	for _, o := range m {
 		if sc, ok := o.(StoreCallObserver); ok {
 			sc.ObserveStoreCall(ctx, c)
+		}
+	}
+}
+
+// ObserveRequestLimit forwards e to every observer that wants request-set
+// limits (see [RequestLimitObserver]).
+func (m multiObserver) ObserveRequestLimit(ctx context.Context, e RequestLimitEvent) {
+	for _, o := range m {
+		if rl, ok := o.(RequestLimitObserver); ok {
+			rl.ObserveRequestLimit(ctx, e)
 		}
 	}
 }

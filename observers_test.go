@@ -7,11 +7,15 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
-// counter counts the decisions and store calls it is given.
-type counter struct{ decisions, calls int }
+// counter counts the decisions, store calls and request-set limits it is
+// given.
+type counter struct{ decisions, calls, limits int }
 
 func (c *counter) Observe(context.Context, sluice.Decision)           { c.decisions++ }
 func (c *counter) ObserveStoreCall(context.Context, sluice.StoreCall) { c.calls++ }
+func (c *counter) ObserveRequestLimit(context.Context, sluice.RequestLimitEvent) {
+	c.limits++
+}
 
 // funcHolder is a comparable type whose values may hold something that
 // cannot be compared.
@@ -38,11 +42,12 @@ func TestObserversCountOnce(t *testing.T) {
 			*a, *b = counter{}, counter{}
 			tc.obs.Observe(context.Background(), sluice.Decision{Rule: "r"})
 			tc.obs.(sluice.StoreCallObserver).ObserveStoreCall(context.Background(), sluice.StoreCall{Hits: 1})
-			if *a != (counter{1, 1}) {
-				t.Errorf("first observer got %d decisions and %d store calls, want 1 and 1", a.decisions, a.calls)
+			tc.obs.(sluice.RequestLimitObserver).ObserveRequestLimit(context.Background(), sluice.RequestLimitEvent{Rule: "r"})
+			if *a != (counter{1, 1, 1}) {
+				t.Errorf("first observer got %d decisions, %d store calls and %d request limits, want 1 each", a.decisions, a.calls, a.limits)
 			}
-			if *b != (counter{tc.wantB, tc.wantB}) {
-				t.Errorf("second observer got %d decisions and %d store calls, want %d", b.decisions, b.calls, tc.wantB)
+			if *b != (counter{tc.wantB, tc.wantB, tc.wantB}) {
+				t.Errorf("second observer got %d decisions, %d store calls and %d request limits, want %d each", b.decisions, b.calls, b.limits, tc.wantB)
 			}
 		})
 	}

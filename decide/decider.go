@@ -51,7 +51,8 @@ func newDecider(store sluice.Store, cfg config) *Decider {
 }
 
 // Check decides r by the rules of set: it resolves the rules r matches
-// ([rules.Set.Resolve]; r's context may set its cost, [sluice.WithCost]),
+// ([rules.Set.Resolve]; r's context may set its cost, [sluice.WithCost],
+// and its limits, [sluice.WithLimit]),
 // decides them in one store call under the latency budget, and returns the
 // outcome. prior are the policies limiters before this one admitted the
 // request under (chained middleware), which the outcome's fields describe
@@ -73,6 +74,9 @@ func (dc *Decider) Check(set *rules.Set, r *http.Request, prior []headers.Policy
 			dc.logs.notRouted(r.Context(), dc.cfg.logger, err)
 		}
 		return o
+	}
+	if len(o.Matched.LimitEvents) > 0 {
+		dc.requestLimits(r.Context(), o.Matched.LimitEvents)
 	}
 	dc.decide(r.Context(), o, prior)
 	return o

@@ -78,6 +78,7 @@ type logs struct {
 	refusals sampler
 	routing  sampler  // keys run before routing
 	charges  sampler  // after-the-fact charges lost
+	limits   sampler  // request-set limits capped or ignored
 	bypasses sync.Map // bypass entry name -> *sampler
 }
 

@@ -27,6 +27,8 @@
 // With the default namespace "sluice" the collector exports
 // sluice_decisions_total{rule, outcome} (one per rule per request),
 // sluice_refusals_remembered_total{rule},
+// sluice_request_limits_total{rule, action} (limits requests set with
+// [sluice.WithLimit] that a rule capped or ignored),
 // sluice_store_call_duration_seconds{result} (buckets [DefaultBuckets]),
 // sluice_store_errors_total{kind, ambiguous} (kind is [ErrorKind]'s
 // answer), sluice_breaker_state{endpoint} (from the breaker's start) and

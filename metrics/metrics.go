@@ -62,7 +62,8 @@ type Config struct {
 // Prometheus metrics (see the package documentation for the list).
 //
 // It implements [prometheus.Collector], [sluice.Observer],
-// [sluice.StoreCallObserver], [sluice.ResetObserver], [sluice.StoreEvents],
+// [sluice.StoreCallObserver], [sluice.ResetObserver],
+// [sluice.RequestLimitObserver], [sluice.StoreEvents],
 // [sluice.BreakerStartedEvents], [sluice.StateHealedEvents] and
 // [sluice.EvictionPolicyEvents]. Create it with [New].
 // It is safe for concurrent use.
@@ -78,6 +79,7 @@ type Collector struct {
 	evictions   prometheus.Counter
 	resets      *prometheus.CounterVec
 	remembered  *prometheus.CounterVec
+	reqLimits   *prometheus.CounterVec
 	// parts are the metrics above, in the order Describe and Collect
 	// visit them.
 	parts []prometheus.Collector
@@ -95,7 +97,8 @@ type Collector struct {
 type outcomeCounters struct {
 	label      string
 	counters   []prometheus.Counter
-	remembered prometheus.Counter // denials a store answered from memory
+	remembered prometheus.Counter   // denials a store answered from memory
+	reqLimits  []prometheus.Counter // request-set limits capped or ignored, by action
 }
 
 // New returns a collector configured by cfg. It fails on an invalid
@@ -113,7 +116,7 @@ func New(cfg Config) (*Collector, error) {
 	c.newEndpointMetrics(cfg)
 	c.evictions = newEvictions(cfg.Namespace, cfg.ConstLabels)
 	c.parts = []prometheus.Collector{c.decisions, c.latency, c.storeErrors, c.breaker, c.transitions,
-		c.reloads, c.healed, c.evicting, c.evictions, c.resets, c.remembered}
+		c.reloads, c.healed, c.evicting, c.evictions, c.resets, c.remembered, c.reqLimits}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
@@ -148,6 +151,10 @@ func (c *Collector) newRequestMetrics(cfg Config) {
 		Namespace: ns, Name: "refusals_remembered_total", ConstLabels: cfg.ConstLabels,
 		Help: "Denials a store answered in process from its memory of an earlier refusal, with no store call, by rule.",
 	}, []string{"rule"})
+	c.reqLimits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "request_limits_total", ConstLabels: cfg.ConstLabels,
+		Help: "Limits requests set for themselves (sluice.WithLimit) that a rule capped or ignored, by rule as the request named it and action (capped, unknown_rule, invalid).",
+	}, []string{"rule", "action"})
 
 	c.latencyOK = c.latency.WithLabelValues("ok")
 	c.latencyErr = c.latency.WithLabelValues("error")
@@ -222,7 +229,7 @@ func (cfg Config) validate() error {
 
 // collectorLabels are the label names of a [Collector]'s metrics, which
 // no constant label may take.
-var collectorLabels = []string{"rule", "outcome", "result", "kind", "ambiguous", "endpoint", "from", "to", "le"}
+var collectorLabels = []string{"rule", "action", "outcome", "result", "kind", "ambiguous", "endpoint", "from", "to", "le"}
 
 // validateNames checks a collector's namespace and constant labels: legacy
 // Prometheus names, label names not reserved ("__" prefixed) nor among the
@@ -306,6 +313,9 @@ func (c *Collector) newOutcomeCounters(rule string) *outcomeCounters {
 		oc.counters[i] = c.decisions.WithLabelValues(oc.label, o)
 	}
 	oc.remembered = c.remembered.WithLabelValues(oc.label)
+	for a := sluice.RequestLimitAction(0); a.String() != "unknown"; a++ {
+		oc.reqLimits = append(oc.reqLimits, c.reqLimits.WithLabelValues(oc.label, a.String()))
+	}
 	return oc
 }
 
@@ -359,6 +369,16 @@ func (c *Collector) EvictionPolicyChecked(endpoint, policy string, evicting bool
 // sluice_resets_total. It implements [sluice.ResetObserver].
 func (c *Collector) ObserveReset(_ context.Context, rule string) {
 	c.resets.WithLabelValues(strings.ToValidUTF8(rule, "\uFFFD")).Inc()
+}
+
+// ObserveRequestLimit counts a limit a request set for itself that a rule
+// capped or ignored in sluice_request_limits_total, under the rule name the
+// request gave (within [Config.MaxRules], as decisions are) and the action.
+// It implements [sluice.RequestLimitObserver].
+func (c *Collector) ObserveRequestLimit(_ context.Context, e sluice.RequestLimitEvent) {
+	if oc := c.rules.Get(e.Rule); int(e.Action) < len(oc.reqLimits) {
+		oc.reqLimits[e.Action].Inc()
+	}
 }
 
 // ErrorKind names the kind of a store error, as the kind label of

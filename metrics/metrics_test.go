@@ -351,6 +351,7 @@ func TestLabelsCarryNoKeys(t *testing.T) {
 		"sluice_state_healed_total":          {"endpoint"},
 		"sluice_memstore_evictions_total":    nil,
 		"sluice_refusals_remembered_total":   {"rule"},
+		"sluice_request_limits_total":        {"action", "rule"},
 	}
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -723,4 +724,24 @@ func normalize(s string) string {
 	parts := strings.Split(strings.TrimSuffix(labels, "}"), ",")
 	slices.Sort(parts)
 	return name + "{" + strings.Join(parts, ",") + "}"
+}
+
+// Limits requests set for themselves that a rule capped or ignored are
+// counted by rule and action, from the rule's first observation.
+func TestRequestLimits(t *testing.T) {
+	c, reg := newCollector(t, metrics.Config{})
+	var o sluice.Observer = c
+	rl, ok := o.(sluice.RequestLimitObserver)
+	if !ok {
+		t.Fatal("the collector is not a sluice.RequestLimitObserver")
+	}
+	ctx := context.Background()
+	rl.ObserveRequestLimit(ctx, sluice.RequestLimitEvent{Rule: "per-tenant", Action: sluice.RequestLimitCapped})
+	rl.ObserveRequestLimit(ctx, sluice.RequestLimitEvent{Rule: "per-tenant", Action: sluice.RequestLimitCapped})
+	rl.ObserveRequestLimit(ctx, sluice.RequestLimitEvent{Rule: "per-tennant", Action: sluice.RequestLimitUnknownRule})
+	want(t, series(t, reg), map[string]float64{
+		`sluice_request_limits_total{action="capped",rule="per-tenant"}`:        2,
+		`sluice_request_limits_total{action="invalid",rule="per-tenant"}`:       0,
+		`sluice_request_limits_total{action="unknown_rule",rule="per-tennant"}`: 1,
+	})
 }

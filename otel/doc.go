@@ -54,6 +54,9 @@
 //	    Buckets the in-process store evicted at its bound.
 //	sluice.resets                 counter  {bucket}    sluice.rule
 //	    Buckets an operator reset (rules/admin).
+//	sluice.request_limits         counter  {limit}     sluice.rule, sluice.request_limit.action
+//	    Limits requests set with sluice.WithLimit that a rule capped or
+//	    ignored (capped, unknown_rule, invalid).
 //	sluice.lease.refills          counter  {refill}    sluice.rule
 //	sluice.lease.tokens.refilled  counter  {token}     sluice.rule
 //	sluice.lease.tokens.returned  counter  {token}     sluice.rule

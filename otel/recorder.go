@@ -28,6 +28,7 @@ const (
 	keyPolicy    = attribute.Key("sluice.store.eviction_policy")
 	keyHandling  = attribute.Key("sluice.hot_key.handling")
 	keyHotKeyTo  = attribute.Key("sluice.hot_key.state")
+	keyAction    = attribute.Key("sluice.request_limit.action")
 )
 
 // Recorder records sluice's decisions, store calls, store events and
@@ -35,7 +36,7 @@ const (
 // documentation for the list). Attach it where the metrics package's
 // Collector would go: it implements [sluice.Observer],
 // [sluice.StoreCallObserver], [sluice.ResetObserver],
-// [sluice.StoreEvents], [sluice.BreakerStartedEvents],
+// [sluice.RequestLimitObserver], [sluice.StoreEvents], [sluice.BreakerStartedEvents],
 // [sluice.StateHealedEvents],
 // [sluice.EvictionPolicyEvents], the memory store's Events and the lease
 // store's Observer and RefundObserver. Create it with [New]. It is safe
@@ -56,6 +57,7 @@ type Recorder struct {
 	evicting       metric.Int64Gauge
 	evictions      metric.Int64Counter
 	resets         metric.Int64Counter
+	reqLimits      metric.Int64Counter
 	refills        metric.Int64Counter
 	refilled       metric.Int64Counter
 	returned       metric.Int64Counter
@@ -82,6 +84,7 @@ type ruleAttrs struct {
 	outcomes [][]metric.AddOption // by sluice.Outcome
 	unknown  []metric.AddOption   // an outcome out of range
 	rule     []metric.AddOption   // sluice.rule alone
+	limits   [][]metric.AddOption // sluice.rule and sluice.request_limit.action, by action
 }
 
 // New returns a recorder whose instruments come from mp's meter of scope
@@ -149,6 +152,7 @@ func (r *Recorder) instruments(m metric.Meter) error {
 	r.evicting = gauge("sluice.store.evicting", "1", "1 when a store endpoint's eviction policy can evict rate-limit keys, 0 when it cannot, -1 when the endpoint refuses to tell.")
 	r.evictions = counter("sluice.memstore.evictions", "{bucket}", "Buckets the in-process store evicted, full, to make room for new ones.")
 	r.resets = counter("sluice.resets", "{bucket}", "Buckets an operator reset, by rule.")
+	r.reqLimits = counter("sluice.request_limits", "{limit}", "Limits requests set for themselves (sluice.WithLimit) that a rule capped or ignored, by rule as the request named it and action.")
 	r.refills = counter("sluice.lease.refills", "{refill}", "Calls to the shared store that took a local lease.")
 	r.refilled = counter("sluice.lease.tokens.refilled", "{token}", "Tokens taken by lease refills.")
 	r.returned = counter("sluice.lease.tokens.returned", "{token}", "Unused lease tokens given back to the shared store.")
@@ -213,6 +217,9 @@ func (r *Recorder) newRuleAttrs(name string) *ruleAttrs {
 	}
 	ra.unknown = []metric.AddOption{r.set(keyRule.String(label), keyOutcome.String("unknown"))}
 	ra.rule = []metric.AddOption{r.set(keyRule.String(label))}
+	for a := sluice.RequestLimitAction(0); a.String() != "unknown"; a++ {
+		ra.limits = append(ra.limits, []metric.AddOption{r.set(keyRule.String(label), keyAction.String(a.String()))})
+	}
 	return ra
 }
 
@@ -238,6 +245,15 @@ func (r *Recorder) ObserveStoreCall(ctx context.Context, c sluice.StoreCall) {
 // rule. It implements [sluice.ResetObserver].
 func (r *Recorder) ObserveReset(ctx context.Context, rule string) {
 	r.resets.Add(ctx, 1, r.rule(rule).rule...)
+}
+
+// ObserveRequestLimit counts a limit a request set for itself that a rule
+// capped or ignored in sluice.request_limits, under the rule name the
+// request gave and the action. It implements [sluice.RequestLimitObserver].
+func (r *Recorder) ObserveRequestLimit(ctx context.Context, e sluice.RequestLimitEvent) {
+	if ra := r.rule(e.Rule); int(e.Action) < len(ra.limits) {
+		r.reqLimits.Add(ctx, 1, ra.limits[e.Action]...)
+	}
 }
 
 // The interfaces of the root package a Recorder implements: every sink's,

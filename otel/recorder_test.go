@@ -27,6 +27,7 @@ var (
 	_ sluice.StateHealedEvents    = (*sluiceotel.Recorder)(nil)
 	_ sluice.EvictionPolicyEvents = (*sluiceotel.Recorder)(nil)
 	_ memstore.Events             = (*sluiceotel.Recorder)(nil)
+	_ sluice.RequestLimitObserver = (*sluiceotel.Recorder)(nil)
 	_ lease.Observer              = (*sluiceotel.Recorder)(nil)
 	_ lease.RefundObserver        = (*sluiceotel.Recorder)(nil)
 )
@@ -56,6 +57,9 @@ func TestInstruments(t *testing.T) {
 		Err: &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrTimeout, Ambiguous: true}})
 	rec.ObserveStoreCall(ctx, sluice.StoreCall{Latency: time.Millisecond, Hits: 1, Err: errors.New("boom")})
 	rec.ObserveReset(ctx, "per-ip")
+	rec.ObserveRequestLimit(ctx, sluice.RequestLimitEvent{Rule: "per-ip", Action: sluice.RequestLimitCapped})
+	rec.ObserveRequestLimit(ctx, sluice.RequestLimitEvent{Rule: "per-ip", Action: sluice.RequestLimitCapped})
+	rec.ObserveRequestLimit(ctx, sluice.RequestLimitEvent{Rule: "per-tennant", Action: sluice.RequestLimitUnknownRule})
 	rec.BreakerChanged("10.0.0.1:6379", sluice.BreakerClosed, sluice.BreakerOpen)
 	rec.ScriptReloaded("10.0.0.1:6379")
 	rec.StateHealed("10.0.0.1:6379")
@@ -108,8 +112,12 @@ func TestInstruments(t *testing.T) {
 			api + ",sluice.store.endpoint=10.0.0.1:6379,sluice.store.eviction_policy=allkeys-lru: 1",
 			api + ",sluice.store.endpoint=10.0.0.2:6379,sluice.store.eviction_policy=unknown: -1",
 		}},
-		"sluice.memstore.evictions":    {"{bucket}", "counter", []string{api + ": 3"}},
-		"sluice.resets":                {"{bucket}", "counter", []string{api + ",sluice.rule=per-ip: 1"}},
+		"sluice.memstore.evictions": {"{bucket}", "counter", []string{api + ": 3"}},
+		"sluice.resets":             {"{bucket}", "counter", []string{api + ",sluice.rule=per-ip: 1"}},
+		"sluice.request_limits": {"{limit}", "counter", []string{
+			api + ",sluice.request_limit.action=capped,sluice.rule=per-ip: 2",
+			api + ",sluice.request_limit.action=unknown_rule,sluice.rule=per-tennant: 1",
+		}},
 		"sluice.lease.refills":         {"{refill}", "counter", []string{api + ",sluice.rule=per-ip: 1"}},
 		"sluice.lease.tokens.refilled": {"{token}", "counter", []string{api + ",sluice.rule=per-ip: 10"}},
 		"sluice.lease.tokens.returned": {"{token}", "counter", []string{api + ",sluice.rule=per-ip: 4"}},

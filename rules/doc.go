@@ -15,6 +15,13 @@
 // crafted to reach another's. Stores hash it: the Redis store keeps only a
 // keyed hash, never the identity in clear.
 //
+// The limit of an identity's bucket is not part of its key: it is, in
+// order, the limit the request set for the rule ([sluice.WithLimit]),
+// capped by the rule's MaxLimit; else the limit of the override naming the
+// identity ([Rule.Overrides], looked up in memory); else the rule's Limit.
+// A changed limit (a reload, another customer plan) applies to the bucket
+// the identity already has.
+//
 // # Leases and hot keys
 //
 // A rule's Lease ([sluice.LeasePolicy]) reaches the store on each of its

@@ -112,6 +112,21 @@ type Rule struct {
 	// when the request is over if its status is not listed. nil counts
 	// every request the rule matches.
 	Count *Count
+	// Overrides replace Limit for the identities they name, looked up in
+	// memory on each request (no I/O). Each identity keeps its bucket:
+	// changing its limit (a reloaded rule file) applies at once, as a
+	// changed Limit does. A rule keyed by global has no identities to
+	// override. Default: none.
+	Overrides []Override
+	// MaxLimit caps the limit a request may set for itself with
+	// [sluice.WithLimit]: a higher one is applied as MaxLimit. It has the
+	// rule's period, and is not below Limit. The zero Limit, the default,
+	// caps a request's limit at Limit: a request may lower the rule's
+	// limit, never raise it. Precedence: a request's own limit, else an
+	// override's, else Limit.
+	MaxLimit sluice.Limit
+
+	over *overrides // Overrides, compiled by New
 }
 
 // Exposed reports whether the rule may appear in headers and problem
@@ -166,7 +181,11 @@ func (r *Rule) Validate() error {
 	if cost := r.cost(); cost > r.Limit.Capacity() {
 		return fail("cost", "%d exceeds the capacity %d: no request could ever pass", cost, r.Limit.Capacity())
 	}
-	return nil
+	if err := r.checkMaxLimit(); err != nil {
+		return fail("max_limit", "%v", err)
+	}
+	_, err := r.compileOverrides()
+	return err
 }
 
 func (r *Rule) cost() int64 {

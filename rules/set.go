@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sluicehq/sluice"
 )
@@ -38,6 +39,10 @@ func New(rules ...Rule) (*Set, error) {
 		}
 		r.Lease.Rule = r.Name
 		r.Count = r.Count.compile()
+		r.over, _ = r.compileOverrides() // checked by Validate
+		if _, known := ruleNames.Load(r.Name); !known {
+			ruleNames.Store(strings.Clone(r.Name), struct{}{})
+		}
 		s.rules[i] = r
 	}
 	return s, nil
@@ -83,6 +88,10 @@ type Matched struct {
 	// rules (see [Set.WithBypass]), or is "". When set, Rules and Hits
 	// hold only that entry's limit, as a hidden rule of the same name.
 	Bypass string
+	// LimitEvents are the limits the request set for itself
+	// ([sluice.WithLimit]) that Resolve capped or ignored, for the caller
+	// to log and report.
+	LimitEvents []sluice.RequestLimitEvent
 }
 
 // Resolve appends to m the rules r matches and their hits, in the set's
@@ -95,14 +104,26 @@ type Matched struct {
 // ([sluice.WithCost]), that cost capped by the rule's MaxCost. A context
 // cost of 0 makes every hit a peek ([sluice.Hit.Peek]) at the rule's Cost.
 // A negative context cost is an error wrapping [sluice.ErrInvalidHit].
+//
+// Each hit's limit is the rule's limit for the identity: the limit r's
+// context sets for the rule ([sluice.WithLimit]), capped by the rule's
+// MaxLimit, else the override naming the identity ([Rule.Overrides]), else
+// the rule's Limit. A context limit that is capped or ignored, or that
+// names a rule no Set of the process has, is listed in m.LimitEvents. A request a
+// bypass entry identifies is decided by the entry's limit alone.
 func (s *Set) Resolve(r *http.Request, m *Matched) error {
-	m.Rules, m.Hits, m.Bypass = m.Rules[:0], m.Hits[:0], ""
-	ctxCost, hasCost := sluice.CostFrom(r.Context())
+	m.Rules, m.Hits, m.Bypass, m.LimitEvents = m.Rules[:0], m.Hits[:0], "", m.LimitEvents[:0]
+	ctx := r.Context()
+	ctxCost, hasCost := sluice.CostFrom(ctx)
 	if hasCost && ctxCost < 0 {
 		return fmt.Errorf("rules: %w: negative request cost %d", sluice.ErrInvalidHit, ctxCost)
 	}
 	if len(s.bypass) > 0 && s.resolveBypass(r, m) {
 		return nil
+	}
+	ctxLimits := sluice.Limits(ctx)
+	if len(ctxLimits) > 0 {
+		unknownLimits(ctxLimits, m)
 	}
 	for i := range s.rules {
 		rule := &s.rules[i]
@@ -136,12 +157,21 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 		if rule.Lease.Active() {
 			lease = &rule.Lease
 		}
+		limit := rule.LimitFor(id)
+		if len(ctxLimits) > 0 {
+			if l, ok := sluice.LimitFrom(ctx, rule.Name); ok {
+				var ev *sluice.RequestLimitEvent
+				if limit, ev = rule.requestLimit(l, limit); ev != nil {
+					m.LimitEvents = append(m.LimitEvents, *ev)
+				}
+			}
+		}
 		m.Rules = append(m.Rules, rule)
 		m.Hits = append(m.Hits, sluice.Hit{
 			Lease:     lease,
 			Group:     group,
 			Key:       BucketKey(rule.Name, rule.Key.Kind(), id),
-			Limit:     rule.Limit,
+			Limit:     limit,
 			Algorithm: rule.Algorithm,
 			Cost:      cost,
 			Peek:      hasCost && ctxCost == 0,
@@ -150,6 +180,24 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 	}
 	return nil
 }
+
+// unknownLimits lists in m.LimitEvents the limits of limits
+// ([sluice.WithLimit]) that name no rule of any set of the process: a
+// limit for another limiter's rule (chained middleware, chi's r.Use and
+// r.With) is that limiter's, not unknown.
+func unknownLimits(limits []sluice.RequestLimit, m *Matched) {
+	for _, l := range limits {
+		if _, known := ruleNames.Load(l.Rule); !known {
+			m.LimitEvents = append(m.LimitEvents, sluice.RequestLimitEvent{Rule: l.Rule, Action: sluice.RequestLimitUnknownRule, Requested: l.Limit})
+		}
+	}
+}
+
+// ruleNames holds the names of the rules of every Set made in the process
+// (a set of strings, never removed: bounded by the names ever written),
+// so that a limit a request sets for a rule of no set is told from one for
+// another limiter's rule.
+var ruleNames sync.Map
 
 // BucketKey encodes a rule's name, key kind and identity into one bucket
 // key. Name and kind are length-prefixed, so no two different triples give

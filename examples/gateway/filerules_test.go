@@ -84,6 +84,21 @@ func TestRuleFilePlans(t *testing.T) {
 	checkDenied(t, resp, "per-api-key-pro", "2") // 40 a minute: one every 1.5 s
 }
 
+// The partner's key has its override's 30 a minute on the free plan;
+// other free keys the rule's 20.
+func TestRuleFileOverride(t *testing.T) {
+	srv, _, _ := newFileServer(t)
+	n, resp := untilDenied(t, srv, 60, "/items", "X-API-Key", "demo-partner-key")
+	if n != 31 {
+		t.Errorf("partner key: request %d refused, want the 31st", n)
+	}
+	checkDenied(t, resp, "per-api-key", "2") // 30 a minute: one every 2 s
+	if resp := get(t, srv, "/items", "X-API-Key", "key-free"); resp.StatusCode != http.StatusOK ||
+		resp.Header.Get("RateLimit-Policy") != `"per-ip";q=50;w=60, "per-api-key";q=20;w=60, "global";q=5000;w=60;sluice-burst=500` {
+		t.Errorf("another free key: %d, RateLimit-Policy %q", resp.StatusCode, resp.Header.Get("RateLimit-Policy"))
+	}
+}
+
 func TestRuleFileUserEndpoint(t *testing.T) {
 	srv, _, _ := newFileServer(t)
 	for i := 1; i <= 10; i++ {

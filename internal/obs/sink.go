@@ -8,6 +8,7 @@ import "github.com/sluicehq/sluice"
 type Sink interface {
 	sluice.Observer
 	sluice.StoreCallObserver
+	sluice.RequestLimitObserver
 	sluice.StoreEvents
 	sluice.BreakerStartedEvents
 	sluice.StateHealedEvents

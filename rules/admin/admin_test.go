@@ -384,3 +384,48 @@ func TestMustNew(t *testing.T) {
 	}()
 	admin.MustNew(nil, testRules)
 }
+
+// Inspect reports the limit in force for the identity: an override's
+// when one names it; and, for a window algorithm, what the period used.
+func TestInspectReportsTheOverride(t *testing.T) {
+	mem := memstore.New(memstore.Config{Clock: storetest.NewClock(time.Unix(1_700_000_000, 0)), SweepInterval: -1})
+	t.Cleanup(func() { mem.Close(context.Background()) })
+	set := rules.MustNew(rules.Rule{
+		Name: "per-tenant", Key: keyfunc.Header("X-Tenant"), Limit: sluice.PerMinute(600),
+		Overrides: []rules.Override{{Identities: []string{"acme"}, Limit: sluice.PerMinute(6000)}},
+	}, rules.Rule{
+		Name: "per-tenant-hourly", Key: keyfunc.Header("X-Tenant"), Limit: sluice.PerHour(1000), Algorithm: sluice.FixedWindow,
+		Overrides: []rules.Override{{Identities: []string{"acme"}, Limit: sluice.PerHour(5000)}},
+	})
+	var m rules.Matched
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("X-Tenant", "acme")
+	for range 3 {
+		if err := set.Resolve(r, &m); err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.Take(context.Background(), m.Hits, make([]sluice.Result, len(m.Hits))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(admin.MustNew(mem, set))
+	t.Cleanup(srv.Close)
+	status, body := post(t, srv, "/inspect", `{"rule": "per-tenant-hourly", "identity": "acme"}`)
+	var hourly bucketsBody
+	if err := json.Unmarshal([]byte(body), &hourly); status != http.StatusOK || err != nil || len(hourly.Buckets) != 1 {
+		t.Fatalf("hourly: %d %s", status, body)
+	}
+	if b := hourly.Buckets[0]; b.Limit != "5000/1h" || b.Used == nil || *b.Used != 3 || b.Remaining != 4997 {
+		t.Errorf("hourly: %s, want limit 5000/1h, used 3, remaining 4997", body)
+	}
+	for tenant, want := range map[string]string{"acme": "6000/1m", "initech": "600/1m"} {
+		status, body := post(t, srv, "/inspect", `{"rule": "per-tenant", "identity": "`+tenant+`"}`)
+		var b bucketsBody
+		if err := json.Unmarshal([]byte(body), &b); status != http.StatusOK || err != nil || len(b.Buckets) != 1 {
+			t.Fatalf("%s: %d %s", tenant, status, body)
+		}
+		if got := b.Buckets[0]; got.Limit != want || got.Used != nil || got.Remaining != map[string]int64{"acme": 5997, "initech": 600}[tenant] {
+			t.Errorf("%s: %+v, want limit %s", tenant, got, want)
+		}
+	}
+}

@@ -23,6 +23,11 @@
 //	 "algorithm": "token_bucket", "allowed": false, "remaining": 0,
 //	 "reset_after_ms": 60000, "retry_after_ms": 600}
 //
+// "limit" is the limit in force for the identity: an override's when one
+// names it (rules.Rule.Overrides). A window algorithm's bucket also says
+// what its current period has "used"; "reset_after_ms" is when the bucket
+// is full again (for a fixed window, the end of the current one).
+//
 // Reset answers the state after the reset. Errors are RFC 9457 problem
 // details (application/problem+json): 400 for a malformed request or
 // identity, 404 for an unknown rule or a kind no rule keys on, 501 for a

@@ -105,7 +105,9 @@ type Bucket struct {
 	// (an ip identity grouped by its prefix, for instance; a joined key's
 	// parts encoded as [keyfunc.Join] encodes them), not as typed.
 	Identity string `json:"identity"`
-	// Limit is the rule's limit, as [sluice.Limit.String] writes it.
+	// Limit is the rule's limit for the identity (an override's, when one
+	// names it: see [rules.Rule.Overrides]), as [sluice.Limit.String]
+	// writes it.
 	Limit string `json:"limit"`
 	// Algorithm is the name of the algorithm enforcing the limit.
 	Algorithm string `json:"algorithm"`
@@ -117,6 +119,11 @@ type Bucket struct {
 	Allowed bool `json:"allowed"`
 	// Remaining is how much of the bucket's capacity is left.
 	Remaining int64 `json:"remaining"`
+	// Used is, for the window algorithms, what the current period has
+	// counted: the limit less what remains (the sliding window counts the
+	// previous window by its overlap). nil for a token bucket, whose
+	// ResetAfterMS is the time until it is full again.
+	Used *int64 `json:"used,omitempty"`
 	// ResetAfterMS is the time until the bucket is full again.
 	ResetAfterMS int64 `json:"reset_after_ms"`
 	// RetryAfterMS is, when not Allowed, the time until a request of the
@@ -199,7 +206,7 @@ func (h *handler) resolve(q query) (ms []match, status int, detail string) {
 		}
 		hit := sluice.Hit{
 			Key:       rules.BucketKey(rule.Name, rule.Key.Kind(), id),
-			Limit:     rule.Limit,
+			Limit:     rule.LimitFor(id), // an override's, if one names id
 			Algorithm: rule.Algorithm,
 			Cost:      rule.Cost,
 			Peek:      true,
@@ -233,10 +240,14 @@ func (h *handler) inspect(ctx context.Context, ms []match) ([]Bucket, error) {
 	for i, m := range ms {
 		out[i] = Bucket{
 			Rule: m.rule.Name, Kind: m.rule.Key.Kind(), Identity: m.id,
-			Limit: m.rule.Limit.String(), Algorithm: m.rule.Algorithm.String(),
+			Limit: m.hit.Limit.String(), Algorithm: m.rule.Algorithm.String(),
 			Cost: m.hit.Units(), Shadow: m.rule.Shadow,
 			Allowed: res[i].Allowed, Remaining: res[i].Remaining,
 			ResetAfterMS: ceilMillis(res[i].ResetAfter), RetryAfterMS: ceilMillis(res[i].RetryAfter),
+		}
+		if m.hit.Algorithm != sluice.TokenBucket {
+			used := max(m.hit.Limit.Capacity()-res[i].Remaining, 0)
+			out[i].Used = &used
 		}
 	}
 	return out, nil

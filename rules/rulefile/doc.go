@@ -22,6 +22,10 @@
 //	    shadow: false              # dry run
 //	    enabled: true              # false: checked, then left out
 //	    colocate: user             # optional: share a Redis Cluster slot with this identity's other buckets
+//	    max_limit: {rate: 1000, per: 1m}   # optional cap on a sluice.WithLimit limit
+//	    overrides:                 # optional: other limits for named identities
+//	      - identities: [192.0.2.7]          # as the operator API reads them
+//	        limit: {rate: 1000, per: 1m}
 //	    plans: [free]              # only requests on these plans
 //	    match:                     # only matching requests
 //	      methods: [GET, POST]     # GET also matches HEAD
@@ -88,6 +92,24 @@
 // unknown field only when its name is at most 24 bytes long: a longer
 // one is more likely a secret pasted in the wrong place, and is described
 // by its length.
+//
+// # Overrides
+//
+// A rule's overrides replace its limit for the identities they list
+// ([rules.Rule.Overrides]), with the rule's algorithm and in the same
+// buckets. Identities are written as the operator API (rules/admin) reads
+// them ([keyfunc.Key.Parse]): an address for ip, the header's value for
+// header:NAME, the user id, "GET /users/{id}" for endpoint, "alice GET
+// /users/{id}" for user_endpoint; a rule keyed by api_key lists keys by
+// their SHA-256 ([HashAPIKey]), never in clear. An identity in a form the
+// key cannot read is refused with the form it needs, as is an identity
+// listed twice and overrides on a rule keyed by global, which has no
+// identities. A file of [MaxFileSize] holds more than 10,000 identities.
+//
+// max_limit caps the limit a request may set for itself with
+// sluice.WithLimit ([rules.Rule.MaxLimit]): it has the rule's period and is
+// not below the rule's limit. Without it a request may lower the rule's
+// limit, never raise it.
 //
 // # Bypass
 //

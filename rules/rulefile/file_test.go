@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
 	"github.com/sluicehq/sluice/rules/rulefile"
@@ -48,6 +49,12 @@ func describe(s *rules.Set) string {
 			r.Name, r.Key.Kind(), r.Limit, r.Algorithm, r.Cost, r.MaxCost, r.OnFail, r.Shadow, r.Hidden, r.Match != nil)
 		if r.Count != nil {
 			fmt.Fprintf(&b, "  count %v\n", r.Count)
+		}
+		for _, o := range r.Overrides {
+			fmt.Fprintf(&b, "  override limit=%v identities=%q\n", o.Limit, o.Identities)
+		}
+		if r.MaxLimit != (sluice.Limit{}) {
+			fmt.Fprintf(&b, "  max_limit=%v\n", r.MaxLimit)
 		}
 	}
 	for _, e := range s.BypassEntries() {

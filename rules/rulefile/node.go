@@ -17,6 +17,10 @@ type decoder struct {
 	section string // "rule", "bypass" or ""
 	name    string
 	index   int
+	// prefix starts the field of every error, while a part of an entry is
+	// read with the functions that read its top ("overrides[0]." for an
+	// override's limit).
+	prefix string
 }
 
 // newDecoder returns the decoder of one file.
@@ -24,7 +28,7 @@ func newDecoder(file string, e *env) *decoder {
 	d := &decoder{file: file, env: e}
 	d.Reader = yamlkit.NewReader(func(line int, field string, err error) error {
 		return &FileError{
-			File: d.file, Line: line, Rule: d.name, Field: field, Err: err,
+			File: d.file, Line: line, Rule: d.name, Field: d.prefix + field, Err: err,
 			section: d.section, index: d.index,
 		}
 	})
