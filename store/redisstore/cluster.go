@@ -53,8 +53,9 @@ var _ backend = (*cluster)(nil)
 
 // newCluster returns the topology of a cluster client, sending its
 // scripts through a sender counting reloads in reloads, for a store that
-// is closed once closed reports true.
-func newCluster(c *redis.ClusterClient, cfg Config, keys *keyer, reloads *atomic.Int64, closed func() bool) *cluster {
+// is closed once closed reports true and that instances stores share
+// (0: unknown).
+func newCluster(c *redis.ClusterClient, cfg Config, keys *keyer, reloads *atomic.Int64, closed func() bool, instances func() int) *cluster {
 	cl := &cluster{c: c, label: cfg.Endpoint, breakers: newBreakers(cfg.Breaker, cfg.Events), closed: closed,
 		batch: cfg.Coalesce, lanes: cfg.CoalesceLanes}
 	if cl.label == "" {
@@ -63,7 +64,7 @@ func newCluster(c *redis.ClusterClient, cfg Config, keys *keyer, reloads *atomic
 	cl.scripts = &decider{keys: keys, send: &sender{link: cl, events: cfg.Events, reloads: reloads},
 		heal: newHealer(cfg), where: cl.endpointOf}
 	cl.undo = &undoer{scripts: cl.scripts, log: cfg.Logger}
-	cl.scarce = newScarcity()
+	cl.scarce = newScarcity(instances)
 	if cfg.Coalesce > 1 {
 		cl.coalescers = new([hashSlots]atomic.Pointer[coalescer])
 	}

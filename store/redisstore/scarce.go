@@ -28,18 +28,21 @@ import (
 // needs first. An order taken from what the store last reported could
 // differ between two requests in flight, and make them refuse each other.
 //
-// In order costs a second round trip, so the store decides in order only
-// while a bucket of the request could run out: while the requests in
-// flight on its slot in this process could take half its capacity, or
-// for lowHold after a result in the slot refused or left a bucket with
-// less than that. Otherwise no slot refuses, nothing is held, and the
-// slots are decided side by side, in one round trip. In order, the first
-// slot's decision goes with the others' hits decided as a refused request
-// (they consume nothing and report what is left for them), so a request
-// the scarcest bucket refuses takes one round trip too, and one it admits
-// two. With three slots or more, the slots after the first are decided
-// side by side: two of them that run out together can still hold tokens
-// for each other until the refunds land (under-admission only).
+// In order costs a second round trip, and only pays when two of the
+// request's slots could refuse it: tokens held in a bucket that does not
+// run out keep no one out. So the store decides in order only while two
+// slots have a bucket that could run out: one that the requests in flight
+// on its slot could take half of (those of this process, times the
+// instances sharing the store: see Store.Instances), or whose slot is low,
+// for lowHold after a result there refused or left a bucket with less
+// than that. Otherwise the slots are decided side by side, in one round
+// trip. In order, the first slot's decision goes with the others' hits
+// decided as a refused request (they consume nothing and report what is
+// left for them), so a request the scarcest bucket refuses takes one round
+// trip, as side by side, and one it admits two. With three slots or more,
+// the slots after the first are decided side by side: two of them that run
+// out together can still hold tokens for each other until the refunds
+// land (under-admission only).
 
 // lowHold is how long a slot counts as low after a result there refused
 // or left a bucket that could run out.
@@ -49,7 +52,7 @@ const lowHold = time.Second
 type order uint8
 
 const (
-	orderWhenScarce order = iota // while a bucket of the request could run out: the default
+	orderWhenScarce order = iota // while two slots could run out: the default
 	orderAlways                  // whenever two slots can refuse
 	orderNever                   // side by side, always
 )
@@ -58,14 +61,15 @@ const (
 // are to running out: the cross-slot requests in flight whose hits there
 // can refuse them, and until when the slot counts as low.
 type scarcity struct {
-	inflight [hashSlots]atomic.Int32
-	lowUntil [hashSlots]atomic.Int64 // by now; 0: never low
-	now      func() int64            // nanoseconds, monotonic
+	inflight  [hashSlots]atomic.Int32
+	lowUntil  [hashSlots]atomic.Int64 // by now; 0: never low
+	now       func() int64            // nanoseconds, monotonic
+	instances func() int              // the stores sharing this one's buckets; 0 when unknown
 }
 
-func newScarcity() *scarcity {
+func newScarcity(instances func() int) *scarcity {
 	epoch := time.Now()
-	return &scarcity{now: func() int64 { return int64(time.Since(epoch)) }}
+	return &scarcity{now: func() int64 { return int64(time.Since(epoch)) }, instances: instances}
 }
 
 // enter counts a request of groups in flight and returns the index of the
@@ -82,32 +86,43 @@ func (sc *scarcity) enter(groups []*slotGroup, o order) int {
 	if enforcing < 2 || o == orderNever {
 		return -1 // one slot alone refuses: nothing held elsewhere matters
 	}
-	first, scarce := -1, o == orderAlways
-	var now int64
+	first, scarce := -1, 0
+	if o == orderAlways {
+		scarce = 2
+	}
+	var now, share int64
 	for i, g := range groups {
 		if !g.enforcing {
 			continue
 		}
-		if !scarce {
+		if scarce < 2 {
 			if now == 0 {
-				now = sc.now()
+				now, share = sc.now(), sc.share()
 			}
-			scarce = sc.couldRunOut(g, now)
+			if sc.lowUntil[g.slot].Load() > now || sc.demand(g, share) > g.burst {
+				scarce++
+			}
 		}
 		if f := groups[max(first, 0)]; first < 0 || g.burst < f.burst || g.burst == f.burst && g.slot < f.slot {
 			first = i
 		}
 	}
-	if !scarce {
+	if scarce < 2 {
 		return -1
 	}
 	return first
 }
 
-// couldRunOut reports whether a bucket of g's could run out before the
-// requests in flight on its slot are settled.
-func (sc *scarcity) couldRunOut(g *slotGroup, now int64) bool {
-	return sc.lowUntil[g.slot].Load() > now || 2*int64(sc.inflight[g.slot].Load()) > g.burst
+// share is how many times the requests in flight in this process the
+// store counts on a slot: twice the instances sharing the buckets.
+func (sc *scarcity) share() int64 {
+	return 2 * int64(max(sc.instances(), 1))
+}
+
+// demand is how many units, in the hits' own, the requests in flight on
+// g's slot could take, counted with share.
+func (sc *scarcity) demand(g *slotGroup, share int64) int64 {
+	return share * int64(sc.inflight[g.slot].Load())
 }
 
 // leave counts a request of groups, which entered, out of flight.
@@ -121,14 +136,17 @@ func (sc *scarcity) leave(groups []*slotGroup) {
 
 // observe marks low the slots of groups (decided unless errs says) where
 // an enforcing hit was refused, or left its bucket with less than the
-// requests in flight there could take twice over.
+// requests in flight there could take (see demand).
 func (sc *scarcity) observe(groups []*slotGroup, errs []error) {
-	var now int64
+	var now, share int64
 	for i, g := range groups {
 		if !g.enforcing || errs[i] != nil {
 			continue
 		}
-		n := 2 * int64(sc.inflight[g.slot].Load())
+		if share == 0 {
+			share = sc.share()
+		}
+		n := sc.demand(g, share)
 		for j := range g.hits {
 			h, r := &g.hits[j], &g.out[j]
 			if enforcing(h) && (!r.Allowed || r.Remaining < n*minUnits(h)) {
