@@ -28,31 +28,34 @@ import (
 // needs first. An order taken from what the store last reported could
 // differ between two requests in flight, and make them refuse each other.
 //
-// In order costs a second round trip, and only pays when two of the
-// request's slots could refuse it: tokens held in a bucket that does not
-// run out keep no one out. So the store decides in order only while two
-// slots have a bucket that could run out: one that the requests in flight
-// on its slot could take half of (those of this process, times the
-// instances sharing the store: see Store.Instances), or whose slot is low,
-// for lowHold after a result there refused or left a bucket with less
-// than that. Otherwise the slots are decided side by side, in one round
-// trip. In order, the first slot's decision goes with the others' hits
-// decided as a refused request (they consume nothing and report what is
-// left for them), so a request the scarcest bucket refuses takes one round
-// trip, as side by side, and one it admits two. With three slots or more,
-// the slots after the first are decided side by side: two of them that run
-// out together can still hold tokens for each other until the refunds
-// land (under-admission only).
+// In order costs a second round trip for a request it admits, and saves
+// one for a request the first slot refuses (side by side, that request
+// waits for its refunds). So the store decides in order when the first
+// slot is likely to refuse, or when two slots could: while the slot of a
+// bucket of the request is low (for lowHold after a result there refused
+// or left the bucket empty), or while two of its buckets could run out
+// (the requests in flight on their slots could take half of them: those
+// of this process, times the instances sharing the store, see
+// Store.Instances). Otherwise the slots are decided side by side, in one
+// round trip: with at most one bucket that could run out, tokens held in
+// the others keep no one out. In order, the first slot's decision goes
+// with the others' hits decided as a refused request (they consume
+// nothing and report what is left for them), so a request the first slot
+// refuses takes one round trip, and one it admits two; the first slot is
+// the scarcest of those whose buckets could run out. With three slots or
+// more, the slots after the first are decided side by side: two of them
+// that run out together can still hold tokens for each other until the
+// refunds land (under-admission only).
 
 // lowHold is how long a slot counts as low after a result there refused
-// or left a bucket that could run out.
+// or left a bucket empty.
 const lowHold = time.Second
 
 // An order says when a cross-slot request is decided in order.
 type order uint8
 
 const (
-	orderWhenScarce order = iota // while two slots could run out: the default
+	orderWhenScarce order = iota // while a slot is low or two could run out: the default
 	orderAlways                  // whenever two slots can refuse
 	orderNever                   // side by side, always
 )
@@ -86,28 +89,28 @@ func (sc *scarcity) enter(groups []*slotGroup, o order) int {
 	if enforcing < 2 || o == orderNever {
 		return -1 // one slot alone refuses: nothing held elsewhere matters
 	}
-	first, scarce := -1, 0
-	if o == orderAlways {
-		scarce = 2
-	}
+	first, scarce, low := -1, 0, false
 	var now, share int64
 	for i, g := range groups {
 		if !g.enforcing {
 			continue
 		}
-		if scarce < 2 {
+		if o != orderAlways {
 			if now == 0 {
 				now, share = sc.now(), sc.share()
 			}
-			if sc.lowUntil[g.slot].Load() > now || sc.demand(g, share) > g.burst {
-				scarce++
+			isLow := sc.lowUntil[g.slot].Load() > now
+			if !isLow && sc.demand(g, share) <= g.burst {
+				continue // cannot run out
 			}
+			low = low || isLow
 		}
+		scarce++
 		if f := groups[max(first, 0)]; first < 0 || g.burst < f.burst || g.burst == f.burst && g.slot < f.slot {
 			first = i
 		}
 	}
-	if scarce < 2 {
+	if scarce < 2 && !low {
 		return -1
 	}
 	return first
@@ -135,21 +138,16 @@ func (sc *scarcity) leave(groups []*slotGroup) {
 }
 
 // observe marks low the slots of groups (decided unless errs says) where
-// an enforcing hit was refused, or left its bucket with less than the
-// requests in flight there could take (see demand).
+// an enforcing hit was refused or left its bucket empty (without its cost).
 func (sc *scarcity) observe(groups []*slotGroup, errs []error) {
-	var now, share int64
+	var now int64
 	for i, g := range groups {
 		if !g.enforcing || errs[i] != nil {
 			continue
 		}
-		if share == 0 {
-			share = sc.share()
-		}
-		n := sc.demand(g, share)
 		for j := range g.hits {
 			h, r := &g.hits[j], &g.out[j]
-			if enforcing(h) && (!r.Allowed || r.Remaining < n*minUnits(h)) {
+			if enforcing(h) && (!r.Allowed || r.Remaining < minUnits(h)) {
 				if now == 0 {
 					now = sc.now()
 				}

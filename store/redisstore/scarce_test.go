@@ -47,7 +47,8 @@ func TestScarcityOrder(t *testing.T) {
 		{"always: the smaller capacity", []*slotGroup{group(3, capHit(20)), group(7, capHit(5))}, orderAlways, 1, 0, nil, 1},
 		{"one of two could run out", []*slotGroup{group(7, capHit(1)), group(3, capHit(20))}, orderWhenScarce, 1, 0, nil, -1},
 		{"both low: the smaller capacity", []*slotGroup{group(3, capHit(20)), group(7, capHit(5))}, orderWhenScarce, 1, 0, []int{3, 7}, 1},
-		{"one low, the other roomy", []*slotGroup{group(3, capHit(20)), group(7, capHit(5))}, orderWhenScarce, 1, 0, []int{7}, -1},
+		{"one low, the other roomy", []*slotGroup{group(3, capHit(5)), group(7, capHit(20))}, orderWhenScarce, 1, 0, []int{7}, 1},
+		{"one low, the other could run out", []*slotGroup{group(3, capHit(20)), group(7, capHit(1))}, orderWhenScarce, 1, 0, []int{3}, 1},
 		{"in flight: 4 on 5 and 20", []*slotGroup{group(3, capHit(20)), group(7, capHit(5))}, orderWhenScarce, 1, 3, nil, -1},
 		{"in flight: 11 on 5 and 20", []*slotGroup{group(3, capHit(20)), group(7, capHit(5))}, orderWhenScarce, 1, 10, nil, 1},
 		{"instances: 3 on 5 and 5", []*slotGroup{group(3, capHit(5)), group(7, capHit(5))}, orderWhenScarce, 3, 0, nil, 0},
@@ -79,25 +80,26 @@ func TestScarcityOrder(t *testing.T) {
 }
 
 // TestScarcityObserve: a decided enforcing hit marks its slot low for
-// lowHold when it was refused or left less than the requests in flight
-// could take; shadow hits, roomy buckets and failed groups do not.
+// lowHold when it was refused or left its bucket empty; shadow hits,
+// buckets with a request's worth left and failed groups do not.
 func TestScarcityObserve(t *testing.T) {
 	shadow := capHit(5)
 	shadow.Shadow = true
+	costly := capHit(10)
+	costly.Cost = 3
 	for _, tc := range []struct {
-		name     string
-		hit      sluice.Hit
-		result   sluice.Result
-		inflight int
-		failed   bool
-		low      bool
+		name   string
+		hit    sluice.Hit
+		result sluice.Result
+		failed bool
+		low    bool
 	}{
-		{"refused", capHit(5), sluice.Result{Remaining: 3}, 1, false, true},
-		{"2 left, 1 in flight", capHit(5), sluice.Result{Allowed: true, Remaining: 2}, 1, false, false},
-		{"1 left, 1 in flight", capHit(5), sluice.Result{Allowed: true, Remaining: 1}, 1, false, true},
-		{"5 left, 3 in flight", capHit(10), sluice.Result{Allowed: true, Remaining: 5}, 3, false, true},
-		{"a shadow hit refused", shadow, sluice.Result{}, 1, false, false},
-		{"failed", capHit(5), sluice.Result{}, 1, true, false},
+		{"refused", capHit(5), sluice.Result{Remaining: 3}, false, true},
+		{"1 left", capHit(5), sluice.Result{Allowed: true, Remaining: 1}, false, false},
+		{"empty", capHit(5), sluice.Result{Allowed: true}, false, true},
+		{"less than the cost", costly, sluice.Result{Allowed: true, Remaining: 2}, false, true},
+		{"a shadow hit refused", shadow, sluice.Result{}, false, false},
+		{"failed", capHit(5), sluice.Result{}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var now int64 = 1
@@ -105,14 +107,12 @@ func TestScarcityObserve(t *testing.T) {
 			sc.now = func() int64 { return now }
 			g := group(9, tc.hit)
 			g.out[0] = tc.result
-			sc.inflight[9].Store(int32(tc.inflight))
 			var err error
 			if tc.failed {
 				err = errors.New("failed")
 			}
 			sc.observe([]*slotGroup{g}, []error{err})
-			other := group(2, capHit(1)) // always could run out
-			sc.inflight[9].Store(0)
+			other := group(2, capHit(100)) // never runs out
 			low := func() bool {
 				groups := []*slotGroup{g, other}
 				defer sc.leave(groups)
