@@ -16,8 +16,8 @@ import (
 // request's hits by slot and decides each group with one script call, the
 // calls for all the groups in one cluster pipeline (go-redis sends it as
 // one pipeline per node, the nodes concurrently), or, while a bucket of
-// the request could run out, the scarcest bucket's slot first and the
-// others after it (see scarce.go). When one group refuses the request, or
+// the request is low or two could run out, the scarcest bucket's slot
+// first and the others after it (see scarce.go). When one group refuses the request, or
 // some fail, what the others took is given back (see undo.go).
 //
 // A coalescing store has a coalescer per slot (a batch is one script call,

@@ -21,12 +21,13 @@ import (
 // Decided in order, they admit what a single node admits: the slot of the
 // scarcest bucket first, and the others only once it passed. A request
 // that the scarcest bucket refuses takes nothing elsewhere, so it holds
-// nothing any other request needs. The order is fixed by the hits alone
-// (the capacity of each slot's scarcest bucket in units of its cost, then
-// the slot), like an order of locks: two requests on the same buckets
-// always take them in the same order, so neither holds what the other
-// needs first. An order taken from what the store last reported could
-// differ between two requests in flight, and make them refuse each other.
+// nothing any other request needs. Among the slots that could run out the
+// order is fixed by the hits alone (the capacity of each slot's scarcest
+// bucket in units of its cost, then the slot), like an order of locks: two
+// requests that find the same buckets scarce take them in the same order,
+// so neither holds what the other needs first. An order taken from what
+// the store last reported (the fewest tokens left first) could differ
+// between two requests in flight, and make them refuse each other.
 //
 // In order costs a second round trip for a request it admits, and saves
 // one for a request the first slot refuses (side by side, that request
