@@ -15,9 +15,10 @@ import (
 // whose keys lie in two slots, even on one node. So the store groups a
 // request's hits by slot and decides each group with one script call, the
 // calls for all the groups in one cluster pipeline (go-redis sends it as
-// one pipeline per node, the nodes concurrently). When one group refuses
-// the request, or some fail, what the others took is given back (see
-// undo.go).
+// one pipeline per node, the nodes concurrently), or, while a bucket of
+// the request is low or two could run out, the scarcest bucket's slot
+// first and the others after it (see scarce.go). When one group refuses the request, or
+// some fail, what the others took is given back (see undo.go).
 //
 // A coalescing store has a coalescer per slot (a batch is one script call,
 // so one slot's): a single-slot request goes through its slot's; a
@@ -42,14 +43,19 @@ type cluster struct {
 	coalescers   *[hashSlots]atomic.Pointer[coalescer]
 	batch, lanes int
 	undo         *undoer // gives back what cross-slot requests took
+	// scarce says when and in which order a cross-slot request's slots
+	// are decided (see scarce.go), by order.
+	scarce *scarcity
+	order  order
 }
 
 var _ backend = (*cluster)(nil)
 
 // newCluster returns the topology of a cluster client, sending its
 // scripts through a sender counting reloads in reloads, for a store that
-// is closed once closed reports true.
-func newCluster(c *redis.ClusterClient, cfg Config, keys *keyer, reloads *atomic.Int64, closed func() bool) *cluster {
+// is closed once closed reports true and that instances stores share
+// (0: unknown).
+func newCluster(c *redis.ClusterClient, cfg Config, keys *keyer, reloads *atomic.Int64, closed func() bool, instances func() int) *cluster {
 	cl := &cluster{c: c, label: cfg.Endpoint, breakers: newBreakers(cfg.Breaker, cfg.Events), closed: closed,
 		batch: cfg.Coalesce, lanes: cfg.CoalesceLanes}
 	if cl.label == "" {
@@ -58,6 +64,7 @@ func newCluster(c *redis.ClusterClient, cfg Config, keys *keyer, reloads *atomic
 	cl.scripts = &decider{keys: keys, send: &sender{link: cl, events: cfg.Events, reloads: reloads},
 		heal: newHealer(cfg), where: cl.endpointOf}
 	cl.undo = &undoer{scripts: cl.scripts, log: cfg.Logger}
+	cl.scarce = newScarcity(instances)
 	if cfg.Coalesce > 1 {
 		cl.coalescers = new([hashSlots]atomic.Pointer[coalescer])
 	}
@@ -184,39 +191,19 @@ func (cl *cluster) take(ctx context.Context, hits []sluice.Hit, out []sluice.Res
 	return cl.takeSlots(ctx, r.keys, hits, out, partial)
 }
 
-// groupBySlot splits a request's hits, whose Redis keys are keys, by slot,
-// in the order their slots first appear.
-func (cl *cluster) groupBySlot(keys []string, hits []sluice.Hit) []*slotGroup {
-	var groups []*slotGroup
-	bySlot := make(map[int]*slotGroup, 4)
-	for i, k := range keys {
-		slot := slotOf(k)
-		g := bySlot[slot]
-		if g == nil {
-			g = &slotGroup{}
-			bySlot[slot] = g
-			groups = append(groups, g)
-		}
-		g.idx = append(g.idx, i)
-		g.hits = append(g.hits, hits[i])
-	}
-	for _, g := range groups {
-		g.out = make([]sluice.Result, len(g.hits))
-		g.req = cl.scripts.newRequest(g.hits, g.out)
-	}
-	return groups
-}
-
 // takeSlots decides a request whose hits lie in several slots. With
 // partial, failed slots fail only their hits (see undoer.partialFailure).
 func (cl *cluster) takeSlots(ctx context.Context, keys []string, hits []sluice.Hit, out []sluice.Result, partial bool) error {
 	groups := cl.groupBySlot(keys, hits)
+	first := cl.scarce.enter(groups, cl.order)
+	defer cl.scarce.leave(groups)
 	var errs []error
-	if cl.coalescers != nil {
-		errs = cl.takeCoalesced(ctx, groups)
+	if first < 0 {
+		errs = cl.decideGroups(ctx, groups)
 	} else {
-		errs = cl.takeGroups(ctx, groups)
+		errs = cl.takeInOrder(ctx, groups, first, partial)
 	}
+	cl.scarce.observe(groups, errs)
 	var failure error
 	for i, g := range groups {
 		if errs[i] != nil {
@@ -241,6 +228,15 @@ func (cl *cluster) takeSlots(ctx context.Context, keys []string, hits []sluice.H
 		cl.undo.giveBack(ctx, groups, hits, out)
 	}
 	return nil
+}
+
+// decideGroups decides groups side by side, each with one script call, and
+// returns each group's error.
+func (cl *cluster) decideGroups(ctx context.Context, groups []*slotGroup) []error {
+	if cl.coalescers != nil {
+		return cl.takeCoalesced(ctx, groups)
+	}
+	return cl.takeGroups(ctx, groups)
 }
 
 // takeGroups decides groups, one script call per group in one cluster
@@ -276,7 +272,7 @@ func (cl *cluster) takeCoalesced(ctx context.Context, groups []*slotGroup) []err
 		waiters []*waiter // queued, by group; nil for the others
 	)
 	for i, g := range groups {
-		c := cl.coalescer(slotOf(g.req.keys[0]))
+		c := cl.coalescer(g.slot)
 		if !c.claim() {
 			w := newWaiter(ctx, g.req)
 			if !c.enqueue(w) {

@@ -32,6 +32,8 @@ func TestCluster(t *testing.T) {
 	t.Run("CrossSlotAllOrNothing", func(t *testing.T) { testClusterCrossSlot(t, c) })
 	t.Run("CrossSlotRace", func(t *testing.T) { testClusterCrossSlotRace(t, c) })
 	t.Run("CrossSlotCoalesced", func(t *testing.T) { testClusterCrossSlotCoalesced(t, c) })
+	t.Run("CrossSlotBurst", func(t *testing.T) { testClusterCrossSlotBurst(t, c) })
+	t.Run("ScarceFirst", func(t *testing.T) { testClusterScarceFirst(t, c) })
 	t.Run("Partial", func(t *testing.T) { testClusterPartial(t, c) })
 }
 

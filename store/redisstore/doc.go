@@ -51,7 +51,8 @@
 // The store keeps [Config.Conns] connections ready, so a request never
 // dials within its budget; each endpoint (Cluster master, Sentinel
 // primary) has its own circuit breaker ([BreakerConfig]). On Redis Cluster
-// a request's hits in several slots go in one pipeline and stay
+// a request's hits in several slots go in one pipeline, or the scarcest
+// slot first while a bucket is low or two could run out, and stay
 // all-or-nothing through exact refunds; [Store.TakePartial] names the hits
 // of failed slots, so only their rules fall to on_fail. How the store
 // connects, re-sends, heals and fails over: docs/operations.md in the

@@ -79,3 +79,24 @@ func RefundSHA() any { return refundScript.sha }
 func SetRefusalClock(s *Store, clock func() time.Time) {
 	s.refusals = s.refusals.WithClock(func() int64 { return clock().UnixNano() })
 }
+
+// Cross-slot orders (see SetCrossSlotOrder).
+const (
+	OrderWhenScarce = "when scarce"
+	OrderAlways     = "always"
+	OrderNever      = "never"
+)
+
+// SetCrossSlotOrder sets when s, a cluster's store, decides a cross-slot
+// request's slots in order: OrderWhenScarce (the default), OrderAlways or
+// OrderNever (side by side, as the store did before it ordered them).
+// Call it before any Take.
+func SetCrossSlotOrder(s *Store, o string) {
+	s.b.(*cluster).order = map[string]order{OrderWhenScarce: orderWhenScarce, OrderAlways: orderAlways, OrderNever: orderNever}[o]
+}
+
+// SetScarcityClock makes s, a cluster's store, read clock to time how
+// long a slot counts as low. Call it before any Take.
+func SetScarcityClock(s *Store, clock func() time.Time) {
+	s.b.(*cluster).scarce.now = func() int64 { return clock().UnixNano() }
+}

@@ -54,4 +54,62 @@ type slotGroup struct {
 	hits []sluice.Hit
 	out  []sluice.Result
 	req  request
+	slot int
+	// enforcing: the group has a hit that can refuse the request (neither
+	// a shadow hit, a peek nor a forced hit). burst is then how many
+	// times the scarcest such hit's cost fits in its bucket's capacity.
+	enforcing bool
+	burst     int64
+}
+
+// groupBySlot splits a request's hits, whose Redis keys are keys, by slot,
+// in the order their slots first appear.
+func (cl *cluster) groupBySlot(keys []string, hits []sluice.Hit) []*slotGroup {
+	var groups []*slotGroup
+	bySlot := make(map[int]*slotGroup, 4)
+	for i, k := range keys {
+		slot := slotOf(k)
+		g := bySlot[slot]
+		if g == nil {
+			g = newSlotGroup(slot)
+			bySlot[slot] = g
+			groups = append(groups, g)
+		}
+		g.add(i, &hits[i])
+	}
+	for _, g := range groups {
+		g.out = make([]sluice.Result, len(g.hits))
+		g.req = cl.scripts.newRequest(g.hits, g.out)
+	}
+	return groups
+}
+
+// newSlotGroup returns the empty group of slot.
+func newSlotGroup(slot int) *slotGroup {
+	return &slotGroup{slot: slot, burst: -1}
+}
+
+// add adds hit h, the request's hit i, to g.
+func (g *slotGroup) add(i int, h *sluice.Hit) {
+	g.idx = append(g.idx, i)
+	g.hits = append(g.hits, *h)
+	if !enforcing(h) {
+		return
+	}
+	g.enforcing = true
+	if b := h.Limit.Capacity() / minUnits(h); g.burst < 0 || b < g.burst {
+		g.burst = b
+	}
+}
+
+// enforcing reports whether h can refuse its request.
+func enforcing(h *sluice.Hit) bool { return !h.Shadow && !h.Peek && !h.Force }
+
+// minUnits is the least h can take and pass: a partial hit's MinCost, else
+// its cost.
+func minUnits(h *sluice.Hit) int64 {
+	if h.MinCost > 0 {
+		return h.MinCost
+	}
+	return h.Units()
 }

@@ -73,7 +73,7 @@ func New(client Client, cfg Config) (*Store, error) {
 		refusals: refusal.New(cfg.RememberRefusals, cfg.RefusalMemory, nil),
 	}
 	if cc, ok := client.(*redis.ClusterClient); ok {
-		s.b = newCluster(cc, cfg, s.keys, &s.reloads, s.closed.Load)
+		s.b = newCluster(cc, cfg, s.keys, &s.reloads, s.closed.Load, s.Instances)
 	} else {
 		n, err := newNode(client, cfg, s.keys, &s.reloads)
 		if err != nil {

@@ -91,11 +91,7 @@ func (u *undoer) undos(groups []*slotGroup) ([]*undo, [][]any) {
 		if len(d.refunds) == 0 {
 			continue
 		}
-		again := append(slices.Clone(g.hits), refuser)
-		d.again = u.scripts.newRequest(again, make([]sluice.Result, len(again)))
-		// The refusing hit's key shares the slot's hash tag; it is never
-		// written, as its request is never admitted.
-		d.again.setKey(len(again)-1, d.again.keys[0]+":refuse")
+		d.again = u.refusedRequest(g.hits)
 		undos = append(undos, d)
 		cmds = append(cmds, u.scripts.refundCommand(d.refunds), takeCommand([]*request{&d.again}))
 	}
@@ -150,6 +146,21 @@ func (u *undoer) settleUndo(ctx context.Context, d *undo, replies []any, errs []
 		r.Limit, r.Receipt = hits[at].Limit, sluice.Receipt{}
 		out[at] = r
 	}
+}
+
+// refusedRequest returns the request deciding hits, which lie in one
+// slot, as a request that cannot be admitted: with one more hit, in their
+// slot, whose cost exceeds its capacity. It consumes nothing, and its
+// results are what a single node reports for a refused request: a hit
+// that passes tells what is left without consuming, a later hit on the
+// same bucket sees the earlier ones'. The last result is the extra hit's.
+func (u *undoer) refusedRequest(hits []sluice.Hit) request {
+	again := append(slices.Clone(hits), refuser)
+	r := u.scripts.newRequest(again, make([]sluice.Result, len(again)))
+	// The refusing hit's key shares the slot's hash tag; it is never
+	// written, as its request is never admitted.
+	r.setKey(len(again)-1, r.keys[0]+":refuse")
+	return r
 }
 
 // refuser is a hit that can never pass: it makes a request that carries it
