@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/middleware"
@@ -121,7 +122,7 @@ type burstVariant struct {
 func (v *burstVariant) setUp(tb testing.TB, c *redistest.Cluster, run string, i int) {
 	v.s = newStoreWith(tb, newClusterClient(tb, c.Addrs()), storetest.NewClock(time.Now()), redisstore.Config{Coalesce: v.coalesce})
 	redisstore.SetCrossSlotOrder(v.s, v.order)
-	limit := middleware.Limit(v.s, burstLogins(tb), middleware.WithBudget(2*time.Second), middleware.WithLogger(quiet))
+	limit := middleware.Limit(v.s, burstLogins(tb), decide.WithBudget(2*time.Second), decide.WithLogger(quiet))
 	srv := httptest.NewServer(limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "welcome") })))
 	tb.Cleanup(srv.Close)
 	v.url = srv.URL
