@@ -71,9 +71,10 @@ func New(client Client, cfg Config) (*Store, error) {
 		keys:     newKeyer(cfg.Prefix, cfg.Secret),
 		log:      cfg.Logger,
 		events:   cfg.Events,
+		refusals: refusal.New(cfg.RememberRefusals, cfg.RefusalMemory, nil),
+		record:   refusal.NewRecord(0, nil),
 	}
-	s.record = refusal.NewRecord(0, nil)
-	s.refusals = refusal.New(cfg.RememberRefusals, cfg.RefusalMemory, nil).Knowing(s.record)
+	s.refusals.Knowing(s.record)
 	if cc, ok := client.(*redis.ClusterClient); ok {
 		s.b = newCluster(cc, cfg, s.keys, &s.reloads, s.closed.Load)
 	} else {
