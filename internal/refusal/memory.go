@@ -20,6 +20,11 @@
 // read without locks: a flood of distinct keys replaces entries, it never
 // grows the table. Forgetting is always safe (it costs one store call), so
 // a slot taken by another bucket loses nothing but that call.
+//
+// A Record keeps, beside it, what the store last said of every bucket it
+// decided, refused or not: a Memory given one (Knowing) reports it for the
+// other hits of a call it answers, and a local fallback starts its buckets
+// from it.
 package refusal
 
 import (
