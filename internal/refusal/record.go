@@ -163,6 +163,17 @@ func (r *Record) put(kh, id uint64, s said) {
 	sl.mu.Lock()
 	sl.kh, sl.id, sl.said = kh, id, s
 	sl.mu.Unlock()
+	// Two calls recording a new bucket at once may each have taken a
+	// slot: keep the newer.
+	other := a
+	if sl == a {
+		other = b
+	}
+	other.mu.Lock()
+	if other.kh == kh && other.id == id && other.at <= s.at {
+		other.kh, other.id, other.said = 0, 0, said{}
+	}
+	other.mu.Unlock()
 }
 
 // find returns the slot holding h's bucket, locked, or nil.

@@ -2,6 +2,7 @@ package refusal
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,4 +156,31 @@ func TestAnswerReportsKnown(t *testing.T) {
 	if r := got[1]; r.Allowed {
 		t.Errorf("refused hit: %+v", r)
 	}
+}
+
+// TestRecordConcurrent: notes, reads, claims and forgets from many
+// goroutines at once keep each slot consistent (run with -race).
+func TestRecordConcurrent(t *testing.T) {
+	r := NewRecord(8, nil)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				h := hit(fmt.Sprint((g+i)%13), 1)
+				res := sluice.Result{Allowed: i%3 != 0, Limit: limit, Remaining: int64(i % 100), ResetAfter: time.Second}
+				r.Note([]sluice.Hit{h}, []sluice.Result{res}, r.Now())
+				if st, ok := r.Known(&h, r.Now()); ok && (st.Remaining < 0 || st.Remaining > limit.Capacity()) {
+					t.Errorf("remaining %d out of range", st.Remaining)
+					return
+				}
+				r.Claim(&h)
+				if i%97 == 0 {
+					r.Forget(h.Key)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
