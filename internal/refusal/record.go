@@ -192,8 +192,8 @@ func (r *Record) find(h *sluice.Hit) *recSlot {
 }
 
 // Known returns what is known of h's bucket at now, on the record's
-// clock, from what the store last said, and false when nothing is: see
-// [Record.state].
+// clock, from what the store last said (counted forward: a token bucket's
+// refill, a window's reset), and false when nothing is.
 func (r *Record) Known(h *sluice.Hit, now int64) (sluice.BucketState, bool) {
 	if r == nil {
 		return sluice.BucketState{}, false
