@@ -24,6 +24,12 @@ var (
 	// ErrTimeout reports that the store did not answer within the latency
 	// budget (the context's deadline).
 	ErrTimeout = errors.New("sluice: store timeout")
+	// ErrProcessSlow reports a store call that missed its latency budget
+	// because this process, not the store, was slow: the caller noticed
+	// the deadline well after it had passed (starved of CPU, it was not
+	// run in time; an answer that arrived in time is then read too late).
+	// It comes with ErrTimeout: errors.Is matches both.
+	ErrProcessSlow = errors.New("sluice: process too slow")
 	// ErrClusterDown reports a Redis Cluster that is failing over.
 	ErrClusterDown = errors.New("sluice: cluster down")
 	// ErrBreakerOpen reports that the store's circuit breaker refused the

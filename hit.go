@@ -115,7 +115,11 @@ type Result struct {
 	// refusal: RetryAfter and ResetAfter count down from when it was
 	// decided (for the window algorithms, Remaining is what was left
 	// then). Every other hit of such a call is undecided: Allowed is true,
-	// Remaining is 0, and nothing was consumed. A call with a shadow hit,
+	// nothing was consumed, and Remaining and ResetAfter are what is known
+	// of its bucket from what the store last said of it (see
+	// [BucketState]: counted forward to now, others' takes since then not
+	// in it), or 0 when the store keeps no record of it (never decided
+	// here, or evicted from its bounded record). A call with a shadow hit,
 	// a peek or a forced hit is always decided by the store.
 	Remembered bool
 }

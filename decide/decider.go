@@ -23,6 +23,9 @@ type Decider struct {
 	// calls makes the store calls' contexts; nil for an in-process store,
 	// whose calls get no deadline.
 	calls *callContexts
+	// late is how far past its deadline a timed-out call returns when the
+	// process, not the store, was slow (see processSlow).
+	late time.Duration
 	// inproc is the store when it can decide in process (see
 	// sluice.LocalStore), tried before a call with a budget; else nil.
 	inproc sluice.LocalStore
@@ -43,6 +46,7 @@ func newDecider(store sluice.Store, cfg config) *Decider {
 	// An in-process store does no I/O: a deadline would bound nothing.
 	if ip, ok := store.(sluice.InProcessStore); !ok || !ip.InProcess() {
 		d.calls = newCallContexts(cfg.budget)
+		d.late = lateAfter(cfg.budget)
 		d.inproc, _ = store.(sluice.LocalStore)
 	}
 	d.partial, _ = store.(sluice.PartialTaker)
@@ -240,7 +244,11 @@ func (dc *Decider) take(ctx context.Context, hits []sluice.Hit, out []sluice.Res
 	} else {
 		err = dc.store.Take(call, hits, out)
 	}
-	latency := time.Since(start)
+	end := time.Now()
+	latency := end.Sub(start)
+	if err != nil && dc.calls != nil {
+		err = processSlow(err, call, end, dc.late)
+	}
 	if release != nil {
 		release()
 	}

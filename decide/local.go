@@ -13,11 +13,14 @@ import (
 
 // localFallback decides rules whose on_fail is local while the store is
 // failing: an in-process memstore, each rule's limit divided by the number
-// of instances sharing it.
+// of instances sharing it. A bucket starts where the store last left it
+// when the store keeps a record of that ([sluice.BucketRecorder]): its
+// share of what the store last said remained, counted forward; else full.
 type localFallback struct {
 	store     *memstore.Store
-	instances func() int64 // at least 1
-	lastSweep atomic.Int64 // Unix nanoseconds
+	record    sluice.BucketRecorder // nil: every bucket starts full
+	instances func() int64          // at least 1
+	lastSweep atomic.Int64          // Unix nanoseconds
 }
 
 // newLocalFallback returns the fallback of a decider on store: n instances
@@ -25,6 +28,7 @@ type localFallback struct {
 func newLocalFallback(n int, store sluice.Store) *localFallback {
 	// No sweeper goroutine (nothing to close): decide sweeps now and then.
 	f := &localFallback{store: memstore.New(memstore.Config{SweepInterval: -1})}
+	f.record, _ = store.(sluice.BucketRecorder)
 	counter, ok := store.(sluice.InstanceCounter)
 	switch {
 	case n > 0:
@@ -70,6 +74,9 @@ func (f *localFallback) decide(matched []*rules.Rule, hits []sluice.Hit, out []s
 		if err := h.Algorithm.ValidateLimit(h.Limit); err != nil {
 			return false, fmt.Errorf("decide: local share of rule %q: %w", r.Name, err)
 		}
+		if err := f.seed(&hits[i], &h, n); err != nil {
+			return false, err
+		}
 		local = append(local, h)
 		idx = append(idx, i)
 	}
@@ -85,4 +92,36 @@ func (f *localFallback) decide(matched []*rules.Rule, hits []sluice.Hit, out []s
 		mask[i] = true
 	}
 	return sluice.Admitted(local, res), nil
+}
+
+// seed starts the local bucket of local, the share of hit among n
+// instances, from what the store last said of hit's bucket, the first
+// time the fallback decides it after the store said it: its share of
+// what remained then, counted forward, so that a client the store had
+// just refused or left with little does not get a fresh full share. A
+// bucket the store has no record of (never decided here, evicted from its
+// bounded record) keeps its local state, full when new.
+func (f *localFallback) seed(hit, local *sluice.Hit, n int64) error {
+	if f.record == nil {
+		return nil
+	}
+	st, ok := f.record.ClaimBucket(hit)
+	if !ok {
+		return nil
+	}
+	capacity := local.Limit.Capacity()
+	left := min(st.Remaining/n, capacity)
+	bucket := sluice.Hit{Key: local.Key, Group: local.Group, Limit: local.Limit, Algorithm: local.Algorithm}
+	ctx := context.Background()
+	if err := f.store.Reset(ctx, []sluice.Hit{bucket}); err != nil {
+		return err
+	}
+	if spent := capacity - left; spent > 0 {
+		bucket.Cost, bucket.Force = spent, true
+		var res [1]sluice.Result
+		if err := f.store.Take(ctx, []sluice.Hit{bucket}, res[:]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

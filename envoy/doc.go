@@ -147,7 +147,13 @@
 // limit's name, requests_per_unit and unit), limit_remaining, and
 // duration_until_reset: for a descriptor over its limit, the time until
 // the request would pass (exact for every algorithm), otherwise the time
-// until its bucket is full again. response_headers_to_add carries the
+// until its bucket is full again. A request over a limit the store has
+// refused just before is answered from the store's refusal memory, with no
+// store call: its other descriptors then report limit_remaining and
+// duration_until_reset as the store last said them of their buckets,
+// counted forward (0 for a bucket the store's record does not hold), as
+// a store call would, since a refused request consumes nothing.
+// response_headers_to_add carries the
 // rate-limit header fields of [decide.WithHeaders] (by default the IETF
 // draft's RateLimit-Policy and RateLimit) describing the binding limit, and
 // Retry-After for a request over the limit that can pass later; shadow

@@ -382,7 +382,9 @@ func (c *Collector) ObserveRequestLimit(_ context.Context, e sluice.RequestLimit
 }
 
 // ErrorKind names the kind of a store error, as the kind label of
-// sluice_store_errors_total has it: "timeout", "unavailable",
+// sluice_store_errors_total has it: "process_slow" for
+// [sluice.ErrProcessSlow] (a timeout this process noticed late: starved of
+// CPU, not kept waiting by the store), "timeout", "unavailable",
 // "cluster_down", "breaker_open", "script_missing", "corrupt_state",
 // "closed" (for the sentinels of the same names, such as
 // [sluice.ErrTimeout]), "invalid" ([sluice.ErrInvalidHit],

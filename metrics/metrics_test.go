@@ -170,6 +170,7 @@ func TestErrorKinds(t *testing.T) {
 		tc{"canceled", context.Canceled, "canceled", false},
 		// The Kind decides over the cause.
 		tc{"kind-over-cause", &sluice.StoreError{Kind: sluice.ErrUnavailable, Ambiguous: true, Err: context.Canceled}, "unavailable", true},
+		tc{"process-slow", &sluice.StoreError{Kind: sluice.ErrProcessSlow, Ambiguous: true, Err: &sluice.StoreError{Kind: sluice.ErrTimeout, Ambiguous: true}}, "process_slow", true},
 		tc{"timeout-with-deadline", &sluice.StoreError{Kind: sluice.ErrTimeout, Ambiguous: true, Err: context.DeadlineExceeded}, "timeout", true},
 		tc{"other", errors.New("something"), "other", false},
 		tc{"other-store-error", &sluice.StoreError{Op: "x", Ambiguous: true, Err: io.EOF}, "other", true},
@@ -214,7 +215,7 @@ func TestErrorKinds(t *testing.T) {
 func TestErrorSeriesExistFromStart(t *testing.T) {
 	_, reg := newCollector(t, metrics.Config{})
 	got := series(t, reg)
-	for _, kind := range []string{"timeout", "unavailable", "cluster_down", "breaker_open", "script_missing", "corrupt_state", "closed", "invalid", "canceled", "other"} {
+	for _, kind := range []string{"process_slow", "timeout", "unavailable", "cluster_down", "breaker_open", "script_missing", "corrupt_state", "closed", "invalid", "canceled", "other"} {
 		for _, amb := range []string{"true", "false"} {
 			key := fmt.Sprintf("sluice_store_errors_total{ambiguous=%q,kind=%q}", amb, kind)
 			if v, ok := got[key]; !ok || v != 0 {

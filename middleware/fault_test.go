@@ -405,13 +405,14 @@ func TestFaultMetrics(t *testing.T) {
 	e := newFaultEnv(t, 0)
 	e.warm(t)
 	const (
-		allowed    = `sluice_decisions_total{outcome="allowed",rule="open"}`
-		failedOpen = `sluice_decisions_total{outcome="failed_open",rule="open"}`
-		failedShut = `sluice_decisions_total{outcome="failed_closed",rule="closed"}`
-		timeouts   = `sluice_store_errors_total{ambiguous="true",kind="timeout"}`
-		breakerOpn = `sluice_store_errors_total{ambiguous="false",kind="breaker_open"}`
-		breaker    = `sluice_breaker_state{endpoint="redis-under-test"}`
-		calls      = `sluice_store_call_duration_seconds_count{result="ok"}`
+		allowed      = `sluice_decisions_total{outcome="allowed",rule="open"}`
+		failedOpen   = `sluice_decisions_total{outcome="failed_open",rule="open"}`
+		failedShut   = `sluice_decisions_total{outcome="failed_closed",rule="closed"}`
+		timeouts     = `sluice_store_errors_total{ambiguous="true",kind="timeout"}`
+		slowTimeouts = `sluice_store_errors_total{ambiguous="true",kind="process_slow"}`
+		breakerOpn   = `sluice_store_errors_total{ambiguous="false",kind="breaker_open"}`
+		breaker      = `sluice_breaker_state{endpoint="redis-under-test"}`
+		calls        = `sluice_store_call_duration_seconds_count{result="ok"}`
 	)
 	if got := e.scrape(t, allowed); got != 3 {
 		t.Fatalf("%s = %v before the fault, want 3", allowed, got)
@@ -427,8 +428,10 @@ func TestFaultMetrics(t *testing.T) {
 	if got := e.scrape(t, failedShut); got != 5 {
 		t.Errorf("%s = %v, want 5", failedShut, got)
 	}
-	if got := e.scrape(t, timeouts); got < 5 {
-		t.Errorf("%s = %v, want at least the 5 that opened the breaker", timeouts, got)
+	// A timeout noticed late on a busy machine is the process's: both kinds
+	// are timeouts.
+	if got := e.scrape(t, timeouts) + e.scrape(t, slowTimeouts); got < 5 {
+		t.Errorf("%s and %s = %v, want at least the 5 that opened the breaker", timeouts, slowTimeouts, got)
 	}
 	if got := e.scrape(t, breakerOpn); got < 1 {
 		t.Errorf("%s = %v, want the calls the open breaker refused", breakerOpn, got)

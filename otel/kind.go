@@ -12,7 +12,8 @@ var kindLabels = func() [obs.NumKinds]string {
 }()
 
 // ErrorType returns the error.type value the recorder gives a store
-// error: "timeout", "unavailable", "cluster_down", "breaker_open",
+// error: "process_slow" for [sluice.ErrProcessSlow] (a timeout this
+// process noticed late), "timeout", "unavailable", "cluster_down", "breaker_open",
 // "script_missing", "corrupt_state", "closed" for the sentinels of the
 // same names (such as [sluice.ErrTimeout]), "invalid" for
 // [sluice.ErrInvalidHit], [sluice.ErrInvalidLimit] and

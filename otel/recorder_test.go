@@ -275,6 +275,7 @@ func TestErrorType(t *testing.T) {
 		want string
 	}{
 		{&sluice.StoreError{Kind: sluice.ErrTimeout}, "timeout"},
+		{&sluice.StoreError{Kind: sluice.ErrProcessSlow, Err: &sluice.StoreError{Kind: sluice.ErrTimeout}}, "process_slow"},
 		{&sluice.StoreError{Kind: sluice.ErrUnavailable, Err: context.DeadlineExceeded}, "unavailable"},
 		{&sluice.StoreError{Kind: sluice.ErrClusterDown}, "cluster_down"},
 		{&sluice.StoreError{Kind: sluice.ErrBreakerOpen}, "breaker_open"},

@@ -20,9 +20,12 @@ const (
 	// bucket holding the rule's share of its limit, the limit divided by
 	// the number of instances sharing the store (counted through the store,
 	// or given with the middleware's WithInstances), so the instances
-	// together stay near the limit while the store is failing or slow. The
-	// default: a failing store may over-admit by a bounded factor, never
-	// without bound.
+	// together stay near the limit while the store is failing or slow. A
+	// bucket starts where the store last left it, when the store keeps a
+	// record of that ([sluice.BucketRecorder], as the Redis store does):
+	// its share of what remained, not a fresh full share. The default: a
+	// failing store may over-admit by a bounded factor, never without
+	// bound.
 	FailLocal OnFail = iota
 	// FailOpen lets the request through, counted and logged: while the
 	// store fails, the rule limits nothing.

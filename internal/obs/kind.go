@@ -9,7 +9,8 @@ import (
 
 // The kinds of store errors, the values of the metrics' kind labels.
 const (
-	KindTimeout = iota
+	KindProcessSlow = iota
+	KindTimeout
 	KindUnavailable
 	KindClusterDown
 	KindBreakerOpen
@@ -24,7 +25,7 @@ const (
 
 // KindNames are the kinds' label values, indexed by kind.
 var KindNames = [NumKinds]string{
-	"timeout", "unavailable", "cluster_down", "breaker_open", "script_missing",
+	"process_slow", "timeout", "unavailable", "cluster_down", "breaker_open", "script_missing",
 	"corrupt_state", "closed", "invalid", "canceled", "other",
 }
 
@@ -33,6 +34,7 @@ var kindErrors = [...]struct {
 	err  error
 	kind int
 }{
+	{sluice.ErrProcessSlow, KindProcessSlow}, // before ErrTimeout, which it comes with
 	{sluice.ErrTimeout, KindTimeout},
 	{sluice.ErrUnavailable, KindUnavailable},
 	{sluice.ErrClusterDown, KindClusterDown},

@@ -20,6 +20,11 @@
 // read without locks: a flood of distinct keys replaces entries, it never
 // grows the table. Forgetting is always safe (it costs one store call), so
 // a slot taken by another bucket loses nothing but that call.
+//
+// A Record keeps, beside it, what the store last said of every bucket it
+// decided, refused or not: a Memory given one (Knowing) reports it for the
+// other hits of a call it answers, and a local fallback starts its buckets
+// from it.
 package refusal
 
 import (
@@ -58,6 +63,7 @@ type Memory struct {
 	seed   maphash.Seed
 	maxAge int64 // nanoseconds
 	now    func() int64
+	rec    *Record // what is known of the other hits of a call answered; nil: nothing
 }
 
 // entry is one remembered refusal, immutable once published.
@@ -93,8 +99,7 @@ func New(maxAge time.Duration, size int, now func() int64) *Memory {
 		n <<= 1
 	}
 	if now == nil {
-		epoch := time.Now()
-		now = func() int64 { return int64(time.Since(epoch)) }
+		now = monotonic
 	}
 	return &Memory{
 		slots:  make([]atomic.Pointer[entry], n),
@@ -103,6 +108,15 @@ func New(maxAge time.Duration, size int, now func() int64) *Memory {
 		maxAge: int64(maxAge),
 		now:    now,
 	}
+}
+
+// Knowing returns m reporting, for the other hits of a call it answers,
+// what rec (on m's clock) knows of their buckets. nil stays nil.
+func (m *Memory) Knowing(rec *Record) *Memory {
+	if m != nil {
+		m.rec = rec
+	}
+	return m
 }
 
 // Now returns the memory's clock: read it before sending a call whose
@@ -132,7 +146,9 @@ func counts(h *sluice.Hit) bool { return !h.Shadow && !h.Peek && !h.Force }
 // reports true. Each remembered hit gets its remembered refusal (Allowed
 // false, RetryAfter and ResetAfter counted down, Remaining as the bucket
 // holds it); every other hit is undecided: Allowed true, its Limit,
-// Remaining 0, nothing consumed. Every result is marked Remembered.
+// nothing consumed, and Remaining and ResetAfter as the memory's Record
+// knows its bucket (see [Record.Known]), else 0. Every result is marked
+// Remembered.
 //
 // A call with a shadow hit, a peek or a forced hit is never answered: the
 // store would consume a passing shadow hit's cost, and report a peek's
@@ -176,6 +192,9 @@ func (m *Memory) Answer(hits []sluice.Hit, out []sluice.Result) bool {
 	for i := range hits {
 		if !out[i].Remembered {
 			out[i] = sluice.Result{Allowed: true, Limit: hits[i].Limit, Remembered: true}
+			if st, ok := m.rec.Known(&hits[i], now); ok {
+				out[i].Remaining, out[i].ResetAfter = st.Remaining, st.ResetAfter
+			}
 		}
 	}
 	return true
@@ -308,5 +327,6 @@ func (m *Memory) WithClock(now func() int64) *Memory {
 	c := *m
 	c.slots = make([]atomic.Pointer[entry], len(m.slots))
 	c.now = now
+	c.rec = nil
 	return &c
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/refusal"
 )
 
 // KeyOf returns the Redis key s uses for h.
@@ -77,7 +78,9 @@ func RefundSHA() any { return refundScript.sha }
 // SetRefusalClock makes s's memory of refusals read clock, the clock its
 // scripts decide by in the test. Call it before any Take.
 func SetRefusalClock(s *Store, clock func() time.Time) {
-	s.refusals = s.refusals.WithClock(func() int64 { return clock().UnixNano() })
+	now := func() int64 { return clock().UnixNano() }
+	s.record = refusal.NewRecord(0, now)
+	s.refusals = s.refusals.WithClock(now).Knowing(s.record)
 }
 
 // Cross-slot orders (see SetCrossSlotOrder).

@@ -29,6 +29,7 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	}
 	for i := range refunds { // tokens come back: what was refused may pass
 		s.refusals.Forget(refunds[i].Hit.Key)
+		s.record.Forget(refunds[i].Hit.Key)
 	}
 	var err error
 	if ctx.Err() != nil {
@@ -65,6 +66,7 @@ func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 	defer func() {
 		for i := range hits {
 			s.refusals.Forget(hits[i].Key)
+			s.record.Forget(hits[i].Key)
 		}
 	}()
 	return s.b.reset(ctx, hits)

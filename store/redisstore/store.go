@@ -29,6 +29,7 @@ type Store struct {
 	// cluster client.
 	wrong    atomic.Bool
 	refusals *refusal.Memory // nil when off
+	record   *refusal.Record // what it last said of each bucket
 	presence *presence       // nil when off
 	events   sluice.StoreEvents
 	policy   *policyWatch
@@ -71,7 +72,9 @@ func New(client Client, cfg Config) (*Store, error) {
 		log:      cfg.Logger,
 		events:   cfg.Events,
 		refusals: refusal.New(cfg.RememberRefusals, cfg.RefusalMemory, nil),
+		record:   refusal.NewRecord(0, nil),
 	}
+	s.refusals.Knowing(s.record)
 	if cc, ok := client.(*redis.ClusterClient); ok {
 		s.b = newCluster(cc, cfg, s.keys, &s.reloads, s.closed.Load, s.Instances)
 	} else {
@@ -202,7 +205,7 @@ func (s *Store) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if s.refusals.Answer(hits, out) {
 		return nil
 	}
-	sent := s.refusals.Now()
+	sent := s.record.Now()
 	err := s.b.take(ctx, hits, out, partial)
 	s.remember(hits, out, sent, err)
 	return err
@@ -213,9 +216,20 @@ func (s *Store) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 // failed in part.
 func (s *Store) remember(hits []sluice.Hit, out []sluice.Result, sent int64, err error) {
 	var pe *sluice.PartialError
-	if s.refusals != nil && (err == nil || errors.As(err, &pe)) {
+	if err == nil || errors.As(err, &pe) {
+		s.record.Note(hits, out, sent)
 		s.refusals.Remember(hits, out, sent) // the failed hits' zero results are skipped
 	}
+}
+
+var _ sluice.BucketRecorder = (*Store)(nil)
+
+// ClaimBucket returns what the store last said about h's bucket, once
+// (see [sluice.BucketRecorder]). It keeps the last 16,384 buckets it
+// decided, or about: two candidate slots a bucket, the one said longest
+// ago replaced.
+func (s *Store) ClaimBucket(h *sluice.Hit) (sluice.BucketState, bool) {
+	return s.record.Claim(h)
 }
 
 // precheck answers a Take that needs no script call: invalid hits, a

@@ -1,0 +1,71 @@
+package decide_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
+	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/rules"
+)
+
+// recordingStore fails every call, and keeps a record of what it last said
+// of a bucket: the state it is given, claimable once.
+type recordingStore struct {
+	failingStore
+	state   sluice.BucketState
+	known   bool
+	claims  int
+	claimed bool
+}
+
+func (s *recordingStore) ClaimBucket(h *sluice.Hit) (sluice.BucketState, bool) {
+	s.claims++
+	if !s.known || s.claimed {
+		return sluice.BucketState{}, false
+	}
+	s.claimed = true
+	return s.state, true
+}
+
+// TestLocalStartsFromRecord: the local fallback starts a bucket from what
+// the store last said of it, its share of what remained, rather than
+// full; with no record it starts full, as before.
+func TestLocalStartsFromRecord(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		state     sluice.BucketState
+		known     bool
+		instances int
+		admitted  int // of 20 requests at 10 a minute
+	}{
+		{"no record: full", sluice.BucketState{}, false, 1, 10},
+		{"refused: empty", sluice.BucketState{Refused: true, RetryAfter: 6 * time.Second, ResetAfter: time.Minute}, true, 1, 0},
+		{"3 left", sluice.BucketState{Remaining: 3, ResetAfter: 42 * time.Second}, true, 1, 3},
+		{"8 left, 2 instances: 4 each", sluice.BucketState{Remaining: 8, ResetAfter: 12 * time.Second}, true, 2, 4},
+		{"more left than the share: the share", sluice.BucketState{Remaining: 10}, true, 2, 5},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &recordingStore{failingStore: failingStore{down(0)}, state: tt.state, known: tt.known}
+			dc, err := decide.New(store, decide.WithInstances(tt.instances), quiet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			set := rules.MustNew(rules.Rule{Name: "a", Key: keyfunc.Global(), Limit: sluice.PerMinute(10)})
+			admitted := 0
+			for range 20 {
+				d := dc.Check(set, httptest.NewRequest("GET", "/", nil), nil)
+				if d.Verdict == decide.Admitted {
+					admitted++
+				}
+				d.Finish(context.Background(), 0)
+			}
+			if admitted != tt.admitted {
+				t.Errorf("admitted %d of 20, want %d", admitted, tt.admitted)
+			}
+		})
+	}
+}

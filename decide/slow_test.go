@@ -1,0 +1,119 @@
+package decide
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/obs"
+	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/rules"
+)
+
+// TestProcessSlow: a timeout noticed well after its deadline is the
+// process's; one at its deadline, another failure, or a partial failure
+// is left as it is.
+func TestProcessSlow(t *testing.T) {
+	deadline := time.Unix(1_700_000_000, 0)
+	call, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	timeout := &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrTimeout, Ambiguous: true, Err: context.DeadlineExceeded}
+	down := &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrUnavailable}
+	partial := &sluice.PartialError{Failed: []int{0}, Err: timeout}
+	late := lateAfter(50 * time.Millisecond)
+	for _, tt := range []struct {
+		name string
+		err  error
+		end  time.Duration // after the deadline
+		slow bool
+	}{
+		{"timeout read late", timeout, late + time.Millisecond, true},
+		{"bare deadline read late", context.DeadlineExceeded, 30 * time.Millisecond, true},
+		{"timeout at its deadline", timeout, time.Millisecond, false},
+		{"unavailable, late", down, time.Second, false},
+		{"partial, late", partial, time.Second, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := processSlow(tt.err, call, deadline.Add(tt.end), late)
+			if errors.Is(got, sluice.ErrProcessSlow) != tt.slow {
+				t.Fatalf("%v: process slow %v, want %v", got, !tt.slow, tt.slow)
+			}
+			if !tt.slow {
+				if got != tt.err {
+					t.Errorf("changed to %v", got)
+				}
+				return
+			}
+			if !errors.Is(got, sluice.ErrTimeout) && !errors.Is(got, context.DeadlineExceeded) {
+				t.Errorf("%v: no longer a timeout", got)
+			}
+			if k, amb := obs.Classify(got); obs.KindNames[k] != "process_slow" || amb != sluice.IsAmbiguous(tt.err) {
+				t.Errorf("labelled %q ambiguous %v", obs.KindNames[k], amb)
+			}
+		})
+	}
+	if late != 12500*time.Microsecond || lateAfter(time.Millisecond) != minLate {
+		t.Errorf("lateAfter: %v, %v", late, lateAfter(time.Millisecond))
+	}
+}
+
+// lateStore answers every call with a timeout, returning after its
+// deadline by lag: a caller not run in time.
+type lateStore struct{ lag time.Duration }
+
+func (s lateStore) Take(ctx context.Context, _ []sluice.Hit, _ []sluice.Result) error {
+	d, _ := ctx.Deadline()
+	time.Sleep(time.Until(d.Add(s.lag)))
+	return &sluice.StoreError{Op: "test: take", Kind: sluice.ErrTimeout, Ambiguous: true, Err: context.DeadlineExceeded}
+}
+
+// calls records the store calls an observer sees.
+type calls struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (c *calls) Observe(context.Context, sluice.Decision) {}
+func (c *calls) ObserveStoreCall(_ context.Context, call sluice.StoreCall) {
+	c.mu.Lock()
+	c.errs = append(c.errs, call.Err)
+	c.mu.Unlock()
+}
+
+// TestProcessSlowObserved: a call that returns long after its deadline
+// reaches the observer, and the outcome's error, as process slow, and its
+// rule's on_fail still applies. A call returning at its deadline is a
+// plain timeout: only on a quiet machine (SLUICE_TIMING=1) can the test
+// count on being run in time.
+func TestProcessSlowObserved(t *testing.T) {
+	lags := []time.Duration{40 * time.Millisecond}
+	if os.Getenv("SLUICE_TIMING") == "1" {
+		lags = append(lags, 0)
+	}
+	for _, lag := range lags {
+		t.Run(fmt.Sprint(lag), func(t *testing.T) {
+			obs := &calls{}
+			dc, err := New(lateStore{lag}, WithBudget(8*time.Millisecond), WithObserver(obs), WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			set := rules.MustNew(rules.Rule{Name: "a", Key: keyfunc.Global(), Limit: sluice.PerMinute(5)})
+			o := dc.Check(set, httptest.NewRequest("GET", "/", nil), nil)
+			defer o.Finish(context.Background(), 0)
+			slow := lag > 0
+			if len(obs.errs) != 1 || errors.Is(obs.errs[0], sluice.ErrProcessSlow) != slow || !errors.Is(obs.errs[0], sluice.ErrTimeout) {
+				t.Fatalf("observed %v, want one timeout, process slow %v", obs.errs, slow)
+			}
+			if errors.Is(o.Err, sluice.ErrProcessSlow) != slow || o.Verdict != Admitted || !o.Local[0] {
+				t.Errorf("outcome %v, err %v, local %v: want admitted by the local fallback", o.Verdict, o.Err, o.Local[0])
+			}
+		})
+	}
+}
