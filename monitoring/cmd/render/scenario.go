@@ -203,8 +203,21 @@ func (s *system) handler(log *slog.Logger, collector *metrics.Collector, leased,
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux := http.NewServeMux()
 	mux.Handle("/browse", inProcess.Handler(ok))
-	mux.Handle("/", remote.Handler(ok))
+	mux.Handle("/", planned(remote.Handler(ok)))
 	return mux, nil
+}
+
+// planned sets the checkout's requests a limit of their own for
+// per-client, as an application that loaded the customer's plan does
+// (sluice.WithLimit): above what the rule allows, so the limiter caps it
+// and counts it.
+func planned(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/checkout" {
+			r = r.WithContext(sluice.WithLimit(r.Context(), "per-client", sluice.PerSecond(80).WithBurst(80)))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // operator resets a client's bucket through the operator API, as an
