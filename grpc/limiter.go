@@ -12,9 +12,7 @@ import (
 	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/rules"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 )
 
 // Limiter rate-limits gRPC calls by the rules of a [rules.Set] (or any
@@ -188,14 +186,4 @@ func toMetadata(fields []headers.Field) metadata.MD {
 		md[strings.ToLower(f.Name)] = vals[i : i+1 : i+1]
 	}
 	return md
-}
-
-// endOf is how a call ended, for the rules that count by outcome: its
-// status code, or Internal for a handler that panicked (it never
-// returned), as gRPC answers the client.
-func endOf(returned bool, err error) rules.Status {
-	if !returned {
-		return rules.GRPCStatus(rules.GRPCCode(codes.Internal))
-	}
-	return rules.GRPCStatus(rules.GRPCCode(status.Code(err)))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/headers"
 	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/rules"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -155,4 +156,14 @@ func Violations(err error) []*errdetails.QuotaFailure_Violation {
 		}
 	}
 	return nil
+}
+
+// endOf is how a call ended, for the rules that count by outcome: its
+// status code, or Internal for a handler that panicked (it never
+// returned), as gRPC answers the client.
+func endOf(returned bool, err error) rules.Status {
+	if !returned {
+		return rules.GRPCStatus(rules.GRPCCode(codes.Internal))
+	}
+	return rules.GRPCStatus(rules.GRPCCode(status.Code(err)))
 }
