@@ -273,3 +273,58 @@ func (e *entry) refunded(n int64) {
 	}
 	e.mu.Unlock()
 }
+
+// take is one refill as the backing store took it, and how much of it
+// may still be given back.
+type take struct {
+	hit     sluice.Hit
+	receipt sluice.Receipt
+	left    int64 // Receipt.Taken less what was given back
+}
+
+// maxTakes is how many refills an entry remembers. Held tokens come from
+// the latest ones (a refill spends what the lease held); a few more cover
+// tokens that calls gave back while a refill was in flight. Tokens beyond
+// what they cover cannot be returned, and are counted as lost.
+const maxTakes = 4
+
+// push records a refill, newest first.
+func (e *entry) push(t take) {
+	copy(e.takes[1:], e.takes[:maxTakes-1])
+	e.takes[0] = t
+}
+
+// keep reports whether tokens reserved from e under generation gen may go
+// back into its lease: a token bucket's always (tokens do not age); a
+// fixed window's only while the lease they came from is the current one.
+func (e *entry) keep(gen int64) bool {
+	return e.interval > 0 || e.gen.Load() == gen
+}
+
+// denyUntil returns until when e's denial stands (0: none).
+func (e *entry) denyUntil() int64 {
+	if d := e.deny.Load(); d != nil {
+		return d.until
+	}
+	return 0
+}
+
+// denied returns the result of a hit refused by e's denial d at now.
+func (e *entry) denied(now int64, d *denial) sluice.Result {
+	return sluice.Result{Limit: e.limit, Remaining: d.remaining, RetryAfter: time.Duration(d.until-now) * time.Microsecond,
+		ResetAfter: time.Duration(max(0, d.fullAt-now)) * time.Microsecond}
+}
+
+// refuseServe answers a hit of cost c that e's lease cannot serve from
+// e's standing denial, with no lock and no allocation: when the denial
+// refuses c at now, it writes the refusal to out, as a refill's claim
+// would find it (see [plan.claim]), and reports true. A cost beyond the
+// capacity is left to the general path: it is unsatisfiable.
+func (e *entry) refuseServe(now, c int64, out *sluice.Result) bool {
+	d := e.deny.Load()
+	if d == nil || c > e.limit.Capacity() || !d.refusesCost(now, c, e.interval == 0) {
+		return false
+	}
+	*out = e.denied(now, d)
+	return true
+}

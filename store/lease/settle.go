@@ -122,3 +122,32 @@ func (s *Store) settleAll(ctx context.Context, now int64, b *settleBatch) error 
 	}
 	return nil
 }
+
+type scratch struct {
+	plans []plan
+	hits  []sluice.Hit
+	outs  []sluice.Result
+}
+
+// maxWaits is how often one call waits for another's refill of the same
+// key before it passes through instead.
+const maxWaits = 2
+
+func (s *Store) getScratch(n int) *scratch {
+	sc, _ := s.scratches.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
+	}
+	if cap(sc.plans) < n {
+		sc.plans = make([]plan, n)
+	}
+	sc.plans = sc.plans[:n]
+	sc.hits, sc.outs = sc.hits[:0], sc.outs[:0]
+	return sc
+}
+
+func (s *Store) putScratch(sc *scratch) {
+	clear(sc.plans)
+	clear(sc.hits)
+	s.scratches.Put(sc)
+}
