@@ -328,3 +328,66 @@ func (e *entry) refuseServe(now, c int64, out *sluice.Result) bool {
 	*out = e.denied(now, d)
 	return true
 }
+
+// anchor starts e's model from the backing store's answer to a call sent
+// at now, whose ResetAfter is resetAfter: the bucket is full again at now
+// + resetAfter. Called with e.mu held.
+func (e *entry) anchor(now int64, resetAfter time.Duration) {
+	c := &e.credit
+	tat := now + int64(resetAfter/time.Microsecond) + c.owed*e.interval
+	if c.anchored > 0 {
+		tat = max(tat, c.tat)
+	}
+	c.tat, c.anchored = tat, now
+}
+
+// endModel ends e's model, which owes nothing. Called with e.mu held.
+func (e *entry) endModel() { e.credit = credit{} }
+
+// cycle returns the refill cycle of e's bucket at now when its leases
+// take up to kmax tokens and n instances share it.
+//
+// Once a refill finds the bucket dry, an instance waits until the bucket
+// has refilled the cycle's tokens before it asks again, and then takes
+// what is there, up to K, provided that is at least a chunk; a refusal
+// (less than a chunk is there) is waited out in process until a chunk is.
+// An instance alone so takes K a cycle, its whole rate, in one call. N
+// instances flat out each come once a cycle and take what refilled since
+// the one before: a refusal moves an instance that came too soon after
+// another by at most a chunk, so they settle a chunk apart and each takes
+// a chunk a cycle. That is about N / K calls per admitted token, and the
+// instances share the rate evenly, however many checks they are offered.
+// Every refill of a saturated key waits its cycle, even one that found all
+// it asked for (the tokens a late instance left in the bucket): so no
+// instance takes more than K a cycle, and one whose checks came late
+// finds its tokens still there.
+// Tokens left in the bucket while instances wait are not lost: the next
+// refill takes them, so the instances together admit the rate.
+func (e *entry) cycle(now, kmax int64, n int) cycle {
+	switch {
+	case e.interval == 0:
+		return cycle{tokens: kmax, chunk: 1, alone: n == 1} // a fixed window's count only resets when the window ends
+	case n == 1:
+		return cycle{tokens: kmax, chunk: 1, alone: true}
+	}
+	tokens := max(1, min(kmax, e.ttl/e.interval))
+	cyc := cycle{tokens: tokens, chunk: (tokens + int64(n) - 1) / int64(n)}
+	cyc.sat = e.saturated(now, cyc)
+	return cyc
+}
+
+// saturated reports whether a refill found e's token bucket dry within
+// the last two cycles, or a refill of a dry key took it within them: the
+// key takes its lease faster than its bucket refills it.
+func (e *entry) saturated(now int64, cyc cycle) bool {
+	return e.interval > 0 && e.dryAt > 0 && now-e.dryAt < 2*cyc.tokens*e.interval
+}
+
+// least returns the least a refill of e's bucket for a hit of cost c
+// asks for: c, or at least a chunk when the token bucket is saturated.
+func (e *entry) least(now, c int64, cyc cycle) int64 {
+	if cyc.sat {
+		return max(c, cyc.chunk)
+	}
+	return c
+}
