@@ -273,3 +273,121 @@ func (e *entry) refunded(n int64) {
 	}
 	e.mu.Unlock()
 }
+
+// take is one refill as the backing store took it, and how much of it
+// may still be given back.
+type take struct {
+	hit     sluice.Hit
+	receipt sluice.Receipt
+	left    int64 // Receipt.Taken less what was given back
+}
+
+// maxTakes is how many refills an entry remembers. Held tokens come from
+// the latest ones (a refill spends what the lease held); a few more cover
+// tokens that calls gave back while a refill was in flight. Tokens beyond
+// what they cover cannot be returned, and are counted as lost.
+const maxTakes = 4
+
+// push records a refill, newest first.
+func (e *entry) push(t take) {
+	copy(e.takes[1:], e.takes[:maxTakes-1])
+	e.takes[0] = t
+}
+
+// keep reports whether tokens reserved from e under generation gen may go
+// back into its lease: a token bucket's always (tokens do not age); a
+// fixed window's only while the lease they came from is the current one.
+func (e *entry) keep(gen int64) bool {
+	return e.interval > 0 || e.gen.Load() == gen
+}
+
+// denyUntil returns until when e's denial stands (0: none).
+func (e *entry) denyUntil() int64 {
+	if d := e.deny.Load(); d != nil {
+		return d.until
+	}
+	return 0
+}
+
+// denied returns the result of a hit refused by e's denial d at now.
+func (e *entry) denied(now int64, d *denial) sluice.Result {
+	return sluice.Result{Limit: e.limit, Remaining: d.remaining, RetryAfter: time.Duration(d.until-now) * time.Microsecond,
+		ResetAfter: time.Duration(max(0, d.fullAt-now)) * time.Microsecond}
+}
+
+// refuseServe answers a hit of cost c that e's lease cannot serve from
+// e's standing denial, with no lock and no allocation: when the denial
+// refuses c at now, it writes the refusal to out, as a refill's claim
+// would find it (see [plan.claim]), and reports true. A cost beyond the
+// capacity is left to the general path: it is unsatisfiable.
+func (e *entry) refuseServe(now, c int64, out *sluice.Result) bool {
+	d := e.deny.Load()
+	if d == nil || c > e.limit.Capacity() || !d.refusesCost(now, c, e.interval == 0) {
+		return false
+	}
+	*out = e.denied(now, d)
+	return true
+}
+
+// anchor starts e's model from the backing store's answer to a call sent
+// at now, whose ResetAfter is resetAfter: the bucket is full again at now
+// + resetAfter. Called with e.mu held.
+func (e *entry) anchor(now int64, resetAfter time.Duration) {
+	c := &e.credit
+	tat := now + int64(resetAfter/time.Microsecond) + c.owed*e.interval
+	if c.anchored > 0 {
+		tat = max(tat, c.tat)
+	}
+	c.tat, c.anchored = tat, now
+}
+
+// endModel ends e's model, which owes nothing. Called with e.mu held.
+func (e *entry) endModel() { e.credit = credit{} }
+
+// cycle returns the refill cycle of e's bucket at now when its leases
+// take up to kmax tokens and n instances share it.
+//
+// Once a refill finds the bucket dry, an instance waits until the bucket
+// has refilled the cycle's tokens before it asks again, and then takes
+// what is there, up to K, provided that is at least a chunk; a refusal
+// (less than a chunk is there) is waited out in process until a chunk is.
+// An instance alone so takes K a cycle, its whole rate, in one call. N
+// instances flat out each come once a cycle and take what refilled since
+// the one before: a refusal moves an instance that came too soon after
+// another by at most a chunk, so they settle a chunk apart and each takes
+// a chunk a cycle. That is about N / K calls per admitted token, and the
+// instances share the rate evenly, however many checks they are offered.
+// Every refill of a saturated key waits its cycle, even one that found all
+// it asked for (the tokens a late instance left in the bucket): so no
+// instance takes more than K a cycle, and one whose checks came late
+// finds its tokens still there.
+// Tokens left in the bucket while instances wait are not lost: the next
+// refill takes them, so the instances together admit the rate.
+func (e *entry) cycle(now, kmax int64, n int) cycle {
+	switch {
+	case e.interval == 0:
+		return cycle{tokens: kmax, chunk: 1, alone: n == 1} // a fixed window's count only resets when the window ends
+	case n == 1:
+		return cycle{tokens: kmax, chunk: 1, alone: true}
+	}
+	tokens := max(1, min(kmax, e.ttl/e.interval))
+	cyc := cycle{tokens: tokens, chunk: (tokens + int64(n) - 1) / int64(n)}
+	cyc.sat = e.saturated(now, cyc)
+	return cyc
+}
+
+// saturated reports whether a refill found e's token bucket dry within
+// the last two cycles, or a refill of a dry key took it within them: the
+// key takes its lease faster than its bucket refills it.
+func (e *entry) saturated(now int64, cyc cycle) bool {
+	return e.interval > 0 && e.dryAt > 0 && now-e.dryAt < 2*cyc.tokens*e.interval
+}
+
+// least returns the least a refill of e's bucket for a hit of cost c
+// asks for: c, or at least a chunk when the token bucket is saturated.
+func (e *entry) least(now, c int64, cyc cycle) int64 {
+	if cyc.sat {
+		return max(c, cyc.chunk)
+	}
+	return c
+}

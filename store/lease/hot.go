@@ -165,37 +165,3 @@ func keyHash(key string) string {
 	h.Write([]byte(key))
 	return strconv.FormatUint(h.Sum64(), 16)
 }
-
-// observeAnswered counts toward hot-key detection the hits of a request
-// answered by the memory of refusals, with no backing call: as each would
-// have been counted had the request gone to the backing store, so a key
-// flooded while over its limit turns hot (and splits) as any other.
-func (s *Store) observeAnswered(hits []sluice.Hit) {
-	if s.refunder == nil {
-		return // nothing is detected over this backing store (see planHit)
-	}
-	var now int64
-	read := false
-	for i := range hits {
-		h := &hits[i]
-		if h.Shadow || h.MinCost != 0 || h.Peek {
-			continue
-		}
-		if !read {
-			now, read = s.micros(), true
-		}
-		s.observeHit(h, now)
-	}
-}
-
-// observeHit counts h, answered in process at now with no backing call,
-// toward its key's hotness when its rule detects hot keys.
-func (s *Store) observeHit(h *sluice.Hit, now int64) {
-	pol := s.policyOf(h)
-	if !pol.Active() {
-		return
-	}
-	if d := s.hot.detector(pol); d != nil {
-		d.Observe(h.Key, h.Units(), now)
-	}
-}

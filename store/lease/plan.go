@@ -231,3 +231,70 @@ func (p *plan) refused(now int64, h *sluice.Hit, r sluice.Result) sluice.Result 
 	p.marked, p.reserved = false, 0
 	return r
 }
+
+// claimSettle claims, for p, the settle of what e owes at now, when there
+// is one to make: it reports false, having settled nothing, when the
+// tokens owed have all refilled (they are forgotten) or a refill or settle
+// is in flight. Called with e.mu held.
+func (p *plan) claimSettle(now int64) bool {
+	e := p.e
+	x := e.settleAmount(now)
+	if x == 0 {
+		e.credit.owed, e.credit.since = 0, 0
+		return false
+	}
+	if e.refilling != nil {
+		return false
+	}
+	e.refilling = make(chan struct{})
+	p.kind, p.marked, p.settle, p.owed = kSettle, true, x, e.credit.owed
+	return true
+}
+
+// byModel plans a hit of cost c that e's lease cannot serve, under e's
+// live model, n instances sharing its bucket, with e.mu held. It reports
+// whether it planned it, and the refill or settle in flight to wait for:
+// decided by the model (admitted on credit, or refused); or a settle of
+// what is owed first (the model ends when the instance count is no longer
+// 1; half a lease is owed). It waits, rather than owe more than K, while
+// another call settles, however often it waited before (a settle ends).
+func (p *plan) byModel(now, c, kmax int64, n int, mayWait bool) (bool, <-chan struct{}) {
+	e := p.e
+	cr := &e.credit
+	if n != 1 {
+		if cr.owed > 0 && p.claimSettle(now) {
+			return true, nil
+		}
+		if cr.owed > 0 { // a settle is in flight
+			return true, p.waitFor(mayWait)
+		}
+		e.endModel()
+		return false, nil
+	}
+	if cr.owed >= (kmax+1)/2 && p.claimSettle(now) {
+		return true, nil
+	}
+	if cr.owed+c > kmax && e.refilling != nil {
+		return true, e.refilling // never more than K owed: the settle in flight ends soon
+	}
+	held := e.left.Swap(0)
+	o := e.decideByModel(now, c, held)
+	p.o, p.modeled = o, true
+	if !o.Allowed {
+		e.left.Add(held)
+		p.kind = kDeny
+		return true, nil
+	}
+	p.kind, p.reserved, p.held = kCredit, c, held
+	return true, nil
+}
+
+// waitFor returns the refill or settle in flight on p's entry to wait for,
+// or, when p may not wait, nil with p planned to pass through.
+func (p *plan) waitFor(mayWait bool) <-chan struct{} {
+	if mayWait {
+		return p.e.refilling
+	}
+	p.kind, p.e = kPass, nil
+	return nil
+}

@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/algo"
@@ -56,69 +55,31 @@ func (s *Store) chargeModels(now int64, hits []sluice.Hit) {
 	}
 }
 
-// settleBatch is the settles a sweep makes, in one forced call.
-type settleBatch struct {
-	entries []*entry
-	hits    []sluice.Hit
-	owed    []int64 // what each entry owed when claimed
+type scratch struct {
+	plans []plan
+	hits  []sluice.Hit
+	outs  []sluice.Result
 }
 
-// claim adds to b the settle of what e's model owes at now, when the
-// model has expired (or, when all, whatever its state: the store is
-// closing) and no refill or settle is in flight. A model whose tokens
-// have all refilled owes nothing more; an expired one that owes nothing
-// ends.
-func (b *settleBatch) claim(e *entry, now int64, all bool) {
-	if e.interval == 0 {
-		return
+// maxWaits is how often one call waits for another's refill of the same
+// key before it passes through instead.
+const maxWaits = 2
+
+func (s *Store) getScratch(n int) *scratch {
+	sc, _ := s.scratches.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
 	}
-	if all {
-		e.mu.Lock()
-	} else if !e.mu.TryLock() {
-		return
+	if cap(sc.plans) < n {
+		sc.plans = make([]plan, n)
 	}
-	defer e.mu.Unlock()
-	cr := &e.credit
-	if cr.anchored == 0 || e.refilling != nil || !all && e.modelLive(now) {
-		return
-	}
-	x := e.settleAmount(now)
-	if x == 0 {
-		e.endModel()
-		return
-	}
-	e.refilling = make(chan struct{})
-	b.entries = append(b.entries, e)
-	b.hits = append(b.hits, sluice.Hit{Key: e.key, Limit: e.limit, Algorithm: e.alg, Group: e.group, Cost: x, Force: true})
-	b.owed = append(b.owed, cr.owed)
+	sc.plans = sc.plans[:n]
+	sc.hits, sc.outs = sc.hits[:0], sc.outs[:0]
+	return sc
 }
 
-// settleAll makes the settles of b in one forced call to the backing
-// store. A failure leaves the tokens owed (the next sweep tries again),
-// and is logged and returned.
-func (s *Store) settleAll(ctx context.Context, now int64, b *settleBatch) error {
-	if len(b.entries) == 0 {
-		return nil
-	}
-	out := make([]sluice.Result, len(b.hits))
-	err := s.backing.Take(ctx, b.hits, out)
-	for i, e := range b.entries {
-		e.mu.Lock()
-		if err == nil {
-			e.settled(now, b.hits[i].Cost, b.owed[i], out[i])
-			if !e.modelLive(now) && e.credit.owed == 0 {
-				e.endModel()
-			}
-		}
-		e.endRefill()
-		e.mu.Unlock()
-		if err == nil {
-			s.obs.LeaseRefilled(e.policy.Rule, b.hits[i].Cost)
-		}
-	}
-	if err != nil {
-		s.cfg.Logger.Warn("sluice: lease tokens admitted in process not settled", "keys", len(b.entries), "err", err)
-		return fmt.Errorf("lease: settle: %w", err)
-	}
-	return nil
+func (s *Store) putScratch(sc *scratch) {
+	clear(sc.plans)
+	clear(sc.hits)
+	s.scratches.Put(sc)
 }

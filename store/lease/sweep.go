@@ -89,26 +89,6 @@ func (e *entry) reset(gens *atomic.Int64) {
 	e.takes = [maxTakes]take{}
 }
 
-// take is one refill as the backing store took it, and how much of it
-// may still be given back.
-type take struct {
-	hit     sluice.Hit
-	receipt sluice.Receipt
-	left    int64 // Receipt.Taken less what was given back
-}
-
-// maxTakes is how many refills an entry remembers. Held tokens come from
-// the latest ones (a refill spends what the lease held); a few more cover
-// tokens that calls gave back while a refill was in flight. Tokens beyond
-// what they cover cannot be returned, and are counted as lost.
-const maxTakes = 4
-
-// push records a refill, newest first.
-func (e *entry) push(t take) {
-	copy(e.takes[1:], e.takes[:maxTakes-1])
-	e.takes[0] = t
-}
-
 // returns appends to refunds the refunds that give back n held tokens,
 // newest refill first, and returns them and what no refill covers.
 // Called with e.mu held.
@@ -132,13 +112,6 @@ func (e *entry) returns(refunds []sluice.Refund, n int64) ([]sluice.Refund, int6
 // window, or was reset). Called with e.mu held.
 func (e *entry) refundable(gen, now int64) bool {
 	return gen >= e.epoch && gen <= e.gen.Load() && now < e.expires.Load()
-}
-
-// keep reports whether tokens reserved from e under generation gen may go
-// back into its lease: a token bucket's always (tokens do not age); a
-// fixed window's only while the lease they came from is the current one.
-func (e *entry) keep(gen int64) bool {
-	return e.interval > 0 || e.gen.Load() == gen
 }
 
 // idle reports whether e holds nothing worth keeping.

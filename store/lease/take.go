@@ -101,35 +101,6 @@ func (s *Store) takeLocal(h *sluice.Hit, out *sluice.Result, refuse bool) bool {
 	return true
 }
 
-type scratch struct {
-	plans []plan
-	hits  []sluice.Hit
-	outs  []sluice.Result
-}
-
-// maxWaits is how often one call waits for another's refill of the same
-// key before it passes through instead.
-const maxWaits = 2
-
-func (s *Store) getScratch(n int) *scratch {
-	sc, _ := s.scratches.Get().(*scratch)
-	if sc == nil {
-		sc = &scratch{}
-	}
-	if cap(sc.plans) < n {
-		sc.plans = make([]plan, n)
-	}
-	sc.plans = sc.plans[:n]
-	sc.hits, sc.outs = sc.hits[:0], sc.outs[:0]
-	return sc
-}
-
-func (s *Store) putScratch(sc *scratch) {
-	clear(sc.plans)
-	clear(sc.hits)
-	s.scratches.Put(sc)
-}
-
 // takeSlow plans the hits, the backing call they need and the results
 // they get. A call that must wait for another call's refill starts over
 // when it ends; so does one that settles what a dry bucket's model owes.
@@ -386,4 +357,38 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 		out.Receipt = localReceipt(h.Units(), gen, e.served.Add(h.Units()))
 	}
 	return out
+}
+
+// observeAnswered counts toward hot-key detection the hits of a request
+// answered by the memory of refusals, with no backing call: as each would
+// have been counted had the request gone to the backing store, so a key
+// flooded while over its limit turns hot (and splits) as any other.
+func (s *Store) observeAnswered(hits []sluice.Hit) {
+	if s.refunder == nil {
+		return // nothing is detected over this backing store (see planHit)
+	}
+	var now int64
+	read := false
+	for i := range hits {
+		h := &hits[i]
+		if h.Shadow || h.MinCost != 0 || h.Peek {
+			continue
+		}
+		if !read {
+			now, read = s.micros(), true
+		}
+		s.observeHit(h, now)
+	}
+}
+
+// observeHit counts h, answered in process at now with no backing call,
+// toward its key's hotness when its rule detects hot keys.
+func (s *Store) observeHit(h *sluice.Hit, now int64) {
+	pol := s.policyOf(h)
+	if !pol.Active() {
+		return
+	}
+	if d := s.hot.detector(pol); d != nil {
+		d.Observe(h.Key, h.Units(), now)
+	}
 }
