@@ -17,10 +17,7 @@ type Config struct {
 	// Instances is how many processes are expected to share the backing
 	// store's buckets. It bounds K (see [MaxLease]): the drift bound
 	// Instances × K holds only when it is at least the real number of
-	// processes, so set it to that (or to an upper bound of it). It also
-	// sizes the share of a key over its limit each instance refills at
-	// once, and at 1 such a key is decided in process from a model of its
-	// bucket (see the package doc). Default:
+	// processes, so set it to that (or to an upper bound of it). Default:
 	// the count of a backing store that counts the instances sharing it
 	// ([sluice.InstanceCounter], as the Redis store does), read at each
 	// refill (1 until its first count); else 1, and [New] logs a warning

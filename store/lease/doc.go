@@ -18,36 +18,12 @@
 //
 // K, the most one refill takes, adapts per key: a key seen once takes only
 // its cost, and K doubles each time a lease runs out within half its TTL
-// and halves when one expires unused, up to the bound of [MaxLease],
-// Config.MaxLease and the policy's MaxLease. N instances together admit at
-// most N × K beyond the limit; what drift, a crash and a failing store
-// cost in operation is in docs/operations.md of the repository.
-//
-// # A key over its limit
-//
-// A refill that finds a token bucket dry does not make the next one go
-// back for each token as it refills (a call per admitted check, or more).
-// With several instances, a dry lease waits until the bucket has refilled
-// a cycle's tokens (K, or what refills over the lease's TTL when less),
-// then asks for up to K and at least a chunk, its share of the cycle
-// (cycle ÷ N, rounded up); a refusal (less than a chunk is there) is
-// waited out until a chunk is. Meanwhile its checks are refused in
-// process, with no lock, each told when this instance refills: its
-// Retry-After, at most a cycle. Instances flat out each come once a cycle
-// and take a chunk, about N/K calls per admitted check, sharing the rate
-// evenly; tokens left in the bucket while they wait are not lost (the next
-// refill takes them), and no instance holds more than K, so the drift
-// bound is unchanged. A lone instance takes K a cycle: the whole rate.
-//
-// An instance alone (Instances is 1) needs no cycle: from the first dry
-// refill it decides the bucket in process from a model of it (the bucket
-// as the backing store last described it, refilled since, less what it
-// admitted since), which alone is exact: every answer, Retry-After
-// included, is the backing store's. What it admits is owed, and taken from
-// the backing store in one forced hit once K/2 is owed (at most K is), when
-// the model expires (after the lease's TTL), on Sweep and on Close: one
-// call per K/2 admitted checks. A crash leaves the bucket fuller by what
-// was owed, at most K, the drift bound for one instance.
+// and halves when one expires unused or a refill finds the bucket dry (so
+// instances contending for a key over its limit share it fairly), up to
+// the bound of [MaxLease], Config.MaxLease and the policy's MaxLease. N
+// instances together admit at most N × K beyond the limit; what drift,
+// a crash and a failing store cost in operation is in docs/operations.md
+// of the repository.
 //
 // # Answers under a lease
 //
@@ -61,14 +37,11 @@
 //   - ResetAfter: when the shared bucket is full again as of the last
 //     refill, counting the held tokens as back in it.
 //   - RetryAfter (refusals): a refusal comes from the shared store (its
-//     exact Retry-After for the cost beyond what the lease holds), from
+//     exact Retry-After for the cost beyond what the lease holds), or from
 //     the remembered refusal of the same cost, whose Retry-After counts
-//     down to the same instant, or, for a key over its limit, from the
-//     wait of a dry lease (when this instance refills) or the model of an
-//     instance alone. It is exact for one instance; with several, it is
-//     when this instance admits again: another instance's return can make
-//     a request pass sooner, and a bucket that refills a token before the
-//     lease's next refill does not admit it on this instance until then.
+//     down to the same instant. Over the limit it stays exact for one
+//     instance; with several, another instance's return can make a request
+//     pass sooner, never later.
 //
 // The 429 body and headers are written from these values as from any
 // store's, so their shape does not change.

@@ -12,21 +12,17 @@ import (
 // backing store said at the last refill. The fields the local hit path
 // reads are atomics; the refill state is guarded by mu.
 type entry struct {
-	left    atomic.Int64           // tokens held and not yet served
-	served  atomic.Int64           // tokens served from leases so far: local receipts name their places in this count
-	expires atomic.Int64           // µs: the lease serves while now < expires
-	gen     atomic.Int64           // lease generation (from Store.gens): local receipts name it
-	base    atomic.Int64           // fixed window: the backing's Remaining at the last refill
-	fullAt  atomic.Int64           // µs: when the backing's bucket is full, as of the last refill
-	winEnd  atomic.Int64           // fixed window: µs at which the lease's window ends
-	deny    atomic.Pointer[denial] // when the next refill may be sent, or nil; written with mu held
-	gone    atomic.Bool            // the table forgot it
+	left    atomic.Int64 // tokens held and not yet served
+	served  atomic.Int64 // tokens served from leases so far: local receipts name their places in this count
+	expires atomic.Int64 // µs: the lease serves while now < expires
+	gen     atomic.Int64 // lease generation (from Store.gens): local receipts name it
+	base    atomic.Int64 // fixed window: the backing's Remaining at the last refill
+	fullAt  atomic.Int64 // µs: when the backing's bucket is full, as of the last refill
+	winEnd  atomic.Int64 // fixed window: µs at which the lease's window ends
 
-	key      string // immutable
-	limit    sluice.Limit
+	limit    sluice.Limit // immutable
 	alg      sluice.Algorithm
-	group    string // the hits' Group (a function of the key)
-	interval int64  // token bucket: µs per token; 0 for a fixed window
+	interval int64 // token bucket: µs per token; 0 for a fixed window
 	policy   *sluice.LeasePolicy
 
 	mu         sync.Mutex
@@ -34,17 +30,17 @@ type entry struct {
 	takes      [maxTakes]take // the latest refills, newest first: what returns refund
 	k          int64          // the lease size the next refill asks for
 	refilledAt int64          // µs
-	dryAt      int64          // µs: when the last refill found less than it asked for (sent then); 0 when it found all
+	dry        bool           // the last refill found less than it asked for
 	ttl        int64          // µs
-	credit     credit         // a dry token bucket's model, when this process is the only instance
-	epoch      int64          // the oldest generation whose local receipts may still be refunded
-	given      givenLog       // which of the latest served tokens local refunds gave back
+	deny       denial
+	epoch      int64    // the oldest generation whose local receipts may still be refunded
+	given      givenLog // which of the latest served tokens local refunds gave back
 }
 
 // newEntry returns the entry of h's bucket under pol, whose leases last
 // ttl unless pol says.
 func newEntry(h *sluice.Hit, pol *sluice.LeasePolicy, ttl time.Duration) *entry {
-	e := &entry{key: h.Key, limit: h.Limit, alg: h.Algorithm, group: h.Group, policy: pol}
+	e := &entry{limit: h.Limit, alg: h.Algorithm, policy: pol}
 	if h.Algorithm == sluice.TokenBucket {
 		e.interval = h.Limit.IntervalMicros()
 	}
@@ -193,14 +189,9 @@ func (e *entry) record(now int64, t take, gen int64) {
 
 // renew sets e's lease from the backing store's answer r to a refill of
 // up to upTo tokens that took extra tokens beyond the hit's cost, ends
-// the refill, and returns the tokens the lease holds. A refill that found
-// less than it asked for left the bucket dry: a fixed window's is spent
-// until the window ends; a token bucket's is decided by its model from
-// here when the instance is alone (see [credit]), else its next refill
-// waits until the bucket has refilled a cycle's tokens (see
-// [entry.cycle]), as does every refill of a saturated key. Until then a hit the lease cannot serve is refused in
-// process. Called with e.mu held.
-func (e *entry) renew(now int64, r sluice.Result, upTo, extra int64, cyc cycle) int64 {
+// the refill, and returns the tokens the lease holds. Called with e.mu
+// held.
+func (e *entry) renew(now int64, r sluice.Result, upTo, extra int64) int64 {
 	e.base.Store(r.Remaining)
 	e.fullAt.Store(now + int64(r.ResetAfter/time.Microsecond))
 	left := e.left.Add(extra)
@@ -211,67 +202,117 @@ func (e *entry) renew(now int64, r sluice.Result, upTo, extra int64, cyc cycle) 
 	}
 	e.expires.Store(exp)
 	e.refilledAt = now
-	e.deny.Store(nil)
-	e.dryAt = 0
-	if r.Receipt.Taken < upTo || cyc.sat && !cyc.alone {
-		e.dryAt = now
-		d := denial{cost: cyc.chunk, remaining: r.Remaining, fullAt: e.fullAt.Load()}
-		switch {
-		case e.interval == 0:
-			d.cost, d.until = 1, now+int64(r.ResetAfter/time.Microsecond) // the window is spent until it ends
-		case cyc.alone:
-			e.anchor(now, r.ResetAfter)
-		default: // the next refill once the bucket has refilled a cycle (after a dry take, it holds less than a token)
-			d.until, d.upTo = now+cyc.tokens*e.interval, true
-		}
-		if d.until > now {
-			e.deny.Store(&d)
-		}
-	}
+	e.dry = r.Receipt.Taken < upTo
+	e.deny = denial{}
 	e.endRefill()
 	return left
 }
 
 // refused ends a refill in a request that was not admitted, r being the
 // backing store's answer to it: the held tokens reserved under generation
-// gen go back, and a refusal of the refill itself, which asked for at
-// least least tokens, is remembered for that least until it could pass; a
-// token bucket alone starts its model from it (see [credit]), the bucket
-// being full after raw, the backing store's ResetAfter.
-func (e *entry) refused(now, least, held, gen int64, r sluice.Result, raw time.Duration, cyc cycle) {
+// gen go back, and a refusal of the refill itself is remembered for its
+// cost until it could pass.
+func (e *entry) refused(now, cost, held, gen int64, r sluice.Result) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if held > 0 {
 		e.putBack(gen, held)
 	}
 	if !r.Allowed {
-		e.dryAt = now
-		if e.interval > 0 && cyc.alone {
-			e.anchor(now, raw) // the model answers from here, exactly
-			e.endRefill()
-			return
-		}
+		e.dry = true
 	}
 	if !r.Allowed && r.RetryAfter > 0 {
-		e.deny.Store(&denial{cost: least, until: now + int64(r.RetryAfter/time.Microsecond), remaining: r.Remaining,
-			fullAt: now + int64(r.ResetAfter/time.Microsecond)})
+		e.deny = denial{cost: cost, until: now + int64(r.RetryAfter/time.Microsecond), remaining: r.Remaining,
+			fullAt: now + int64(r.ResetAfter/time.Microsecond)}
 	}
 	e.endRefill()
 }
 
-// refunded forgets e's remembered denial: n tokens came back to the
-// backing bucket. A model that owes nothing ends (the backing store
-// decides again); one that owes counts them back.
-func (e *entry) refunded(n int64) {
+// denied returns the result of a hit refused by e's remembered denial.
+func (e *entry) denied(now int64) sluice.Result {
 	e.mu.Lock()
-	e.deny.Store(nil)
-	switch {
-	case e.credit.owed > 0:
-		e.credit.tat -= n * e.interval
-	case e.credit.anchored > 0:
-		e.endModel()
-	}
+	d := e.deny
 	e.mu.Unlock()
+	return sluice.Result{Limit: e.limit, Remaining: d.remaining, RetryAfter: time.Duration(d.until-now) * time.Microsecond,
+		ResetAfter: time.Duration(max(0, d.fullAt-now)) * time.Microsecond}
+}
+
+// clearDenial forgets e's remembered denial: tokens came back.
+func (e *entry) clearDenial() {
+	e.mu.Lock()
+	e.deny = denial{}
+	e.mu.Unlock()
+}
+
+// sweep ends e's lease when it has expired, or whatever its state when
+// all (Close): its receipts can no longer be refunded into the next one,
+// and the tokens it held go back by refunds appended to refunds (when
+// giveBack, the backing store takes refunds) or are lost. It returns the
+// refunds, the tokens lost, and whether e holds nothing worth keeping
+// any more, to be forgotten. A sweep that is not all passes over a busy
+// entry: a refill or a return is under way.
+func (e *entry) sweep(now int64, all, giveBack bool, refunds []sluice.Refund) (_ []sluice.Refund, lost int64, forget bool) {
+	if all {
+		e.mu.Lock() // closing: every lease goes back
+	} else if !e.mu.TryLock() {
+		return refunds, 0, false
+	}
+	defer e.mu.Unlock()
+	if e.refilling != nil && !all {
+		return refunds, 0, false
+	}
+	exp := e.expires.Load()
+	if !all && e.live(now) {
+		return refunds, 0, false
+	}
+	e.epoch = e.gen.Load() + 1
+	if n := e.left.Swap(0); n > 0 {
+		e.expires.Store(min(exp, now))
+		lost = n
+		switch {
+		case !giveBack:
+		case e.interval == 0 && now >= e.windowEnd():
+			// The window the tokens belong to has passed.
+		default:
+			refunds, lost = e.returns(refunds, n)
+		}
+		return refunds, lost, false
+	}
+	// Nothing held: forget it once its lease and any denial are a TTL in
+	// the past (its lease size starts small again).
+	return refunds, 0, all || now >= exp+e.ttl && now >= e.deny.until
+}
+
+// refund gives back into e's lease up to units of what a hit served from
+// a lease took (its local receipt rc), when that lease may still take
+// them, and returns the units lost to the refund: all of them when the
+// lease went back or expired with the tokens.
+func (e *entry) refund(now int64, rc sluice.Receipt, units int64) (lost int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.refundable(rc.Mark, now) {
+		return units
+	}
+	back, lost := e.given.redeem(e.served.Load(), rc, units)
+	if back > 0 {
+		e.left.Add(back)
+		e.deny = denial{}
+	}
+	return lost
+}
+
+// reset drops e's lease without giving its tokens back, and starts a
+// generation (the next of gens) in which no earlier receipt can be
+// refunded.
+func (e *entry) reset(gens *atomic.Int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.left.Store(0)
+	e.expires.Store(0)
+	e.gen.Store(gens.Add(1))
+	e.epoch = e.gen.Load() + 1
+	e.deny = denial{}
+	e.takes = [maxTakes]take{}
 }
 
 // take is one refill as the backing store took it, and how much of it
@@ -294,6 +335,31 @@ func (e *entry) push(t take) {
 	e.takes[0] = t
 }
 
+// returns appends to refunds the refunds that give back n held tokens,
+// newest refill first, and returns them and what no refill covers.
+// Called with e.mu held.
+func (e *entry) returns(refunds []sluice.Refund, n int64) ([]sluice.Refund, int64) {
+	for i := range e.takes {
+		t := &e.takes[i]
+		if n == 0 || t.left == 0 {
+			continue
+		}
+		u := min(n, t.left)
+		refunds = append(refunds, sluice.Refund{Hit: t.hit, Receipt: t.receipt, Units: u})
+		t.left -= u
+		n -= u
+	}
+	return refunds, n
+}
+
+// refundable reports whether a local receipt of generation gen may go
+// back into e's lease at now: the lease is live and the chain of leases
+// since gen is unbroken (no lease of it went back, expired into a new
+// window, or was reset). Called with e.mu held.
+func (e *entry) refundable(gen, now int64) bool {
+	return gen >= e.epoch && gen <= e.gen.Load() && now < e.expires.Load()
+}
+
 // keep reports whether tokens reserved from e under generation gen may go
 // back into its lease: a token bucket's always (tokens do not age); a
 // fixed window's only while the lease they came from is the current one.
@@ -301,93 +367,21 @@ func (e *entry) keep(gen int64) bool {
 	return e.interval > 0 || e.gen.Load() == gen
 }
 
-// denyUntil returns until when e's denial stands (0: none).
-func (e *entry) denyUntil() int64 {
-	if d := e.deny.Load(); d != nil {
-		return d.until
-	}
-	return 0
+// denial remembers a refusal by the backing store, so the same cost is
+// refused in process until it could pass: a hot key far over its limit
+// costs no store call per request.
+type denial struct {
+	cost, until, remaining, fullAt int64
 }
 
-// denied returns the result of a hit refused by e's denial d at now.
-func (e *entry) denied(now int64, d *denial) sluice.Result {
-	return sluice.Result{Limit: e.limit, Remaining: d.remaining, RetryAfter: time.Duration(d.until-now) * time.Microsecond,
-		ResetAfter: time.Duration(max(0, d.fullAt-now)) * time.Microsecond}
-}
-
-// refuseServe answers a hit of cost c that e's lease cannot serve from
-// e's standing denial, with no lock and no allocation: when the denial
-// refuses c at now, it writes the refusal to out, as a refill's claim
-// would find it (see [plan.claim]), and reports true. A cost beyond the
-// capacity is left to the general path: it is unsatisfiable.
-func (e *entry) refuseServe(now, c int64, out *sluice.Result) bool {
-	d := e.deny.Load()
-	if d == nil || c > e.limit.Capacity() || !d.refusesCost(now, c, e.interval == 0) {
+// idle reports whether e holds nothing worth keeping.
+func (e *entry) idle(now int64) bool {
+	if e.left.Load() != 0 || now < e.expires.Load() {
 		return false
 	}
-	*out = e.denied(now, d)
-	return true
-}
-
-// anchor starts e's model from the backing store's answer to a call sent
-// at now, whose ResetAfter is resetAfter: the bucket is full again at now
-// + resetAfter. Called with e.mu held.
-func (e *entry) anchor(now int64, resetAfter time.Duration) {
-	c := &e.credit
-	tat := now + int64(resetAfter/time.Microsecond) + c.owed*e.interval
-	if c.anchored > 0 {
-		tat = max(tat, c.tat)
+	if !e.mu.TryLock() {
+		return false
 	}
-	c.tat, c.anchored = tat, now
-}
-
-// endModel ends e's model, which owes nothing. Called with e.mu held.
-func (e *entry) endModel() { e.credit = credit{} }
-
-// cycle returns the refill cycle of e's bucket at now when its leases
-// take up to kmax tokens and n instances share it.
-//
-// Once a refill finds the bucket dry, an instance waits until the bucket
-// has refilled the cycle's tokens before it asks again, and then takes
-// what is there, up to K, provided that is at least a chunk; a refusal
-// (less than a chunk is there) is waited out in process until a chunk is.
-// An instance alone so takes K a cycle, its whole rate, in one call. N
-// instances flat out each come once a cycle and take what refilled since
-// the one before: a refusal moves an instance that came too soon after
-// another by at most a chunk, so they settle a chunk apart and each takes
-// a chunk a cycle. That is about N / K calls per admitted token, and the
-// instances share the rate evenly, however many checks they are offered.
-// Every refill of a saturated key waits its cycle, even one that found all
-// it asked for (the tokens a late instance left in the bucket): so no
-// instance takes more than K a cycle, and one whose checks came late
-// finds its tokens still there.
-// Tokens left in the bucket while instances wait are not lost: the next
-// refill takes them, so the instances together admit the rate.
-func (e *entry) cycle(now, kmax int64, n int) cycle {
-	switch {
-	case e.interval == 0:
-		return cycle{tokens: kmax, chunk: 1, alone: n == 1} // a fixed window's count only resets when the window ends
-	case n == 1:
-		return cycle{tokens: kmax, chunk: 1, alone: true}
-	}
-	tokens := max(1, min(kmax, e.ttl/e.interval))
-	cyc := cycle{tokens: tokens, chunk: (tokens + int64(n) - 1) / int64(n)}
-	cyc.sat = e.saturated(now, cyc)
-	return cyc
-}
-
-// saturated reports whether a refill found e's token bucket dry within
-// the last two cycles, or a refill of a dry key took it within them: the
-// key takes its lease faster than its bucket refills it.
-func (e *entry) saturated(now int64, cyc cycle) bool {
-	return e.interval > 0 && e.dryAt > 0 && now-e.dryAt < 2*cyc.tokens*e.interval
-}
-
-// least returns the least a refill of e's bucket for a hit of cost c
-// asks for: c, or at least a chunk when the token bucket is saturated.
-func (e *entry) least(now, c int64, cyc cycle) int64 {
-	if cyc.sat {
-		return max(c, cyc.chunk)
-	}
-	return c
+	defer e.mu.Unlock()
+	return e.refilling == nil && now >= e.deny.until
 }

@@ -19,7 +19,6 @@ import (
 type counting struct {
 	sluice.Refunder
 	takes, refunds, hits atomic.Int64
-	forced               atomic.Int64 // forced hits among hits
 	down                 atomic.Bool
 	mu                   sync.Mutex
 	keys                 map[string]int // backing hits by key, when not nil
@@ -33,9 +32,6 @@ func (c *counting) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Res
 	}
 	c.takes.Add(1)
 	c.hits.Add(int64(len(hits)))
-	if len(hits) > 0 && hits[0].Force {
-		c.forced.Add(int64(len(hits)))
-	}
 	c.mu.Lock()
 	if c.keys != nil {
 		for i := range hits {

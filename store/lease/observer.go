@@ -6,9 +6,7 @@ package lease
 // [sluice.LeasePolicy.Rule], "" when the policy names none.
 type Observer interface {
 	// LeaseRefilled reports a refill that took taken tokens from the
-	// backing store, or the settle of taken tokens an instance alone
-	// admitted on a dry key (see the package doc): the leading indicator
-	// of the backing's load.
+	// backing store: the leading indicator of the backing's load.
 	LeaseRefilled(rule string, taken int64)
 	// LeaseReturned reports unused tokens given back to the backing store
 	// (on expiry or Close).

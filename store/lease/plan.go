@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/algo"
 )
 
 // How one hit of a request is decided.
@@ -14,11 +13,8 @@ const (
 	kPass   planKind = iota // the backing store decides it as it is
 	kLocal                  // served from the lease: reserved is its cost
 	kRefill                 // a refill of up to upTo, at least need, with reserved held
-	kDeny                   // refused in process: by a remembered denial, or by the model (modeled)
+	kDeny                   // refused in process by a remembered denial
 	kPeek                   // a peek: the backing's answer plus the lease
-	kCredit                 // admitted by the model of a dry bucket (see credit): reserved is its cost, held of it from the lease
-	kAnswer                 // a peek answered by the model
-	kSettle                 // the settle of what the model owes, before the hit is planned again
 )
 
 // plan is how one hit of a request is decided, and what deciding it holds
@@ -28,61 +24,38 @@ type plan struct {
 	kind     planKind
 	e        *entry
 	gen      int64
-	reserved int64   // tokens taken from e.left for this hit
-	need     int64   // kRefill: the least the refill must take
-	upTo     int64   // kRefill: the most it may take
-	least    int64   // kRefill: need with the tokens held: what a refusal of the refill refuses
-	cyc      cycle   // kRefill: the entry's refill cycle
-	held     int64   // kCredit: the lease's tokens the hit took
-	settle   int64   // kSettle: the tokens to take
-	owed     int64   // kSettle: the tokens owed when it was claimed
-	modeled  bool    // o is the model's outcome for the hit
-	d        *denial // kDeny, not modeled: the denial that refused it
-	o        algo.Outcome
-	marked   bool // this call owns e's refill
-	j        int  // index in the backing call, or -1
+	reserved int64 // tokens taken from e.left for this hit
+	need     int64 // kRefill: the least the refill must take
+	upTo     int64 // kRefill: the most it may take
+	marked   bool  // this call owns e's refill
+	j        int   // index in the backing call, or -1
 	det      *detector
 	split    bool // the hit goes to sub, a sub-bucket of its key
 	sub      sluice.Hit
 }
 
 // claim plans, under the lock of p's entry, a hit of cost c under pol
-// that the entry's lease did not serve, n instances sharing the bucket:
-// it waits for a refill in flight (returning its channel, holding nothing)
-// or passes through when it may not wait; it is served from the lease
-// when tokens came back meanwhile, refused by the lease's denial (a
-// remembered refusal, or a dry lease's wait for its next refill), or else
-// claims the refill, of up to kmax tokens (of a dry bucket: up to kmax,
-// at least a chunk; see [entry.cycle]). Tokens of a past window it finds
-// held are lost (told to obs).
-func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, n int, mayWait bool, obs Observer) <-chan struct{} {
+// that the entry's lease did not serve: it waits for a refill in flight
+// (returning its channel, holding nothing) or passes through when it may
+// not wait; it is served from the lease when tokens came back meanwhile,
+// refused by the lease's remembered denial of that cost, or else claims
+// the refill, of up to kmax tokens. Tokens of a past window it finds held
+// are lost (told to obs).
+func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, mayWait bool, obs Observer) <-chan struct{} {
 	e := p.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.credit.anchored > 0 {
-		switch {
-		case e.modelLive(now):
-			if ok, busy := p.byModel(now, c, kmax, n, mayWait); ok {
-				return busy
-			}
-		case e.credit.owed > 0 && p.claimSettle(now):
-			return nil
-		case e.credit.owed > 0: // a settle is in flight
-			return p.waitFor(mayWait)
-		default:
-			e.endModel()
-		}
-	}
-	cyc := e.cycle(now, kmax, n)
-	least := e.least(now, c, cyc)
 	switch {
+	case e.refilling != nil && mayWait:
+		return e.refilling
 	case e.refilling != nil:
-		return p.waitFor(mayWait)
+		p.e = nil // pass through this time
+		return nil
 	case e.reserve(c, now):
 		p.kind, p.reserved = kLocal, c
 		return nil
-	case e.deny.Load().refuses(now, least, e.interval == 0):
-		p.kind, p.d = kDeny, e.deny.Load()
+	case now < e.deny.until && c == e.deny.cost:
+		p.kind = kDeny
 		return nil
 	}
 	// Claim the refill. A token bucket's held tokens count toward the
@@ -98,17 +71,12 @@ func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, n int, m
 		p.kind, p.reserved = kLocal, c
 		return nil
 	}
-	k := kmax
-	if least == c { // not dry: the lease size follows the key's use
-		ttl := e.ttl
-		k = nextK(e.k, kmax, e.refilledAt > 0 && now < e.expires.Load() && now-e.refilledAt < ttl/2, e.refilledAt > 0 && now >= e.expires.Load())
-	}
+	ttl := e.ttl
+	k := nextK(e.k, kmax, e.refilledAt > 0 && now < e.expires.Load() && now-e.refilledAt < ttl/2, e.refilledAt > 0 && now >= e.expires.Load(), e.dry)
 	e.k = k
 	e.refilling = make(chan struct{})
 	p.kind, p.reserved, p.marked = kRefill, held, true
-	p.cyc = cyc
-	p.least = least
-	p.need = max(0, least-held)
+	p.need = c - held
 	p.upTo = max(c, k) - held
 	return nil
 }
@@ -116,12 +84,6 @@ func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, n int, m
 // undo gives back what p reserved and releases the refill it claimed,
 // for a request that is not admitted or must start over.
 func (p *plan) undo() {
-	if p.kind == kCredit && p.reserved > 0 {
-		p.e.mu.Lock()
-		p.e.uncredit(p.reserved, p.held)
-		p.e.mu.Unlock()
-		p.reserved, p.held = 0, 0
-	}
 	if p.reserved > 0 {
 		p.e.putBack(p.gen, p.reserved)
 	}
@@ -148,14 +110,11 @@ func undoAll(plans []plan) {
 // hit goes to its sub-bucket.
 func (p *plan) backingHit(h sluice.Hit) (sluice.Hit, bool) {
 	switch p.kind {
-	case kLocal, kCredit, kAnswer:
+	case kLocal:
 		return h, false
 	case kRefill:
 		h.Cost, h.MinCost = p.upTo, p.need
 	case kDeny:
-		if p.modeled {
-			return h, false // the model's answer stands: it is the bucket's
-		}
 		p.kind = kPass
 		fallthrough
 	case kPass:
@@ -195,22 +154,8 @@ func (p *plan) settleLocal(now int64, out *sluice.Result, admitted bool) {
 		if admitted {
 			out.Receipt = localReceipt(p.reserved, p.gen, p.e.served.Add(p.reserved))
 		}
-	case kCredit:
-		if !admitted {
-			p.undo()
-		}
-		p.e.modelResult(&p.o, admitted, out)
-		if admitted {
-			out.Receipt = localReceipt(p.reserved, p.gen, p.e.served.Add(p.reserved))
-		}
-	case kAnswer:
-		p.e.modelResult(&p.o, false, out)
 	case kDeny:
-		if p.modeled {
-			p.e.modelResult(&p.o, false, out)
-			return
-		}
-		*out = p.e.denied(now, p.d)
+		*out = p.e.denied(now)
 	}
 }
 
@@ -220,81 +165,13 @@ func (p *plan) settleLocal(now int64, out *sluice.Result, admitted bool) {
 // refill itself is remembered.
 func (p *plan) refused(now int64, h *sluice.Hit, r sluice.Result) sluice.Result {
 	held := p.reserved
-	raw := r.ResetAfter
 	r.Remaining = min(h.Limit.Capacity(), r.Remaining+held)
 	r.Receipt = sluice.Receipt{}
 	r.Limit = h.Limit
 	if p.e.interval > 0 {
 		r.ResetAfter = max(0, r.ResetAfter-time.Duration(held*p.e.interval)*time.Microsecond)
 	}
-	p.e.refused(now, p.least, held, p.gen, r, raw, p.cyc)
+	p.e.refused(now, h.Units(), held, p.gen, r)
 	p.marked, p.reserved = false, 0
 	return r
-}
-
-// claimSettle claims, for p, the settle of what e owes at now, when there
-// is one to make: it reports false, having settled nothing, when the
-// tokens owed have all refilled (they are forgotten) or a refill or settle
-// is in flight. Called with e.mu held.
-func (p *plan) claimSettle(now int64) bool {
-	e := p.e
-	x := e.settleAmount(now)
-	if x == 0 {
-		e.credit.owed, e.credit.since = 0, 0
-		return false
-	}
-	if e.refilling != nil {
-		return false
-	}
-	e.refilling = make(chan struct{})
-	p.kind, p.marked, p.settle, p.owed = kSettle, true, x, e.credit.owed
-	return true
-}
-
-// byModel plans a hit of cost c that e's lease cannot serve, under e's
-// live model, n instances sharing its bucket, with e.mu held. It reports
-// whether it planned it, and the refill or settle in flight to wait for:
-// decided by the model (admitted on credit, or refused); or a settle of
-// what is owed first (the model ends when the instance count is no longer
-// 1; half a lease is owed). It waits, rather than owe more than K, while
-// another call settles, however often it waited before (a settle ends).
-func (p *plan) byModel(now, c, kmax int64, n int, mayWait bool) (bool, <-chan struct{}) {
-	e := p.e
-	cr := &e.credit
-	if n != 1 {
-		if cr.owed > 0 && p.claimSettle(now) {
-			return true, nil
-		}
-		if cr.owed > 0 { // a settle is in flight
-			return true, p.waitFor(mayWait)
-		}
-		e.endModel()
-		return false, nil
-	}
-	if cr.owed >= (kmax+1)/2 && p.claimSettle(now) {
-		return true, nil
-	}
-	if cr.owed+c > kmax && e.refilling != nil {
-		return true, e.refilling // never more than K owed: the settle in flight ends soon
-	}
-	held := e.left.Swap(0)
-	o := e.decideByModel(now, c, held)
-	p.o, p.modeled = o, true
-	if !o.Allowed {
-		e.left.Add(held)
-		p.kind = kDeny
-		return true, nil
-	}
-	p.kind, p.reserved, p.held = kCredit, c, held
-	return true, nil
-}
-
-// waitFor returns the refill or settle in flight on p's entry to wait for,
-// or, when p may not wait, nil with p planned to pass through.
-func (p *plan) waitFor(mayWait bool) <-chan struct{} {
-	if mayWait {
-		return p.e.refilling
-	}
-	p.kind, p.e = kPass, nil
-	return nil
 }

@@ -53,26 +53,17 @@ func MaxLease(l sluice.Limit, alg sluice.Algorithm, instances int, budget float6
 }
 
 // nextK adapts a key's lease size to how fast it is used: it doubles when
-// the last lease ran out within half its TTL (a busy key) and halves when
-// the last lease expired with tokens unused (a quiet one), within
-// [1, kmax]. A key seen once takes only its cost: it holds nothing. A dry
-// key's refills are sized by its cycle instead (see [entry.cycle]).
-func nextK(k, kmax int64, ranOutFast, expiredUnused bool) int64 {
+// the last lease ran out within half its TTL (a busy key), halves when the
+// last lease expired with tokens unused (a quiet one) or when the last
+// refill found less than it asked for (the bucket is dry: the instances
+// share what refills, so each asks for less), and stays within [1, kmax].
+// A key seen once takes only its cost: it holds nothing.
+func nextK(k, kmax int64, ranOutFast, expiredUnused, dry bool) int64 {
 	switch {
-	case expiredUnused:
+	case expiredUnused || dry:
 		k /= 2
 	case ranOutFast:
 		k *= 2
 	}
 	return min(kmax, max(1, k))
-}
-
-// cycle is how a dry key is refilled: every instance that needs it asks
-// for up to K tokens, at least chunk, once the bucket has had the time to
-// refill tokens.
-type cycle struct {
-	tokens int64 // what the bucket refills over one cycle: K, or what refills over the lease's TTL when less
-	chunk  int64 // the least one refill takes: a share of tokens for each instance, rounded up
-	alone  bool  // one instance: a dry token bucket is decided by its model instead (see credit)
-	sat    bool  // the claim's key is saturated (see [entry.saturated]): its refill waits a cycle after it
 }

@@ -158,6 +158,78 @@ func (s *Store) kmax(h *sluice.Hit, pol *sluice.LeasePolicy) int64 {
 	return k
 }
 
+// Refund gives back what hits took (see [sluice.Refunder]). A hit served
+// from a lease goes back into the key's current lease while it is live
+// and no lease of the key went back since the one the hit was served from
+// (refills in between do not matter; a fixed window's new window does);
+// otherwise its tokens went back, or were lost, with the lease: the
+// refund does nothing and is counted as lost (Observer.LeaseLost). Such a
+// receipt gives each of its tokens back once: refunded again, or with a
+// Receipt.Taken larger than the hit took, it gives back nothing more. The
+// store tells apart the last 1,024 tokens served from a key's leases; the
+// tokens of a hit served before them are counted as lost. A refund that
+// gives tokens back clears the key's remembered denial. Other refunds go
+// to the backing store, which bounds them as it does its own; over a
+// backing store that is not a Refunder they are an error wrapping
+// [sluice.ErrInvalidHit].
+func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
+	if err := sluice.CheckRefunds(refunds); err != nil {
+		return fmt.Errorf("lease: %w", err)
+	}
+	s.calls.RLock()
+	defer s.calls.RUnlock()
+	if s.closed.Load() {
+		return errClosed()
+	}
+	for i := range refunds { // tokens come back: what was refused may pass
+		s.refusals.Forget(refunds[i].Hit.Key)
+	}
+	now := s.micros()
+	var pass []sluice.Refund
+	for i := range refunds {
+		if r := &refunds[i]; isLocal(r.Receipt) {
+			s.refundLocal(now, r)
+		} else {
+			pass = append(pass, *r)
+		}
+	}
+	if len(pass) == 0 {
+		return nil
+	}
+	return s.refundBacking(ctx, pass)
+}
+
+// refundLocal gives back into its key's lease what a hit served from a
+// lease took, when that lease may still take it; else counts it as lost.
+func (s *Store) refundLocal(now int64, r *sluice.Refund) {
+	e := s.table.get(r.Hit.Key)
+	if e == nil {
+		s.obs.LeaseLost(s.ruleOf(&r.Hit), r.Amount())
+		return
+	}
+	if lost := e.refund(now, r.Receipt, r.Amount()); lost > 0 {
+		s.obs.LeaseLost(e.policy.Rule, lost)
+	}
+}
+
+// refundBacking passes refunds to the backing store. The tokens are back
+// in the bucket: the keys' remembered denials no longer stand.
+func (s *Store) refundBacking(ctx context.Context, pass []sluice.Refund) error {
+	for i := range pass {
+		if e := s.table.get(pass[i].Hit.Key); e != nil {
+			e.clearDenial()
+		}
+	}
+	if s.refunder == nil {
+		return fmt.Errorf("lease: %w: the backing store %T gives nothing back", sluice.ErrInvalidHit, s.backing)
+	}
+	if err := s.refunder.Refund(ctx, pass); err != nil {
+		s.refundFailed(pass)
+		return err
+	}
+	return nil
+}
+
 // refundFailed tells the observer of refunds the backing store failed to
 // take.
 func (s *Store) refundFailed(refunds []sluice.Refund) {
@@ -290,9 +362,7 @@ func (s *Store) sweepLoop(every time.Duration) {
 func (s *Store) giveBack(ctx context.Context, all bool) error {
 	now := s.micros()
 	var refunds []sluice.Refund
-	var settles settleBatch
 	s.table.each(nil, nil, func(e *entry) bool {
-		settles.claim(e, now, all)
 		var lost int64
 		var forget bool
 		refunds, lost, forget = e.sweep(now, all, s.refunder != nil, refunds)
@@ -302,9 +372,8 @@ func (s *Store) giveBack(ctx context.Context, all bool) error {
 		return forget
 	})
 	s.obs.LeasedKeys(s.table.len())
-	settled := s.settleAll(ctx, now, &settles)
 	if len(refunds) == 0 {
-		return settled
+		return nil
 	}
 	if err := s.refunder.Refund(ctx, refunds); err != nil {
 		s.refundFailed(refunds)
@@ -316,73 +385,6 @@ func (s *Store) giveBack(ctx context.Context, all bool) error {
 	}
 	for i := range refunds {
 		s.obs.LeaseReturned(refunds[i].Hit.Lease.Rule, refunds[i].Amount())
-	}
-	return nil
-}
-
-// settleBatch is the settles a sweep makes, in one forced call.
-type settleBatch struct {
-	entries []*entry
-	hits    []sluice.Hit
-	owed    []int64 // what each entry owed when claimed
-}
-
-// claim adds to b the settle of what e's model owes at now, when the
-// model has expired (or, when all, whatever its state: the store is
-// closing) and no refill or settle is in flight. A model whose tokens
-// have all refilled owes nothing more; an expired one that owes nothing
-// ends.
-func (b *settleBatch) claim(e *entry, now int64, all bool) {
-	if e.interval == 0 {
-		return
-	}
-	if all {
-		e.mu.Lock()
-	} else if !e.mu.TryLock() {
-		return
-	}
-	defer e.mu.Unlock()
-	cr := &e.credit
-	if cr.anchored == 0 || e.refilling != nil || !all && e.modelLive(now) {
-		return
-	}
-	x := e.settleAmount(now)
-	if x == 0 {
-		e.endModel()
-		return
-	}
-	e.refilling = make(chan struct{})
-	b.entries = append(b.entries, e)
-	b.hits = append(b.hits, sluice.Hit{Key: e.key, Limit: e.limit, Algorithm: e.alg, Group: e.group, Cost: x, Force: true})
-	b.owed = append(b.owed, cr.owed)
-}
-
-// settleAll makes the settles of b in one forced call to the backing
-// store. A failure leaves the tokens owed (the next sweep tries again),
-// and is logged and returned.
-func (s *Store) settleAll(ctx context.Context, now int64, b *settleBatch) error {
-	if len(b.entries) == 0 {
-		return nil
-	}
-	out := make([]sluice.Result, len(b.hits))
-	err := s.backing.Take(ctx, b.hits, out)
-	for i, e := range b.entries {
-		e.mu.Lock()
-		if err == nil {
-			e.settled(now, b.hits[i].Cost, b.owed[i], out[i])
-			if !e.modelLive(now) && e.credit.owed == 0 {
-				e.endModel()
-			}
-		}
-		e.endRefill()
-		e.mu.Unlock()
-		if err == nil {
-			s.obs.LeaseRefilled(e.policy.Rule, b.hits[i].Cost)
-		}
-	}
-	if err != nil {
-		s.cfg.Logger.Warn("sluice: lease tokens admitted in process not settled", "keys", len(b.entries), "err", err)
-		return fmt.Errorf("lease: settle: %w", err)
 	}
 	return nil
 }

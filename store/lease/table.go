@@ -3,23 +3,15 @@ package lease
 import (
 	"hash/maphash"
 	"sync"
-	"sync/atomic"
 )
 
-const (
-	shardCount  = 64
-	recentSlots = 1024 // a power of two
-)
+const shardCount = 64
 
-// table maps bucket keys to entries, in shards, bounded in size. In front
-// of the shards, recent holds the entry last found for each slot of keys,
-// read with no lock: a busy key's lookups (every check of it) then write
-// nothing that other cores share.
+// table maps bucket keys to entries, in shards, bounded in size.
 type table struct {
 	seed     maphash.Seed
 	perShard int
 	shards   [shardCount]shard
-	recent   [recentSlots]atomic.Pointer[entry]
 }
 
 type shard struct {
@@ -42,26 +34,11 @@ func (t *table) shard(key string) *shard {
 
 // get returns key's entry, or nil.
 func (t *table) get(key string) *entry {
-	h := maphash.String(t.seed, key)
-	slot := &t.recent[h%recentSlots]
-	if e := slot.Load(); e != nil && e.key == key && !e.gone.Load() {
-		return e
-	}
-	sh := &t.shards[h%shardCount]
+	sh := t.shard(key)
 	sh.mu.RLock()
 	e := sh.m[key]
 	sh.mu.RUnlock()
-	if e != nil {
-		slot.Store(e)
-	}
 	return e
-}
-
-// forget deletes key's entry e from sh, with sh.mu held: e is gone, so
-// that recent no longer returns it.
-func (sh *shard) forget(key string, e *entry) {
-	e.gone.Store(true)
-	delete(sh.m, key)
 }
 
 // getOrCreate returns key's entry, creating it with make when there is
@@ -89,7 +66,7 @@ func (t *table) getOrCreate(key string, now int64, make func() *entry) *entry {
 func (sh *shard) evictOne(now int64) bool {
 	for k, e := range sh.m {
 		if e.idle(now) {
-			sh.forget(k, e)
+			delete(sh.m, k)
 			return true
 		}
 	}
@@ -111,7 +88,7 @@ func (t *table) each(buf []*entry, keys []string, f func(*entry) bool) {
 			if f(e) {
 				sh.mu.Lock()
 				if sh.m[keys[j]] == e {
-					sh.forget(keys[j], e)
+					delete(sh.m, keys[j])
 				}
 				sh.mu.Unlock()
 			}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/algo"
 )
 
 // Take decides hits (see [sluice.Store]) all-or-nothing. A hit of a
@@ -19,23 +18,20 @@ import (
 // returned as it is, so the rule's on_fail applies; leases keep serving
 // until they expire.
 func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
-	if len(hits) == 1 && len(out) > 0 && s.takeLocal(&hits[0], &out[0], true) {
+	if len(hits) == 1 && len(out) > 0 && s.takeLocal(&hits[0], &out[0]) {
 		return nil
 	}
 	if err := sluice.CheckHits(hits, out); err != nil {
 		return fmt.Errorf("lease: %w", err)
 	}
-	if s.closed.Load() {
-		return errClosed()
-	}
-	if s.refusals.Answer(hits, out) { // changes no lease: Close need not wait for it
-		s.observeAnswered(hits)
-		return nil
-	}
 	s.calls.RLock()
 	defer s.calls.RUnlock()
 	if s.closed.Load() {
 		return errClosed()
+	}
+	if s.refusals.Answer(hits, out) {
+		s.observeAnswered(hits)
+		return nil
 	}
 	sent := s.refusals.Now()
 	err := s.takeSlow(ctx, hits, out)
@@ -59,7 +55,7 @@ func (s *Store) TakeLocal(hits []sluice.Hit, out []sluice.Result) bool {
 		return true
 	}
 	for i := range hits {
-		if !s.takeLocal(&hits[i], &out[i], len(hits) == 1) {
+		if !s.takeLocal(&hits[i], &out[i]) {
 			// Give back what the earlier hits took: the request is not
 			// decided here.
 			for j := range i {
@@ -74,11 +70,8 @@ func (s *Store) TakeLocal(hits []sluice.Hit, out []sluice.Result) bool {
 }
 
 // takeLocal serves a plain hit from a live lease: no lock, no I/O, no
-// allocation. When the lease cannot serve it and refuse is set, a hit its
-// dry lease's standing denial refuses is refused the same way (counted
-// toward its key's hotness). It reports false when the hit needs the
-// general path.
-func (s *Store) takeLocal(h *sluice.Hit, out *sluice.Result, refuse bool) bool {
+// allocation. It reports false when the hit needs the general path.
+func (s *Store) takeLocal(h *sluice.Hit, out *sluice.Result) bool {
 	if h.Peek || h.Force || h.Shadow || h.MinCost != 0 || h.Cost < 0 || h.Key == "" || s.closed.Load() {
 		return false
 	}
@@ -86,40 +79,75 @@ func (s *Store) takeLocal(h *sluice.Hit, out *sluice.Result, refuse bool) bool {
 	if e == nil || e.limit != h.Limit || e.alg != h.Algorithm {
 		return false
 	}
-	c := h.Units()
-	if e.left.Load() >= c && e.serve(s.micros(), c, out) {
-		return true
+	return e.serve(s.micros(), h.Units(), out)
+}
+
+// observeAnswered counts toward hot-key detection the hits of a request
+// answered by the memory of refusals, with no backing call: as each would
+// have been counted had the request gone to the backing store, so a key
+// flooded while over its limit turns hot (and splits) as any other.
+func (s *Store) observeAnswered(hits []sluice.Hit) {
+	if s.refunder == nil {
+		return // nothing is detected over this backing store (see planHit)
 	}
-	if !refuse || e.deny.Load() == nil {
-		return false
+	var now int64
+	read := false
+	for i := range hits {
+		h := &hits[i]
+		pol := s.policyOf(h)
+		if !pol.Active() || h.Shadow || h.MinCost != 0 || h.Peek {
+			continue
+		}
+		d := s.hot.detector(pol)
+		if d == nil {
+			continue
+		}
+		if !read {
+			now, read = s.micros(), true
+		}
+		d.Observe(h.Key, h.Units(), now)
 	}
-	now := s.micros()
-	if !e.refuseServe(now, c, out) {
-		return false
+}
+
+type scratch struct {
+	plans []plan
+	hits  []sluice.Hit
+	outs  []sluice.Result
+}
+
+// maxWaits is how often one call waits for another's refill of the same
+// key before it passes through instead.
+const maxWaits = 2
+
+func (s *Store) getScratch(n int) *scratch {
+	sc, _ := s.scratches.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
 	}
-	s.observeHit(h, now)
-	return true
+	if cap(sc.plans) < n {
+		sc.plans = make([]plan, n)
+	}
+	sc.plans = sc.plans[:n]
+	sc.hits, sc.outs = sc.hits[:0], sc.outs[:0]
+	return sc
+}
+
+func (s *Store) putScratch(sc *scratch) {
+	clear(sc.plans)
+	clear(sc.hits)
+	s.scratches.Put(sc)
 }
 
 // takeSlow plans the hits, the backing call they need and the results
 // they get. A call that must wait for another call's refill starts over
-// when it ends; so does one that settles what a dry bucket's model owes.
+// when it ends.
 func (s *Store) takeSlow(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
 	sc := s.getScratch(len(hits))
 	defer s.putScratch(sc)
 	for wait := 0; ; wait++ {
 		now := s.micros()
-		busy, settle := s.planHits(now, hits, sc.plans, wait < maxWaits)
-		switch {
-		case settle >= 0:
-			p := sc.plans[settle]
-			sc.plans[settle] = plan{}
-			undoAll(sc.plans)
-			if err := s.settle(ctx, now, &hits[settle], &p, sc); err != nil {
-				return err
-			}
-			continue
-		case busy == nil:
+		busy := s.planHits(now, hits, sc.plans, wait < maxWaits)
+		if busy == nil {
 			return s.decide(ctx, now, hits, out, sc)
 		}
 		undoAll(sc.plans)
@@ -151,25 +179,20 @@ func waitError(ctx context.Context) error {
 // claiming refills. When a refill it needs is in flight in another call
 // and it may wait, it returns that refill's channel, holding nothing
 // (undoAll releases what it reserved): a call waits only while it owns no
-// refill, so two calls never wait for each other. When a hit's model must
-// settle first, it returns that hit's index (else -1), its plan holding
-// the settle.
-func (s *Store) planHits(now int64, hits []sluice.Hit, plans []plan, mayWait bool) (<-chan struct{}, int) {
+// refill, so two calls never wait for each other.
+func (s *Store) planHits(now int64, hits []sluice.Hit, plans []plan, mayWait bool) <-chan struct{} {
 	if hits[0].Force {
 		for i := range plans {
 			plans[i] = plan{kind: kPass, j: -1}
 		}
-		return nil, -1
+		return nil
 	}
 	for i := range hits {
 		if busy := s.planHit(now, &hits[i], &plans[i], mayWait); busy != nil {
-			return busy, -1
-		}
-		if plans[i].kind == kSettle {
-			return nil, i
+			return busy
 		}
 	}
-	return nil, -1
+	return nil
 }
 
 // planHit plans h into p: it passes through unless its bucket is leased
@@ -197,14 +220,6 @@ func (s *Store) planHit(now int64, h *sluice.Hit, p *plan, mayWait bool) <-chan 
 	if h.Peek {
 		p.kind = kPeek
 		p.e = s.table.get(h.Key)
-		if e := p.e; e != nil && e.limit == h.Limit && e.alg == h.Algorithm && max(s.Instances(), 1) == 1 {
-			e.mu.Lock()
-			if e.modelLive(now) { // the model's answer is the bucket's
-				p.kind, p.modeled = kAnswer, true
-				p.o, _ = algo.TokenBucket(now, e.credit.tat-e.left.Load()*e.interval, e.interval, e.limit.Capacity(), c, false)
-			}
-			e.mu.Unlock()
-		}
 		return nil
 	}
 	e := s.table.getOrCreate(h.Key, now, func() *entry { return newEntry(h, pol, s.cfg.TTL) })
@@ -216,7 +231,7 @@ func (s *Store) planHit(now int64, h *sluice.Hit, p *plan, mayWait bool) <-chan 
 		p.kind, p.reserved = kLocal, c
 		return nil
 	}
-	return p.claim(now, pol, c, kmax, max(s.Instances(), 1), mayWait, s.obs)
+	return p.claim(now, pol, c, kmax, mayWait, s.obs)
 }
 
 // decide makes the backing call the plans need, if any, and writes the
@@ -225,9 +240,6 @@ func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []
 	admitted, err := s.callBacking(ctx, hits, sc)
 	if err != nil {
 		return err
-	}
-	if hits[0].Force {
-		s.chargeModels(now, hits)
 	}
 	s.settleBacked(now, hits, out, sc, admitted)
 	for i := range sc.plans {
@@ -281,8 +293,8 @@ func (s *Store) settleBacked(now int64, hits []sluice.Hit, out []sluice.Result, 
 	for i := range sc.plans {
 		p := &sc.plans[i]
 		h := &hits[i]
-		if p.kind == kLocal || p.kind == kCredit || p.kind == kAnswer {
-			continue // counted with the refill or settle that took their tokens
+		if p.kind == kLocal {
+			continue // counted with the refill that leased its tokens
 		}
 		if p.det != nil && p.kind != kPeek {
 			// A hit refused by a remembered denial counts as one the
@@ -324,7 +336,7 @@ func (s *Store) passed(now int64, h *sluice.Hit, p *plan, r sluice.Result) sluic
 func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) sluice.Result {
 	e := p.e
 	taken := r.Receipt.Taken
-	extra := max(0, taken-(h.Units()-p.reserved)) // beyond the hit's cost, less the tokens the lease held for it
+	extra := max(0, taken-p.need)
 	// own: the hit took exactly its cost from the backing store, so its
 	// receipt is the backing store's, refundable there whatever becomes
 	// of the lease.
@@ -332,7 +344,7 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 	e.mu.Lock()
 	gen := s.gens.Add(1)
 	e.record(now, p.refill(h, r.Receipt, own), gen)
-	left := e.renew(now, r, p.upTo, extra, p.cyc)
+	left := e.renew(now, r, p.upTo, extra)
 	var lost int64
 	if s.givenBack.Load() {
 		// Close gave the leases back without waiting for this refill:
@@ -357,38 +369,4 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 		out.Receipt = localReceipt(h.Units(), gen, e.served.Add(h.Units()))
 	}
 	return out
-}
-
-// observeAnswered counts toward hot-key detection the hits of a request
-// answered by the memory of refusals, with no backing call: as each would
-// have been counted had the request gone to the backing store, so a key
-// flooded while over its limit turns hot (and splits) as any other.
-func (s *Store) observeAnswered(hits []sluice.Hit) {
-	if s.refunder == nil {
-		return // nothing is detected over this backing store (see planHit)
-	}
-	var now int64
-	read := false
-	for i := range hits {
-		h := &hits[i]
-		if h.Shadow || h.MinCost != 0 || h.Peek {
-			continue
-		}
-		if !read {
-			now, read = s.micros(), true
-		}
-		s.observeHit(h, now)
-	}
-}
-
-// observeHit counts h, answered in process at now with no backing call,
-// toward its key's hotness when its rule detects hot keys.
-func (s *Store) observeHit(h *sluice.Hit, now int64) {
-	pol := s.policyOf(h)
-	if !pol.Active() {
-		return
-	}
-	if d := s.hot.detector(pol); d != nil {
-		d.Observe(h.Key, h.Units(), now)
-	}
 }
