@@ -13,6 +13,7 @@ type Results struct {
 	Settings  Settings          `json:"settings"`
 	InProcess []InProcessResult `json:"in_process,omitempty"`
 	Redis     []RedisRun        `json:"redis,omitempty"`
+	RedisHot  []RedisRun        `json:"redis_hot_key,omitempty"` // as Redis, on one key
 	MultiRule []RedisRun        `json:"multi_rule,omitempty"`
 	Race      []RaceRow         `json:"race,omitempty"`
 	E2E       []E2ERun          `json:"end_to_end,omitempty"`
