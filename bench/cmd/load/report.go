@@ -553,7 +553,7 @@ func renderRedis(b *strings.Builder, res *Results, runs []RedisRun, keys, chartD
 
 	b.WriteString("All figures. Round trips are counted by a go-redis hook (a pipeline or MULTI/EXEC is one); Redis commands " +
 		"come from `INFO commandstats` (commands run inside scripts and transactions included); Redis CPU from `INFO cpu` " +
-		"(used_cpu_sys + used_cpu_user); client CPU is this process's getrusage, all per check.\n\n")
+		"(its main thread's, used_cpu_sys_main_thread + used_cpu_user_main_thread); client CPU is this process's getrusage, all per check.\n\n")
 	t.head("peer", "goroutines", "checks/s", "p50", "p99", "p99.9", "max", "round trips/check", "Redis cmds/check",
 		"Redis CPU µs/check", "Redis CPU %", "client CPU µs/check", "denied", "errors")
 	for _, c := range cs {
