@@ -40,27 +40,29 @@ type RedisPeer struct {
 }
 
 // ControlPeer is the A/A control among [RedisPeers]: a second instance of
-// the plain-Lua baseline, measured in the same interleaved rounds. Two
-// instances of one limiter should make the same checks/s; how far apart
-// they are in a run shows how large a difference that run can resolve.
-const ControlPeer = "plain-lua (again)"
+// sluice as the README sets it up, measured in the same interleaved rounds.
+// Two instances of one limiter should make the same checks/s; how far
+// apart they are in a run shows how large a difference that run can
+// resolve.
+const ControlPeer = "sluice (again)"
 
 // RedisPeers returns the Redis comparison: the sluice variants first, then
-// the peers, then the baselines. To measure another sluice variant (a
-// coalescing store, say), add one entry.
+// the peers, then the baselines. To measure another sluice variant, add
+// one entry.
 func RedisPeers() []RedisPeer {
 	return []RedisPeer{
-		{Name: "sluice", Algorithm: "token bucket (GCRA, one integer), all rules in one EVALSHA, server TIME; coalescing off (Config.Coalesce -1)",
+		{Name: "sluice", Algorithm: "as the README sets it up: its own client from redisstore.NewClient, zero Config but the Secret " +
+			"(token bucket, one integer; all rules in one EVALSHA, server TIME; concurrent checks share script calls)",
+			MultiRule: true, New: newSluiceRedis(redisstore.Config{})},
+		{Name: "sluice (one call per check)", Algorithm: "as sluice, coalescing off (Config.Coalesce -1): one script call per check",
 			MultiRule: true, New: newSluiceRedis(redisstore.Config{Coalesce: -1})},
-		{Name: "sluice (coalesced)", Algorithm: "as sluice, concurrent checks share script calls (the default: Config.Coalesce 64, 4 lanes)",
-			MultiRule: true, New: newSluiceRedis(redisstore.Config{Coalesce: 64})},
 		{Name: "ulule", Algorithm: "fixed window: EVALSHA of INCRBY + PEXPIRE/PTTL", New: newUluleRedis},
 		{Name: "redis_rate", Algorithm: "GCRA: EVALSHA, server TIME", New: newRedisRate},
 		{Name: "throttled", Algorithm: "GCRA: pipeline TIME+GET, then EVAL compare-and-swap (10 tries)", New: newThrottledRedis},
 		{Name: "httprate-redis", Algorithm: "sliding window counter: MGET, then MULTI INCRBY EXPIRE; one lock per limiter", New: newHTTPRateRedis},
 		{Name: "plain-lua", Algorithm: "baseline: token bucket EVALSHA (TIME, HMGET, HSET, PEXPIRE)", New: newPlainLua},
-		{Name: ControlPeer, Algorithm: "A/A control: a second plain-lua instance on its own client; its ratio to plain-lua is this run's noise",
-			Baseline: true, New: newPlainLua},
+		{Name: ControlPeer, Algorithm: "A/A control: a second sluice instance on its own client; its ratio to sluice is this run's noise",
+			Baseline: true, New: newSluiceRedis(redisstore.Config{})},
 		{Name: "ping", Algorithm: "baseline: PING only, limits nothing", Baseline: true, New: newPing},
 	}
 }
@@ -96,8 +98,21 @@ func (e *Env) Options() *redis.Options {
 
 // NewClient returns a new client with [Env.Options], whose commands and
 // pipelines are counted as round trips. Env.Close closes it.
-func (e *Env) NewClient() *redis.Client {
-	c := redis.NewClient(e.Options())
+func (e *Env) NewClient() *redis.Client { return e.client(e.Options()) }
+
+// NewSluiceClient returns the client the README gives a sluice store,
+// redisstore.NewClient's (its options are [redisstore.ClientOptions]), with
+// its round trips counted. Env.Close closes it.
+func (e *Env) NewSluiceClient() (*redis.Client, error) {
+	opt, err := redisstore.ClientOptions(e.Addr)
+	if err != nil {
+		return nil, err
+	}
+	return e.client(opt), nil
+}
+
+func (e *Env) client(opt *redis.Options) *redis.Client {
+	c := redis.NewClient(opt)
 	c.AddHook(tripHook{&e.roundTrips})
 	e.mu.Lock()
 	e.clients = append(e.clients, c)
@@ -180,14 +195,19 @@ func NewRedisLimiter(p RedisPeer, e *Env, s Spec) (Limiter, error) {
 // does not depend on the key).
 var Secret = []byte("sluice bench: a 32-byte secret..")
 
-// newSluiceRedis returns the constructor of a sluice Redis store with cfg,
-// keyed with [Secret] unless cfg has a secret of its own.
+// newSluiceRedis returns the constructor of a sluice Redis store with cfg
+// on the client the README gives it, keyed with [Secret] unless cfg has a
+// secret of its own.
 func newSluiceRedis(cfg redisstore.Config) func(e *Env, s Spec) (Limiter, error) {
 	if len(cfg.Secret) == 0 {
 		cfg.Secret = Secret
 	}
 	return func(e *Env, s Spec) (Limiter, error) {
-		st, err := redisstore.New(e.NewClient(), cfg)
+		c, err := e.NewSluiceClient()
+		if err != nil {
+			return nil, err
+		}
+		st, err := redisstore.New(c, cfg)
 		if err != nil {
 			return nil, err
 		}

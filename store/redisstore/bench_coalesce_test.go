@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -112,4 +113,72 @@ func measure(b *testing.B, s *redisstore.Store, c int, d time.Duration, keys []s
 		all = append(all, l...)
 	}
 	return len(all), took, all
+}
+
+// BenchmarkCoalescedBatches shows how the default store's script calls
+// are shared as concurrency rises: closed loop on one redis-server, 1, 4,
+// 16 and 64 callers, over 10k keys and on one hot key, a slice of each per
+// iteration. It logs the histogram of requests per script call and
+// reports the mean per concurrency. Run it with -benchtime=Nx for N
+// rounds:
+//
+//	REQUIRE_REDIS=1 go test -run '^$' -bench CoalescedBatches -benchtime 3x ./store/redisstore/
+func BenchmarkCoalescedBatches(b *testing.B) {
+	srv := redistest.Start(b)
+	s := newStoreWith(b, newClient(b, srv.Addr), nil, redisstore.Config{})
+	var mu sync.Mutex
+	var sizes map[int]int // requests per call: calls
+	redisstore.SetBatchCounter(s, func(n int) {
+		mu.Lock()
+		sizes[n]++
+		mu.Unlock()
+	})
+	conc := []int{1, 4, 16, 64}
+	shapes := []struct {
+		name string
+		keys []string
+	}{{"10k keys", benchKeys(10_000)}, {"hot key", benchKeys(1)}}
+	hist := make([][]map[int]int, len(shapes)) // [shape][concurrency]
+	for i := range hist {
+		hist[i] = make([]map[int]int, len(conc))
+		for j := range hist[i] {
+			hist[i][j] = map[int]int{}
+		}
+	}
+	sizes = map[int]int{}
+	measure(b, s, 8, 100*time.Millisecond, benchKeys(10_000)) // ready connections, script loaded
+	b.ReportAllocs()
+	for b.Loop() {
+		for si, sh := range shapes {
+			for ci, c := range conc {
+				mu.Lock()
+				sizes = hist[si][ci]
+				mu.Unlock()
+				measure(b, s, c, 300*time.Millisecond, sh.keys)
+			}
+		}
+	}
+	b.StopTimer()
+	for si, sh := range shapes {
+		for ci, c := range conc {
+			h := hist[si][ci]
+			var ns []int
+			calls, reqs := 0, 0
+			for n, k := range h {
+				ns = append(ns, n)
+				calls += k
+				reqs += n * k
+			}
+			slices.Sort(ns)
+			var parts []string
+			for _, n := range ns {
+				parts = append(parts, fmt.Sprintf("%d:%.1f%%", n, 100*float64(h[n])/float64(calls)))
+			}
+			b.Logf("%-8s c=%-2d %7d calls, %.2f requests per call; requests per call: share of calls %s",
+				sh.name, c, calls, float64(reqs)/float64(calls), strings.Join(parts, " "))
+			if si == 0 {
+				b.ReportMetric(float64(reqs)/float64(calls), fmt.Sprintf("req/call-c%d", c))
+			}
+		}
+	}
 }

@@ -80,6 +80,9 @@ type coalescer struct {
 	// beforeQueue, when set, runs between a failed claim and queueing.
 	// Only tests set it, through export_test.go, to free the lanes there.
 	beforeQueue func()
+	// sent, when set, is told how many requests each script call carries.
+	// Only tests and benchmarks set it, through coalesce_export_test.go.
+	sent func(requests int)
 	// rtt estimates a successful call's round trip. shared: it is the
 	// ready connections', which time each command and their set-up (see
 	// newCoalescer); otherwise the coalescer times its calls (see
@@ -191,6 +194,9 @@ func (c *coalescer) claim() bool {
 func (c *coalescer) takeNow(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
 	reqs := []*request{{}}
 	*reqs[0] = c.scripts.newRequest(hits, out)
+	if c.sent != nil {
+		c.sent(1)
+	}
 	reply, err := c.callNow(ctx, reqs)
 	if err != nil {
 		return err
@@ -319,6 +325,9 @@ func leaveOut(w *waiter, err error) {
 
 // run sends one batch and delivers each member's result.
 func (c *coalescer) run(batch []*waiter) {
+	if c.sent != nil {
+		c.sent(len(batch))
+	}
 	err := c.send(batch)
 	if errors.Is(err, sluice.ErrCorruptState) && len(batch) > 1 {
 		// One member's key holds something else; the script wrote
@@ -362,13 +371,13 @@ func (c *coalescer) send(batch []*waiter) error {
 		return err
 	}
 	c.observe(c.clock().Sub(start))
-	parts, err := c.scripts.split(reply, reqs, make([][]any, 0, len(reqs)))
+	parts, short, err := c.scripts.split(reply, reqs, make([][]any, 0, len(reqs)))
 	if err != nil {
 		return err
 	}
 	for i, w := range batch {
 		if w.state.CompareAndSwap(sent, delivered) {
-			w.err = w.req.decode(parts[i])
+			w.err = w.req.decode(parts[i], short)
 		}
 	}
 	return nil

@@ -90,54 +90,70 @@ func replay(t *testing.T, rng *rand.Rand, clock *storetest.Clock, a, b sluice.St
 		if errA != nil || errB != nil {
 			t.Fatalf("op %d: errors %v / %v for %+v", op, errA, errB, hits)
 		}
-		if _, ok := b.(sluice.Refunder); !ok { // only refunders give receipts
-			for i := range outA {
-				outA[i].Receipt = sluice.Receipt{}
-			}
-		}
-		// A request refused from memory (sluice.Result.Remembered) must be
-		// one the memory store refuses, with the same answer for the
-		// remembered refusals; its other hits were not decided.
-		if len(outB) > 0 && outB[0].Remembered {
+		if compare(t, fmt.Sprint("op ", op), hits, outA, outB, b) {
 			remembered++
-		}
-		for i := range outB {
-			if !outB[i].Remembered {
-				continue
-			}
-			if sluice.Admitted(hits, outA) {
-				t.Fatalf("op %d: refused from memory, admitted by memstore: %+v", op, outA)
-			}
-			outB[i].Remembered = false
-			switch {
-			case outB[i].Allowed:
-				outB[i] = outA[i]
-			case hits[i].Algorithm != sluice.TokenBucket && outB[i].Remaining <= outA[i].Remaining:
-				// A window's remembered Remaining is what it held when
-				// refused: while the refusal stands, time only adds.
-				outB[i].Remaining = outA[i].Remaining
-			}
 		}
 		refused = nil
 		if !sluice.Admitted(hits, outA) {
 			refused = hits
 		}
-		if !reflect.DeepEqual(outA, outB) {
-			for i := range hits {
-				if outA[i] != outB[i] {
-					t.Errorf("op %d hit %d %v %v cost %d (min %d) peek %v shadow %v force %v:\n memstore %+v\n redis    %+v",
-						op, i, hits[i].Algorithm, hits[i].Limit, hits[i].Cost, hits[i].MinCost, hits[i].Peek, hits[i].Shadow, hits[i].Force, outA[i], outB[i])
-				}
-			}
-			t.FailNow()
-		}
-		for i := range hits {
-			if outB[i].Receipt.Taken > 0 {
-				taken = append(taken, sluice.Refund{Hit: hits[i], Receipt: outB[i].Receipt})
-			}
-		}
+		taken = appendTaken(taken, hits, outB)
 	}
 	return remembered
+}
+
+// compare fails t unless b's results outB for hits are a's outA, where a
+// is memstore: the same but for what b answered from its memory of
+// refusals, and for the receipts when b gives none. It reports whether b
+// answered from memory.
+func compare(t *testing.T, what string, hits []sluice.Hit, outA, outB []sluice.Result, b sluice.Store) (remembered bool) {
+	t.Helper()
+	if _, ok := b.(sluice.Refunder); !ok { // only refunders give receipts
+		for i := range outA {
+			outA[i].Receipt = sluice.Receipt{}
+		}
+	}
+	// A request refused from memory (sluice.Result.Remembered) must be
+	// one the memory store refuses, with the same answer for the
+	// remembered refusals; its other hits were not decided.
+	remembered = len(outB) > 0 && outB[0].Remembered
+	for i := range outB {
+		if !outB[i].Remembered {
+			continue
+		}
+		if sluice.Admitted(hits, outA) {
+			t.Fatalf("%s: refused from memory, admitted by memstore: %+v", what, outA)
+		}
+		outB[i].Remembered = false
+		switch {
+		case outB[i].Allowed:
+			outB[i] = outA[i]
+		case hits[i].Algorithm != sluice.TokenBucket && outB[i].Remaining <= outA[i].Remaining:
+			// A window's remembered Remaining is what it held when
+			// refused: while the refusal stands, time only adds.
+			outB[i].Remaining = outA[i].Remaining
+		}
+	}
+	if !reflect.DeepEqual(outA, outB) {
+		for i := range hits {
+			if outA[i] != outB[i] {
+				t.Errorf("%s hit %d %v %v cost %d (min %d) peek %v shadow %v force %v:\n memstore %+v\n redis    %+v",
+					what, i, hits[i].Algorithm, hits[i].Limit, hits[i].Cost, hits[i].MinCost, hits[i].Peek, hits[i].Shadow, hits[i].Force, outA[i], outB[i])
+			}
+		}
+		t.FailNow()
+	}
+	return remembered
+}
+
+// appendTaken appends to taken a refund of what each hit took.
+func appendTaken(taken []sluice.Refund, hits []sluice.Hit, out []sluice.Result) []sluice.Refund {
+	for i := range hits {
+		if out[i].Receipt.Taken > 0 {
+			taken = append(taken, sluice.Refund{Hit: hits[i], Receipt: out[i].Receipt})
+		}
+	}
+	return taken
 }
 
 // checkRemembered fails t when no replay exercised the memory of refusals.

@@ -71,10 +71,12 @@ type request struct {
 	// digest, the key count, the keys, the clock ("": the server's), then
 	// the hits' arguments (see args).
 	cmd []any
-	// replyLen is how many integers the script answers for the request,
-	// counted when it is made: a coalesced batch splits its reply after a
-	// member may have left, when hits is its caller's again.
-	replyLen int
+	// replyLen is how many integers the script answers for the request in
+	// the full form, and shortLen in the short form (0 when some hit is not
+	// a plain token-bucket hit), counted when it is made: a coalesced batch
+	// splits its reply after a member may have left, when hits is its
+	// caller's again.
+	replyLen, shortLen int
 }
 
 // args returns the request's script arguments after the clock.
@@ -116,7 +118,7 @@ type decider struct {
 
 // newRequest returns the request deciding hits into out.
 func (d *decider) newRequest(hits []sluice.Hit, out []sluice.Result) request {
-	r := request{hits: hits, out: out, replyLen: replyLen(hits)}
+	r := request{hits: hits, out: out, replyLen: replyLen(hits), shortLen: shortLen(hits)}
 	if len(hits) == 1 {
 		b := new(oneHit)
 		r.keys, r.cmd = b.keys[:], b.cmd[:0]
@@ -230,12 +232,12 @@ func (d *decider) decide(ctx context.Context, reqs []*request) error {
 // finish writes each request's results from the reply to takeCommand(reqs).
 func (d *decider) finish(reply any, reqs []*request) error {
 	var one [1][]any // a lone request's part, without an allocation
-	parts, err := d.split(reply, reqs, one[:0])
+	parts, short, err := d.split(reply, reqs, one[:0])
 	if err != nil {
 		return err
 	}
 	for i, r := range reqs {
-		if err := r.decode(parts[i]); err != nil {
+		if err := r.decode(parts[i], short); err != nil {
 			return err
 		}
 	}
@@ -243,39 +245,46 @@ func (d *decider) finish(reply any, reqs []*request) error {
 }
 
 // split checks the shape of a take script reply for reqs, reports the keys
-// it replaced, and appends each request's part of it to parts.
-func (d *decider) split(reply any, reqs []*request, parts [][]any) ([][]any, error) {
+// it replaced, and appends each request's part of it to parts; short
+// tells the reply's form (see take.lua).
+func (d *decider) split(reply any, reqs []*request, parts [][]any) (_ [][]any, short bool, _ error) {
 	vals, ok := reply.([]any)
 	if !ok || len(vals) == 0 {
-		return nil, badReply("take", reply)
+		return nil, false, badReply("take", reply)
 	}
 	healed, ok := vals[0].(int64)
+	if healed == -1 {
+		healed, short = 0, true
+	}
 	if !ok || healed < 0 || healed > int64(len(vals)-1) {
-		return nil, badReply("take", reply)
+		return nil, false, badReply("take", reply)
 	}
 	marks, vals := vals[1:1+healed], vals[1+healed:]
 	for _, r := range reqs {
 		n := r.replyLen
-		if len(vals) < n {
-			return nil, badReply("take", reply)
+		if short {
+			n = r.shortLen
+		}
+		if len(vals) < n || n == 0 {
+			return nil, false, badReply("take", reply)
 		}
 		parts, vals = append(parts, vals[:n]), vals[n:]
 	}
 	if len(vals) != 0 {
-		return nil, badReply("take", reply)
+		return nil, false, badReply("take", reply)
 	}
 	for _, m := range marks {
 		i, ok := m.(int64)
 		if !ok || i < 1 {
-			return nil, badReply("take", reply)
+			return nil, false, badReply("take", reply)
 		}
 		if key, ok := keyAt(reqs, int(i-1)); ok {
 			d.heal.heal(key, d.where)
 		} else {
-			return nil, badReply("take", reply)
+			return nil, false, badReply("take", reply)
 		}
 	}
-	return parts, nil
+	return parts, short, nil
 }
 
 // keyAt returns the key of the i-th hit of reqs, counted across them.
@@ -301,15 +310,31 @@ func replyLen(hits []sluice.Hit) int {
 	return n
 }
 
+// shortLen is how many integers the take script answers for hits in the
+// short form: two per hit when every hit is a plain token-bucket hit (not
+// forced, a peek or partial), else 0: the script answers in the full form.
+func shortLen(hits []sluice.Hit) int {
+	for i := range hits {
+		if h := &hits[i]; h.Algorithm != sluice.TokenBucket || h.Force || h.Peek || h.MinCost > 0 {
+			return 0
+		}
+	}
+	return 2 * len(hits)
+}
+
 // maxExact bounds every integer in a take script reply: the script keeps
 // its arithmetic below 2^53, where Lua's doubles are exact.
 const maxExact = 1 << 53
 
-// decode writes r's results from its part of a take script reply: per hit
-// a code (allowed, unsatisfiable, 4 × the units taken), remaining,
-// reset-after and retry-after µs, the receipt's mark and, for a sliding
-// log, its sequence number.
-func (r *request) decode(vals []any) error {
+// decode writes r's results from its part of a take script reply, in the
+// short form when short (see decodeShort), else per hit a code (allowed,
+// unsatisfiable, 4 × the units taken), remaining, reset-after and
+// retry-after µs, the receipt's mark and, for a sliding log, its sequence
+// number.
+func (r *request) decode(vals []any, short bool) error {
+	if short {
+		return r.decodeShort(vals)
+	}
 	if len(vals) != r.replyLen {
 		return badReply("take", vals)
 	}
@@ -346,6 +371,42 @@ func (r *request) decode(vals []any) error {
 			if w == 6 {
 				out.Receipt.Seq = n[5]
 			}
+		}
+	}
+	return nil
+}
+
+// decodeShort writes r's results from its part of a short-form reply: per
+// hit, all plain token-bucket hits, reset-after µs and the mark of what it
+// took (0: nothing). The rest follows from the hit, as take.lua says.
+func (r *request) decodeShort(vals []any) error {
+	if len(vals) != r.shortLen || len(vals) != 2*len(r.hits) {
+		return badReply("take", vals)
+	}
+	for i := range r.hits {
+		h := &r.hits[i]
+		reset, ok1 := vals[2*i].(int64)
+		mark, ok2 := vals[2*i+1].(int64)
+		if !ok1 || !ok2 || reset < 0 || reset > maxExact || mark < 0 || mark > maxExact {
+			return badReply("take", vals)
+		}
+		c, p, limit := h.Units(), h.Limit.IntervalMicros(), h.Limit.Capacity()
+		tau := limit * p
+		out := &r.out[i]
+		*out = sluice.Result{Limit: h.Limit, ResetAfter: algo.Micros(reset)}
+		if tau > reset {
+			out.Remaining = (tau - reset) / p
+		}
+		switch {
+		case mark > 0:
+			out.Allowed = true
+			out.Receipt = sluice.Receipt{Taken: c, Mark: mark}
+		case c > limit:
+			out.Unsatisfiable = true
+		case reset+c*p <= tau:
+			out.Allowed = true
+		default:
+			out.RetryAfter = algo.Micros(reset + c*p - tau)
 		}
 	}
 	return nil

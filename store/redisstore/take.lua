@@ -16,21 +16,32 @@
 --   min    a partial hit's minimum cost: it takes what is there, up to
 --          cost, provided that is at least min
 --
--- Returns an array: h, the number of keys found holding something that is
--- not a bucket's state (another type, or a value that does not parse),
--- which were replaced; the 1-based indices of h hits, one on each such key;
--- then per hit: code, remaining, reset-after µs, retry-after µs, mark, and
--- for a sliding log hit its sequence number. code is allowed (1) + 2 if
--- unsatisfiable + 4 × the units the hit took (0 for a forced hit and for
--- one that took nothing). mark and the sequence number locate what it took:
--- a token bucket's arrival time after it, a window's index, a log entry's
--- time.
+-- Returns an array in one of two forms. The full form: h, the number of
+-- keys found holding something that is not a bucket's state (another type,
+-- or a value that does not parse), which were replaced; the 1-based indices
+-- of h hits, one on each such key; then per hit: code, remaining,
+-- reset-after µs, retry-after µs, mark, and for a sliding log hit its
+-- sequence number. code is allowed (1) + 2 if unsatisfiable + 4 × the units
+-- the hit took (0 for a forced hit and for one that took nothing). mark and
+-- the sequence number locate what it took: a token bucket's arrival time
+-- after it, a window's index, a log entry's time.
+--
+-- The short form, when every hit is a plain token-bucket hit (mode 0, 4, 64
+-- or 68: neither forced, a peek nor partial): -1, then per hit two
+-- integers: reset-after µs and mark, the hit's arrival time after it if it
+-- took its cost, else 0 (then reset-after is as if it took nothing). The
+-- rest follows from the hit's own arguments, as the full form's: with
+-- tau = limit × p, remaining is (tau − reset-after) / p rounded down (0 if
+-- negative); a hit that took nothing is unsatisfiable if cost > limit, else
+-- allowed if reset-after + cost × p <= tau, else refused with retry-after
+-- reset-after + cost × p − tau.
 --
 -- A key holding something that is not a bucket's state is read as an empty
 -- bucket and deleted, then written as any bucket is if a hit consumed.
--- Paths for the commonest calls (one plain hit, one request of plain
--- token-bucket hits) come first and answer in the same form; the general
--- path decides everything.
+-- Paths for the commonest calls (plain token-bucket hits: one, several in
+-- one request, or coalesced requests of them; one plain window hit) come
+-- first; the general path decides everything. A fast path that finds a key
+-- it cannot read leaves the call to the general path, which replaces it.
 --
 -- Arithmetic is integer microseconds kept below 2^53, so Lua's doubles are
 -- exact; each algorithm mirrors its twin in internal/algo line for line.
@@ -42,7 +53,9 @@
 -- its key in place rather than creating it anew (keys recreated on every
 -- request keep Redis's expiry cycle busy). Stale state reads as empty
 -- anyway; a sliding window's index recovery relies on MINPX spanning fewer
--- than 500,000 periods (see below).
+-- than 500,000 periods (see below). The fast paths set it as an absolute
+-- time (PXAT: Redis rewrites a relative one for propagation) unless the
+-- clock is given.
 local MINPX = 1000
 local WINDOWMOD = 1000000 -- a sliding window's stored index is kept mod this
 local BIG = 9007199254740992 -- 2^53: no state holds a number this large
@@ -50,7 +63,7 @@ local BIG = 9007199254740992 -- 2^53: no state holds a number this large
 local now, pad = 0, 0
 if ARGV[1] == '' then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = t[1] * 1000000 + t[2]
 else
   -- A given clock: keys expire in real time, which must not overtake it,
   -- so they live ten minutes longer.
@@ -59,14 +72,137 @@ else
 end
 
 local n = #KEYS
-
--- Single hits of a token bucket, a sliding window or a fixed window, taking
--- exactly their cost, neither forced nor a peek (mode 64, 65 or 66, or 68,
--- 69 or 70 for a shadow hit, which alone refuses nothing else): the
--- commonest calls, decided here without the tables of the general path
--- below.
 local single = ARGV[2]
-if n == 1 and (single == '64' or single == '65' or single == '66' or single == '68' or single == '69' or single == '70') then
+
+-- One plain token-bucket hit (mode 64, or 68 for a shadow hit): the
+-- commonest call. Strings become numbers by arithmetic (no tonumber), and
+-- numbers go to redis.call as they are (no string.format) unless they end
+-- in eight zeros, which Redis may print in exponent form: an arrival time
+-- is then formatted, an expiry a millisecond later.
+if n == 1 and (single == '64' or single == '68') then
+  local k = KEYS[1]
+  local x = 0
+  local v = redis.pcall('GET', k)
+  if v then x = tonumber(v) end -- nil for an error (another type) too
+  if x and x >= 0 and x < BIG and x % 1 == 0 then
+    local p, limit, c = ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0
+    if x < now then x = now end
+    local nxt = x + c * p
+    if c > limit or nxt - now > limit * p then return {-1, x - now, 0} end
+    if pad == 0 then
+      local e = nxt + 999
+      if e < now + MINPX * 1000 + 999 then e = now + MINPX * 1000 + 999 end
+      e = (e - e % 1000) / 1000
+      if e % 100000000 == 0 then e = e + 1 end
+      local w = nxt
+      if w % 100000000 == 0 then w = string.format('%d', w) end
+      redis.call('SET', k, w, 'PXAT', e)
+    else
+      redis.call('SET', k, string.format('%d', nxt), 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now + pad) / 1000))))
+    end
+    return {-1, nxt - now, nxt}
+  end
+end
+
+-- Requests of plain token-bucket hits (every mode 0 or 4, the last of each
+-- request 64 or 68), several in one call: a request of several rules, or
+-- coalesced requests. Decided hit after hit against tentative arrival
+-- times; a refused request's are put back. Answered in the short form.
+local plain = n > 1 and n <= 500 -- the keys are unpacked onto Lua's stack
+if plain then
+  for i = 1, n do
+    local m = ARGV[4 * i - 2]
+    if m ~= '0' and m ~= '64' and m ~= '4' and m ~= '68' then
+      plain = false
+      break
+    end
+  end
+  plain = plain and (ARGV[4 * n - 2] == '64' or ARGV[4 * n - 2] == '68')
+end
+if plain then
+  local vals = redis.call('MGET', unpack(KEYS))
+  local tats, orig, missing = {}, {}, nil -- by key
+  for i = 1, n do
+    local k = KEYS[i]
+    if orig[k] == nil then
+      local x = 0
+      if vals[i] then
+        x = tonumber(vals[i])
+        if x == nil or x < 0 or x >= BIG or x % 1 ~= 0 then
+          plain = false
+          break
+        end
+      else
+        missing = missing or {}
+        missing[#missing + 1] = k
+      end
+      orig[k], tats[k] = x, x
+    end
+  end
+  -- MGET answers false for a key of another type as for a missing one.
+  if plain and missing and redis.call('EXISTS', unpack(missing)) > 0 then plain = false end
+  if plain then
+    local reply = {-1}
+    local admitted, first = true, 1 -- the request so far, and its first hit
+    local uk, uv, nu = {}, {}, 0 -- the arrival times the request changed, as they were
+    for i = 1, n do
+      local k, a = KEYS[i], 4 * i - 1
+      local p, limit, c = ARGV[a] + 0, ARGV[a + 1] + 0, ARGV[a + 2] + 0
+      local b = tats[k]
+      if b < now then b = now end
+      local x = b + c * p
+      if c <= limit and x - now <= limit * p then
+        nu = nu + 1
+        uk[nu], uv[nu] = k, tats[k]
+        tats[k] = x
+        reply[2 * i], reply[2 * i + 1] = x - now, x
+      else
+        reply[2 * i], reply[2 * i + 1] = b - now, 0
+        local m = ARGV[a - 1]
+        if m == '0' or m == '64' then admitted = false end
+      end
+      local m = ARGV[a - 1]
+      if m == '64' or m == '68' then
+        if not admitted then
+          -- Refused: nothing taken. Put the arrival times back, last
+          -- change first; report each hit as if it had taken nothing.
+          for j = nu, 1, -1 do tats[uk[j]] = uv[j] end
+          for j = first, i do
+            if reply[2 * j + 1] > 0 then
+              local aj = 4 * j - 1
+              reply[2 * j], reply[2 * j + 1] = reply[2 * j] - ARGV[aj + 2] * ARGV[aj], 0
+            end
+          end
+        end
+        admitted, first, nu = true, i + 1, 0
+      end
+    end
+    for i = 1, n do
+      local k = KEYS[i]
+      local x = tats[k]
+      if x ~= orig[k] then
+        if pad == 0 then
+          local e = x + 999
+          if e < now + MINPX * 1000 + 999 then e = now + MINPX * 1000 + 999 end
+          e = (e - e % 1000) / 1000
+          if e % 100000000 == 0 then e = e + 1 end
+          local w = x
+          if w % 100000000 == 0 then w = string.format('%d', w) end
+          redis.call('SET', k, w, 'PXAT', e)
+        else
+          redis.call('SET', k, string.format('%d', x), 'PX', string.format('%d', math.max(MINPX, math.ceil((x - now + pad) / 1000))))
+        end
+        orig[k] = x
+      end
+    end
+    return reply
+  end
+end
+
+-- Single hits of a sliding window or a fixed window, taking exactly their
+-- cost, neither forced nor a peek (mode 65 or 66, or 69 or 70 for a shadow
+-- hit): decided here without the tables of the general path below.
+if n == 1 and (single == '65' or single == '66' or single == '69' or single == '70') then
   local k = KEYS[1]
   local p, limit, c = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
   local v = redis.pcall('GET', k)
@@ -76,36 +212,6 @@ if n == 1 and (single == '64' or single == '65' or single == '66' or single == '
     -- raised, as redis.call would: never read as an empty bucket.
     if string.sub(v.err, 1, 9) ~= 'WRONGTYPE' then error(v.err) end
     healed, v = 1, false
-  end
-  if single == '64' or single == '68' then
-    local tat = 0
-    if v then
-      tat = tonumber(v)
-      if tat == nil or tat < 0 or tat >= BIG or tat ~= math.floor(tat) then healed, tat = 1, 0 end
-    end
-    if healed == 1 then redis.call('DEL', k) end
-    local base = tat
-    if base < now then base = now end
-    local tau = limit * p
-    local nxt = base + c * p
-    if c > limit or nxt - now > tau then
-      local retry = 0
-      if c <= limit then retry = nxt - tau - now end
-      local unsat = 0
-      if c > limit then unsat = 2 end
-      local slack = now + tau - base
-      local rem = 0
-      if slack > 0 then rem = math.floor(slack / p) end
-      if healed == 1 then return {1, 1, unsat, rem, base - now, retry, 0} end
-      return {0, unsat, rem, base - now, retry, 0}
-    end
-    if nxt > now then
-      redis.call('SET', k, string.format('%d', nxt), 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now + pad) / 1000))))
-    end
-    local rem = 0
-    if now + tau - nxt > 0 then rem = math.floor((now + tau - nxt) / p) end
-    if healed == 1 then return {1, 1, 1 + 4 * c, rem, nxt - now, 0, nxt} end
-    return {0, 1 + 4 * c, rem, nxt - now, 0, nxt}
   end
   if single == '66' or single == '70' then
     -- A fixed window: see the general path below.
@@ -210,92 +316,6 @@ if n == 1 and (single == '64' or single == '65' or single == '66' or single == '
   if rem < 0 then rem = 0 end
   if healed == 1 then return {1, 1, 1 + 4 * c, rem, left + p, 0, idx} end
   return {0, 1 + 4 * c, rem, left + p, 0, idx}
-end
-
--- One request of several plain token-bucket hits (every mode 0, the last
--- 64), the commonest request with more than one rule: decided without the
--- tables of the general path. A key that does not hold a token bucket's
--- state leaves it to the general path, which replaces it.
-local plain = n > 1 and n <= 100 -- the keys are unpacked onto Lua's stack
-if plain then
-  for i = 1, n - 1 do
-    if ARGV[4 * i - 2] ~= '0' then
-      plain = false
-      break
-    end
-  end
-  plain = plain and ARGV[4 * n - 2] == '64'
-end
-if plain then
-  local vals = redis.call('MGET', unpack(KEYS, 1, n))
-  local tats, orig, missing = {}, {}, {}
-  for i = 1, n do
-    local k = KEYS[i]
-    if orig[k] == nil then
-      local tat = 0
-      if vals[i] then
-        tat = tonumber(vals[i])
-        if tat == nil or tat < 0 or tat >= BIG or tat ~= math.floor(tat) then
-          plain = false
-          break
-        end
-      else
-        missing[#missing + 1] = k
-      end
-      orig[k], tats[k] = tat, tat
-    end
-  end
-  -- MGET answers false for a key of another type as for a missing one.
-  if plain and #missing > 0 and redis.call('EXISTS', unpack(missing)) > 0 then plain = false end
-  if plain then
-    -- Decide hit after hit against the tentative arrival times; then
-    -- report each as taken if every hit passed, else as taking nothing.
-    local base, nxt = {}, {}
-    local admitted = true
-    for i = 1, n do
-      local k, a = KEYS[i], 4 * i - 1
-      local p, limit, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-      local b = tats[k]
-      if b < now then b = now end
-      base[i] = b
-      if c <= limit and b + c * p - now <= limit * p then
-        nxt[i] = b + c * p
-        tats[k] = nxt[i]
-      else
-        admitted = false
-      end
-    end
-    local reply, r = {0}, 1
-    for i = 1, n do
-      local a = 4 * i - 1
-      local p, limit, c = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-      local b, x, tau = base[i], nxt[i], limit * p
-      local code, slack, reset, retry, mark = 0, now + tau - b, b - now, 0, 0
-      if x then
-        code = 1
-        if admitted then code, slack, reset, mark = 1 + 4 * c, now + tau - x, x - now, x end
-      elseif c > limit then
-        code = 2
-      else
-        retry = b + c * p - tau - now
-      end
-      local rem = 0
-      if slack > 0 then rem = math.floor(slack / p) end
-      reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5] = code, rem, reset, retry, mark
-      r = r + 5
-    end
-    if admitted then
-      for i = 1, n do
-        local k = KEYS[i]
-        local tat = tats[k]
-        if tat ~= orig[k] and tat > now then
-          redis.call('SET', k, string.format('%d', tat), 'PX', string.format('%d', math.max(MINPX, math.ceil((tat - now + pad) / 1000))))
-          orig[k] = tat
-        end
-      end
-    end
-    return reply
-  end
 end
 
 -- The general path. Read every argument, and every key's state, first.

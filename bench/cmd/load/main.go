@@ -13,7 +13,9 @@
 //     go test -bench InProcess (sequential, parallel over 10k keys, parallel
 //     on one hot key);
 //   - redis: every Redis peer at each concurrency (-conc) for -duration:
-//     checks/s, p50/p99/p99.9, round trips, Redis commands and CPU per check;
+//     checks/s, p50/p99/p99.9, round trips, Redis commands and CPU per check,
+//     client CPU per check;
+//   - hot: the same on one hot key;
 //   - multi: one goroutine, one rule versus -rules rules per check, per peer
 //     (peers that cannot decide several rules in one call are stacked);
 //   - race: several instances per peer, each on its own client, racing on
@@ -57,7 +59,7 @@ import (
 	"github.com/sluicehq/sluice/internal/redistest"
 )
 
-var allPhases = []string{"inprocess", "redis", "multi", "race", "e2e"}
+var allPhases = []string{"inprocess", "redis", "hot", "multi", "race", "e2e"}
 
 type config struct {
 	phases        []string
@@ -238,7 +240,7 @@ func run(ctx context.Context, cfg config) error {
 		res.InProcess = runInProcess(ctx, cfg, res, problem)
 	}
 
-	needRedis := cfg.has("redis") || cfg.has("multi") || cfg.has("race") || cfg.has("e2e")
+	needRedis := cfg.has("redis") || cfg.has("hot") || cfg.has("multi") || cfg.has("race") || cfg.has("e2e")
 	if needRedis && ctx.Err() == nil {
 		srv, err := redistest.Launch(redistest.Options{Log: true})
 		if err != nil {
@@ -248,6 +250,9 @@ func run(ctx context.Context, cfg config) error {
 		logf("redis-server pid %d on %s", srv.Pid(), srv.Addr)
 		if err := runRedisPhases(ctx, cfg, srv.Addr, res, problem); err != nil {
 			problem("%v", err)
+		}
+		if sum := versusSummary(res); sum != "" {
+			logf("sluice against ulule:\n%s", sum)
 		}
 	}
 
@@ -332,25 +337,10 @@ func runRedisPhases(ctx context.Context, cfg config, addr string, res *Results, 
 	}
 
 	if cfg.has("redis") {
-		// Concurrency outermost; within a level every peer runs a slice in
-		// turn, cfg.rounds times, so background load drifts over all alike.
-		for _, c := range cfg.conc {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			specs := make([]bench.Spec, len(peers))
-			for i := range specs {
-				specs[i] = bench.HighLimit(keys)
-			}
-			logf("redis: %d peers at %d goroutines, %d rounds", len(peers), c, cfg.rounds)
-			for _, r := range measureInterleaved(ctx, peers, specs, c, cfg.rounds, cfg.warmup, cfg.duration, admin, env, problem) {
-				logRun("redis", r)
-				if r.Errors > 0 || r.Denied > 0 {
-					problem("redis %s at %d: %d denied, %d errors (first: %s)", r.Peer, c, r.Denied, r.Errors, r.FirstError)
-				}
-				res.Redis = append(res.Redis, r)
-			}
-		}
+		res.Redis = runRedisPhase(ctx, cfg, "redis", peers, keys, admin, env, problem)
+	}
+	if cfg.has("hot") {
+		res.RedisHot = runRedisPhase(ctx, cfg, "hot", peers, keys[:1], admin, env, problem)
 	}
 
 	if cfg.has("multi") {
@@ -400,6 +390,32 @@ func runRedisPhases(ctx context.Context, cfg config, addr string, res *Results, 
 		}
 	}
 	return nil
+}
+
+// runRedisPhase measures every peer of peers on keys at each concurrency.
+// Concurrency is outermost; within a level every peer runs a slice in
+// turn, cfg.rounds times, so background load drifts over all alike.
+func runRedisPhase(ctx context.Context, cfg config, phase string, peers []bench.RedisPeer, keys []string,
+	admin *redis.Client, env *bench.Env, problem func(string, ...any)) []RedisRun {
+	var out []RedisRun
+	for _, c := range cfg.conc {
+		if ctx.Err() != nil {
+			break
+		}
+		specs := make([]bench.Spec, len(peers))
+		for i := range specs {
+			specs[i] = bench.HighLimit(keys)
+		}
+		logf("%s: %d peers at %d goroutines on %d keys, %d rounds", phase, len(peers), c, len(keys), cfg.rounds)
+		for _, r := range measureInterleaved(ctx, peers, specs, c, cfg.rounds, cfg.warmup, cfg.duration, admin, env, problem) {
+			logRun(phase, r)
+			if r.Errors > 0 || r.Denied > 0 {
+				problem("%s %s at %d: %d denied, %d errors (first: %s)", phase, r.Peer, c, r.Denied, r.Errors, r.FirstError)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // e2eProblem describes what went wrong in an HTTP run: errors, answers

@@ -10,22 +10,22 @@ import (
 
 // Each run measures its own noise. Against Redis and over HTTP it runs A/A
 // controls in the same interleaved rounds as everything else: a second
-// instance of the plain-Lua baseline ([bench.ControlPeer]) and a second
+// instance of sluice as the README sets it up ([bench.ControlPeer]) and a second
 // server without a limiter (e2eControl). Identical twins should tie; how far
 // apart they land is the smallest difference that run can resolve. In
 // process, each figure is the median of several rounds, and two peers whose
 // rounds overlap cannot be told apart by that run.
 
-// controlRatios are the Redis A/A control's figures ÷ the plain-Lua
-// baseline's at one concurrency (0 where a figure is missing).
+// controlRatios are the Redis A/A control's figures ÷ sluice's at one
+// concurrency (0 where a figure is missing).
 type controlRatios struct {
-	perSec, p50, p99, cpu float64
+	perSec, p50, p99, cpu, client float64
 }
 
-// redisControl returns the Redis A/A control's ratios at conc goroutines;
-// ok is false when the run had no control there.
-func redisControl(res *Results, conc int) (c controlRatios, ok bool) {
-	pl, ctl := redisRun(res.Redis, plainLua, 1, conc), redisRun(res.Redis, bench.ControlPeer, 1, conc)
+// redisControl returns the Redis A/A control's ratios among runs at conc
+// goroutines; ok is false when the run had no control there.
+func redisControl(runs []RedisRun, conc int) (c controlRatios, ok bool) {
+	pl, ctl := redisRun(runs, sluicePeer, 1, conc), redisRun(runs, bench.ControlPeer, 1, conc)
 	if pl == nil || ctl == nil || pl.PerSec <= 0 {
 		return c, false
 	}
@@ -38,6 +38,9 @@ func redisControl(res *Results, conc int) (c controlRatios, ok bool) {
 	}
 	if pl.RedisCPU > 0 {
 		c.cpu = ctl.RedisCPU / pl.RedisCPU
+	}
+	if pl.ClientCPU > 0 {
+		c.client = ctl.ClientCPU / pl.ClientCPU
 	}
 	return c, true
 }

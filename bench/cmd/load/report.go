@@ -370,8 +370,14 @@ func renderMarkdown(res *Results, chartDir string, charts map[string][]byte) str
 	if len(res.InProcess) > 0 {
 		renderInProcess(&b, res, chartDir, charts)
 	}
+	if len(res.Redis) > 0 || len(res.RedisHot) > 0 {
+		renderVersus(&b, res)
+	}
 	if len(res.Redis) > 0 {
-		renderRedis(&b, res, chartDir, charts)
+		renderRedis(&b, res, res.Redis, fmt.Sprintf("%d keys", s.Keys), chartDir, charts)
+	}
+	if len(res.RedisHot) > 0 {
+		renderRedis(&b, res, res.RedisHot, "one hot key", chartDir, nil)
 	}
 	if len(res.MultiRule) > 0 {
 		renderMulti(&b, res)
@@ -478,13 +484,15 @@ func bold(p string) string {
 	return p
 }
 
-func renderRedis(b *strings.Builder, res *Results, chartDir string, charts map[string][]byte) {
+// renderRedis renders the runs of the redis phase, or of the hot phase,
+// whose keys says what they checked.
+func renderRedis(b *strings.Builder, res *Results, runs []RedisRun, keys, chartDir string, charts map[string][]byte) {
 	t := table{b}
-	cs := concurrencies(res.Redis)
-	peers := ordered(res.Redis, func(r RedisRun) string { return r.Peer })
-	b.WriteString("### Redis-backed limiters: throughput and latency by concurrency\n\n")
-	b.WriteString("One rule per check over 10k keys, every limiter on its own go-redis client with the same settings. " +
-		"Latency is per check, measured in the calling goroutine.\n\n")
+	cs := concurrencies(runs)
+	peers := ordered(runs, func(r RedisRun) string { return r.Peer })
+	fmt.Fprintf(b, "### Redis-backed limiters, %s: throughput and latency by concurrency\n\n", keys)
+	fmt.Fprintf(b, "One rule per check, %s, every peer on its own go-redis client with the same settings but sluice, "+
+		"which has the client the README gives it (`redisstore.NewClient`). Latency is per check, measured in the calling goroutine.\n\n", keys)
 	chartLink(b, chartDir, "redis.svg", "checks/s and p99 against goroutines", charts)
 	head := []string{"peer"}
 	for _, c := range cs {
@@ -494,7 +502,7 @@ func renderRedis(b *strings.Builder, res *Results, chartDir string, charts map[s
 	for _, p := range peers {
 		cells := []string{bold(p)}
 		for _, c := range cs {
-			if r := redisRun(res.Redis, p, 1, c); r != nil {
+			if r := redisRun(runs, p, 1, c); r != nil {
 				cells = append(cells, fmtRate(r.PerSec), fmtDur(r.P99))
 			} else {
 				cells = append(cells, "–", "–")
@@ -520,7 +528,7 @@ func renderRedis(b *strings.Builder, res *Results, chartDir string, charts map[s
 			}
 			cells := []string{p}
 			for _, c := range cs {
-				r, s := redisRun(res.Redis, p, 1, c), redisRun(res.Redis, base, 1, c)
+				r, s := redisRun(runs, p, 1, c), redisRun(runs, base, 1, c)
 				if r == nil || s == nil {
 					cells = append(cells, "–", "–")
 					continue
@@ -534,23 +542,23 @@ func renderRedis(b *strings.Builder, res *Results, chartDir string, charts map[s
 
 	var ctl []string
 	for _, c := range cs {
-		if x, ok := redisControl(res, c); ok {
+		if x, ok := redisControl(runs, c); ok {
 			ctl = append(ctl, fmt.Sprintf("at %d gor. %s checks/s and %s p99", c, fmtRatio(x.perSec), fmtRatio(x.p99)))
 		}
 	}
 	if len(ctl) > 0 {
-		fmt.Fprintf(b, "This run's noise, the A/A control (a second plain-Lua instance on its own client) ÷ the first: %s.\n\n",
+		fmt.Fprintf(b, "This run's noise, the A/A control (a second sluice instance on its own client) ÷ the first: %s.\n\n",
 			strings.Join(ctl, "; "))
 	}
 
 	b.WriteString("All figures. Round trips are counted by a go-redis hook (a pipeline or MULTI/EXEC is one); Redis commands " +
 		"come from `INFO commandstats` (commands run inside scripts and transactions included); Redis CPU from `INFO cpu` " +
-		"(used_cpu_sys + used_cpu_user); client CPU is this process's getrusage, all per check.\n\n")
+		"(its main thread's, used_cpu_sys_main_thread + used_cpu_user_main_thread); client CPU is this process's getrusage, all per check.\n\n")
 	t.head("peer", "goroutines", "checks/s", "p50", "p99", "p99.9", "max", "round trips/check", "Redis cmds/check",
 		"Redis CPU µs/check", "Redis CPU %", "client CPU µs/check", "denied", "errors")
 	for _, c := range cs {
 		for _, p := range peers {
-			r := redisRun(res.Redis, p, 1, c)
+			r := redisRun(runs, p, 1, c)
 			if r == nil {
 				continue
 			}

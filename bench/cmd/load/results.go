@@ -13,6 +13,7 @@ type Results struct {
 	Settings  Settings          `json:"settings"`
 	InProcess []InProcessResult `json:"in_process,omitempty"`
 	Redis     []RedisRun        `json:"redis,omitempty"`
+	RedisHot  []RedisRun        `json:"redis_hot_key,omitempty"` // as Redis, on one key
 	MultiRule []RedisRun        `json:"multi_rule,omitempty"`
 	Race      []RaceRow         `json:"race,omitempty"`
 	E2E       []E2ERun          `json:"end_to_end,omitempty"`
@@ -93,7 +94,8 @@ type RedisRun struct {
 	// commands scripts and transactions run), per check.
 	RedisCmds     float64            `json:"redis_cmds_per_check"`
 	RedisCmdCalls map[string]float64 `json:"redis_cmds_by_name_per_check"`
-	// RedisCPU is used_cpu_sys+used_cpu_user per check, in µs.
+	// RedisCPU is the server's main-thread CPU per check, in µs (see
+	// redisinfo.CPUSeconds).
 	RedisCPU float64 `json:"redis_cpu_us_per_check"`
 	// RedisCPUPct is Redis's CPU over the run, in % of one core.
 	RedisCPUPct float64 `json:"redis_cpu_pct"`

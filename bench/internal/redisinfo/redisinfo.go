@@ -45,9 +45,17 @@ func CommandCalls(info map[string]string) map[string]uint64 {
 	return out
 }
 
-// CPUSeconds returns used_cpu_sys + used_cpu_user from a parsed INFO cpu.
+// CPUSeconds returns the CPU time of the server's main thread, the one
+// that runs every command and script, from a parsed INFO cpu
+// (used_cpu_sys_main_thread + used_cpu_user_main_thread), or of the whole
+// process (used_cpu_sys + used_cpu_user) from a server that does not
+// report its main thread's.
 func CPUSeconds(info map[string]string) float64 {
-	sys, _ := strconv.ParseFloat(info["used_cpu_sys"], 64)
-	user, _ := strconv.ParseFloat(info["used_cpu_user"], 64)
+	sysKey, userKey := "used_cpu_sys_main_thread", "used_cpu_user_main_thread"
+	if _, ok := info[sysKey]; !ok {
+		sysKey, userKey = "used_cpu_sys", "used_cpu_user"
+	}
+	sys, _ := strconv.ParseFloat(info[sysKey], 64)
+	user, _ := strconv.ParseFloat(info[userKey], 64)
 	return sys + user
 }
