@@ -55,7 +55,7 @@
 -- anyway; a sliding window's index recovery relies on MINPX spanning fewer
 -- than 500,000 periods (see below). The fast paths set it as an absolute
 -- time (PXAT: Redis rewrites a relative one for propagation) unless the
--- clock is given.
+-- clock is given; Redis before 6.2, which lacks PXAT, gets it relative.
 local MINPX = 1000
 local WINDOWMOD = 1000000 -- a sliding window's stored index is kept mod this
 local BIG = 9007199254740992 -- 2^53: no state holds a number this large
@@ -96,7 +96,10 @@ if n == 1 and (single == '64' or single == '68') then
       if e % 100000000 == 0 then e = e + 1 end
       local w = nxt
       if w % 100000000 == 0 then w = string.format('%d', w) end
-      redis.call('SET', k, w, 'PXAT', e)
+      local r = redis.pcall('SET', k, w, 'PXAT', e)
+      if type(r) == 'table' and r.err then -- Redis before 6.2 has no PXAT
+        redis.call('SET', k, w, 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now) / 1000))))
+      end
     else
       redis.call('SET', k, string.format('%d', nxt), 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now + pad) / 1000))))
     end
@@ -188,7 +191,10 @@ if plain then
           if e % 100000000 == 0 then e = e + 1 end
           local w = x
           if w % 100000000 == 0 then w = string.format('%d', w) end
-          redis.call('SET', k, w, 'PXAT', e)
+          local r = redis.pcall('SET', k, w, 'PXAT', e)
+          if type(r) == 'table' and r.err then -- Redis before 6.2 has no PXAT
+            redis.call('SET', k, w, 'PX', string.format('%d', math.max(MINPX, math.ceil((x - now) / 1000))))
+          end
         else
           redis.call('SET', k, string.format('%d', x), 'PX', string.format('%d', math.max(MINPX, math.ceil((x - now + pad) / 1000))))
         end
