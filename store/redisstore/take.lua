@@ -90,15 +90,14 @@ if n == 1 and (single == '64' or single == '68') then
     local nxt = x + c * p
     if c > limit or nxt - now > limit * p then return {-1, x - now, 0} end
     if pad == 0 then
-      local e = nxt + 999
-      if e < now + MINPX * 1000 + 999 then e = now + MINPX * 1000 + 999 end
-      e = (e - e % 1000) / 1000
+      local rel = math.max(MINPX, math.ceil((nxt - now) / 1000))
+      local e = (now - now % 1000) / 1000 + rel
       if e % 100000000 == 0 then e = e + 1 end
       local w = nxt
       if w % 100000000 == 0 then w = string.format('%d', w) end
       local r = redis.pcall('SET', k, w, 'PXAT', e)
       if type(r) == 'table' and r.err then -- Redis before 6.2 has no PXAT
-        redis.call('SET', k, w, 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now) / 1000))))
+        redis.call('SET', k, w, 'PX', rel)
       end
     else
       redis.call('SET', k, string.format('%d', nxt), 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now + pad) / 1000))))
@@ -185,15 +184,14 @@ if plain then
       local x = tats[k]
       if x ~= orig[k] then
         if pad == 0 then
-          local e = x + 999
-          if e < now + MINPX * 1000 + 999 then e = now + MINPX * 1000 + 999 end
-          e = (e - e % 1000) / 1000
+          local rel = math.max(MINPX, math.ceil((x - now) / 1000))
+          local e = (now - now % 1000) / 1000 + rel
           if e % 100000000 == 0 then e = e + 1 end
           local w = x
           if w % 100000000 == 0 then w = string.format('%d', w) end
           local r = redis.pcall('SET', k, w, 'PXAT', e)
           if type(r) == 'table' and r.err then -- Redis before 6.2 has no PXAT
-            redis.call('SET', k, w, 'PX', string.format('%d', math.max(MINPX, math.ceil((x - now) / 1000))))
+            redis.call('SET', k, w, 'PX', rel)
           end
         else
           redis.call('SET', k, string.format('%d', x), 'PX', string.format('%d', math.max(MINPX, math.ceil((x - now + pad) / 1000))))
