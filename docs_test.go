@@ -22,10 +22,11 @@ var (
 	// the flood offered (the calls are bounded per second, not per request).
 	floodFigure = regexp.MustCompile(`(?i)\b(script calls|scripts) per (offered )?(request|check)`)
 	// offeredRate is a rate offered: "167 requests a second", "12.2k
-	// checks offered a second"; in a table, a column of them.
+	// checks offered a second"; in a table, a column of them. A closed loop
+	// flat out offers what its concurrency can send: "16 goroutines".
 	// A figure not from a steady flood says how many requests each bucket
 	// got instead: "10 requests each".
-	offeredRate      = regexp.MustCompile(`\d[\d,.]*(k| thousand| million)? (requests|checks)( offered)? (a|per) second|\d[\d,]* requests each\b`)
+	offeredRate      = regexp.MustCompile(`\d[\d,.]*(k| thousand| million)? (requests|checks)( offered)? (a|per) second|\d[\d,]* requests each\b|\b\d+ goroutines\b`)
 	offeredRateTable = regexp.MustCompile(`\| *[^|]*(requests|checks)( offered)? (a|per) second[^|]*\|`)
 	// limitPromise is a promise of how many pass in a span of time: "at
 	// most 10 a minute", "at most 10 in any minute".
