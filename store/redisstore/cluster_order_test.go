@@ -14,26 +14,9 @@ import (
 	"github.com/sluicehq/sluice/store/storetest"
 )
 
-// refundCounter is a go-redis hook counting the refund script calls.
+// refundCounter counts the refund script calls (a go-redis hook as
+// cmdHook(rc.count)).
 type refundCounter struct{ n atomic.Int64 }
-
-func (*refundCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (rc *refundCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		rc.count(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (rc *refundCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			rc.count(cmd)
-		}
-		return next(ctx, cmds)
-	}
-}
 
 func (rc *refundCounter) count(cmd redis.Cmder) {
 	if a := cmd.Args(); len(a) > 1 && a[1] == redisstore.RefundSHA() {
@@ -128,7 +111,7 @@ func testClusterScarceFirst(t *testing.T, c *redistest.Cluster) {
 func orderedStore(t *testing.T, c *redistest.Cluster) (*redisstore.Store, *refundCounter, *storetest.Clock) {
 	client := newClusterClient(t, c.Addrs())
 	refunds := &refundCounter{}
-	client.AddHook(refunds)
+	client.AddHook(cmdHook(refunds.count))
 	clock := storetest.NewClock(time.Now())
 	return newStoreWith(t, client, clock, redisstore.Config{RememberRefusals: -1}), refunds, clock
 }

@@ -358,7 +358,7 @@ func testClusterCrossSlotCoalesced(t *testing.T, c *redistest.Cluster) {
 	clock := storetest.NewClock(time.Now())
 	client := newClusterClient(t, c.Addrs())
 	batches := &batchCounter{}
-	client.AddHook(batches)
+	client.AddHook(cmdHook(batches.count))
 	s := newStoreWith(t, client, clock, redisstore.Config{CoalesceLanes: 1})
 	// A prefix under which no user's bucket shares the global bucket's
 	// slot, so that every request is cross-slot (a run's random prefix
@@ -431,30 +431,12 @@ func testClusterCrossSlotCoalesced(t *testing.T, c *redistest.Cluster) {
 	}
 }
 
-// batchCounter is a go-redis hook counting the take script calls that
+// batchCounter counts (a go-redis hook as cmdHook(b.count)) the take script calls that
 // carry key more than once (batches of several requests' hits on it), and
 // how many times they carry it.
 type batchCounter struct {
 	key          string
 	calls, parts atomic.Int64
-}
-
-func (*batchCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (b *batchCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		b.count(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (b *batchCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			b.count(cmd)
-		}
-		return next(ctx, cmds)
-	}
 }
 
 func (b *batchCounter) count(cmd redis.Cmder) {

@@ -93,6 +93,28 @@ func peek(t testing.TB, s sluice.Store, h sluice.Hit) sluice.Result {
 	return out[0]
 }
 
+// cmdHook is a go-redis hook that shows every command sent, alone or in
+// a pipeline, to the function it is, before sending it.
+type cmdHook func(redis.Cmder)
+
+func (cmdHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h cmdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h cmdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
 // clockHook is a go-redis hook that makes the store's scripts decide by a
 // test clock instead of the server's TIME: it fills in their first
 // argument, which the store leaves empty. Keys still expire in real time;
