@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/decide"
+	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
 	"google.golang.org/grpc/tap"
 )
@@ -144,9 +145,9 @@ func (l *Limiter) tapUnfit(set *rules.Set) (name, kind string) {
 	}
 	f := &tapFit{set: set}
 	for _, r := range set.Rules() {
-		for _, k := range []string{r.Key.Kind(), r.Colocate.Kind()} {
-			if k != "" && !tapKind(k) && f.name == "" {
-				f.name, f.kind = r.Name, k
+		for _, k := range []keyfunc.Key{r.Key, r.Colocate} {
+			if kind := unfitKind(k); kind != "" && f.name == "" {
+				f.name, f.kind = r.Name, kind
 			}
 		}
 	}
@@ -154,17 +155,27 @@ func (l *Limiter) tapUnfit(set *rules.Set) (name, kind string) {
 	return f.name, f.kind
 }
 
-// tapKind reports whether a key of kind reads only what a tap handle sees:
-// the peer, metadata, the method. Joined kinds are their parts' joined by
-// "_".
-func tapKind(kind string) bool {
-	for part := range strings.SplitSeq(kind, "_") {
-		switch {
-		case part == "ip", part == "api", part == "key", part == "endpoint", part == "global":
-		case strings.HasPrefix(part, "header:"):
-		default:
-			return false
-		}
+// unfitKind returns the kind of the first part of k that reads what a tap
+// handle does not see (anything but the peer, metadata and the method),
+// or "" when k reads only those (or is the zero Key). A joined key is
+// judged by its parts, never by splitting its kind: "api_key" and a
+// header's name hold "_" themselves.
+func unfitKind(k keyfunc.Key) string {
+	if k.IsZero() {
+		return ""
 	}
-	return true
+	if parts := k.Parts(); parts != nil {
+		for _, p := range parts {
+			if kind := unfitKind(p); kind != "" {
+				return kind
+			}
+		}
+		return ""
+	}
+	switch kind := k.Kind(); {
+	case kind == "ip", kind == "api_key", kind == "endpoint", kind == "global", strings.HasPrefix(kind, "header:"):
+		return ""
+	default:
+		return kind
+	}
 }

@@ -211,6 +211,11 @@ func TestTapHandleErrors(t *testing.T) {
 	userEndpoint := rules.Rule{Name: "ue", Key: keyfunc.Join(user.Key, keyfunc.Endpoint()), Limit: sluice.PerMinute(1)}
 	tenant := rules.Rule{Name: "tenant", Key: keyfunc.New("tenant", func(*http.Request) (string, error) { return "t", nil }), Limit: sluice.PerMinute(1)}
 	good := rules.Rule{Name: "good", Key: keyfunc.Join(keyfunc.APIKey("x-api-key"), keyfunc.Endpoint()), Limit: sluice.PerMinute(1)}
+	// A header's name may hold "_", as api_key's kind does: the parts
+	// decide, never the joined kind split at "_".
+	underscore := rules.Rule{Name: "underscore", Key: keyfunc.Join(keyfunc.Header("X_Tenant_Id"), keyfunc.ClientIP()), Limit: sluice.PerMinute(1)}
+	// A kind of your own whose name is a part of a built-in kind's.
+	key := rules.Rule{Name: "key", Key: keyfunc.New("key", func(*http.Request) (string, error) { return "k", nil }), Limit: sluice.PerMinute(1)}
 	tests := []struct {
 		name  string
 		store sluice.Store
@@ -222,6 +227,9 @@ func TestTapHandleErrors(t *testing.T) {
 		{"user", store, rules.MustNew(ip, user), sluicegrpc.ErrTapKey},
 		{"user_endpoint", store, rules.MustNew(userEndpoint), sluicegrpc.ErrTapKey},
 		{"a kind of your own", store, rules.MustNew(tenant), sluicegrpc.ErrTapKey},
+		{"a header with _ in its name", store, rules.MustNew(underscore), nil},
+		{"a kind of your own named like a part of api_key", store, rules.MustNew(key), sluicegrpc.ErrTapKey},
+		{"user joined after api_key", store, rules.MustNew(rules.Rule{Name: "ku", Key: keyfunc.Join(keyfunc.APIKey("x-api-key"), user.Key), Limit: sluice.PerMinute(1)}), sluicegrpc.ErrTapKey},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -41,7 +41,7 @@ func Join(keys ...Key) Key {
 		required = required || k.required
 	}
 	parts := append([]Key(nil), keys...)
-	return Key{kind: strings.Join(kinds, "_"), required: required, form: joinForm(parts), fn: func(r *http.Request) (string, error) {
+	return Key{kind: strings.Join(kinds, "_"), required: required, form: joinForm(parts), parts: parts, fn: func(r *http.Request) (string, error) {
 		var b []byte
 		for i, fn := range fns {
 			part, err := fn(r)

@@ -3,6 +3,8 @@ package keyfunc_test
 import (
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/keyfunc"
@@ -93,5 +95,31 @@ func TestJoinErrors(t *testing.T) {
 	fns[0] = constKey("changed")
 	if got := keyOf(t, fn, r); got != "1:a," {
 		t.Fatalf("Join kept a reference to the caller's slice: %q", got)
+	}
+}
+
+// TestJoinParts: a joined key reports its parts in order, whatever their
+// kinds hold; a whole key has none; changing the returned slice changes
+// nothing.
+func TestJoinParts(t *testing.T) {
+	header, api, ip := keyfunc.Header("X_Tenant_Id"), keyfunc.APIKey("X-Api-Key"), keyfunc.ClientIP()
+	j := keyfunc.Join(header, api, ip).Required()
+	if got := j.Kind(); got != header.Kind()+"_api_key_ip" {
+		t.Fatalf("Kind = %q", got)
+	}
+	parts := j.Parts()
+	var kinds []string
+	for _, p := range parts {
+		kinds = append(kinds, p.Kind())
+	}
+	if want := []string{header.Kind(), "api_key", "ip"}; !slices.Equal(kinds, want) || !strings.Contains(header.Kind(), "_") {
+		t.Fatalf("part kinds %q, want %q", kinds, want)
+	}
+	parts[0] = keyfunc.Global()
+	if got := j.Parts()[0].Kind(); got != header.Kind() {
+		t.Errorf("the parts changed through the returned slice: %q", got)
+	}
+	if p := api.Parts(); p != nil {
+		t.Errorf("a whole key has parts: %d", len(p))
 	}
 }

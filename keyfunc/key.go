@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 )
 
 // Key is what a rate-limit rule counts by: a [KeyFunc] and its kind, the
@@ -38,6 +39,7 @@ type Key struct {
 	fn       KeyFunc
 	required bool
 	form     *form // how an operator writes an identity; nil: by kind (see Key.Parse)
+	parts    []Key // a joined key's parts (see Join); nil for a whole key
 }
 
 // ErrMissing reports that a request does not carry the identity a key
@@ -76,6 +78,12 @@ func New(kind string, fn KeyFunc) Key {
 
 // Kind returns the key's kind.
 func (k Key) Kind() string { return k.kind }
+
+// Parts returns the keys a joined key was made of ([Join]), in order, or
+// nil for a key that is not a join. A join's kind is its parts' kinds
+// joined by "_", which cannot be split back when a part's kind holds "_"
+// itself (api_key, a header's name): read the parts instead.
+func (k Key) Parts() []Key { return slices.Clone(k.parts) }
 
 // Func returns the key's function, for code that takes a plain KeyFunc
 // (such as github.com/go-chi/httprate). It is the function as given: one
