@@ -31,17 +31,7 @@ func TestInspectReportsCalendarUsage(t *testing.T) {
 		Name: "daily", Key: keyfunc.Header("X-Tenant"), Limit: sluice.PerCalendar(100, sluice.Day, berlin), Algorithm: sluice.FixedWindow,
 		Overrides: []rules.Override{{Identities: []string{"acme"}, Limit: sluice.PerCalendar(500, sluice.Day, berlin)}},
 	})
-	var m rules.Matched
-	r := httptest.NewRequest("GET", "/", nil)
-	r.Header.Set("X-Tenant", "acme")
-	for range 7 {
-		if err := set.Resolve(r, &m); err != nil {
-			t.Fatal(err)
-		}
-		if err := mem.Take(context.Background(), m.Hits, make([]sluice.Result, len(m.Hits))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	takeAs(t, mem, set, "acme", 7)
 	srv := httptest.NewServer(admin.MustNew(mem, set, admin.WithClock(clock)))
 	t.Cleanup(srv.Close)
 	for _, tc := range []struct {
@@ -65,5 +55,21 @@ func TestInspectReportsCalendarUsage(t *testing.T) {
 	}
 	if _, err := admin.New(mem, set, admin.WithClock(nil)); err == nil {
 		t.Error("a nil clock accepted")
+	}
+}
+
+// takeAs decides n requests of tenant (X-Tenant) on set's rules in store.
+func takeAs(t *testing.T, store sluice.Store, set *rules.Set, tenant string, n int) {
+	t.Helper()
+	var m rules.Matched
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("X-Tenant", tenant)
+	for range n {
+		if err := set.Resolve(r, &m); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Take(context.Background(), m.Hits, make([]sluice.Result, len(m.Hits))); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
