@@ -105,10 +105,14 @@ const MaxSlidingWindowLimit = 499_999
 //     Rate per Period and have no separate burst: Burst must be 0 or Rate;
 //   - SlidingWindow needs Rate ≤ [MaxSlidingWindowLimit] and Rate × Period
 //     (in µs) ≤ 2^51 (at most 625,000 per hour);
-//   - SlidingLog needs Rate ≤ [MaxLogLimit].
+//   - SlidingLog needs Rate ≤ [MaxLogLimit];
+//   - a calendar limit ([Limit.Calendar]) needs FixedWindow.
 func (a Algorithm) ValidateLimit(l Limit) error {
 	if err := l.Validate(); err != nil {
 		return err
+	}
+	if l.Calendar != NoCalendar && a != FixedWindow {
+		return fmt.Errorf("%w: %v: a calendar limit counts as a fixed window; %v cannot enforce it", ErrInvalidLimit, l, a)
 	}
 	if a == TokenBucket {
 		return nil

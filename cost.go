@@ -34,7 +34,9 @@ type limitKey struct{}
 // for the request it belongs to: a middleware in front of the limiter,
 // which has loaded the customer, calls it, as it calls [WithCost]. The
 // limit replaces the rule's (and an override's, see rules.Rule.Overrides)
-// with the rule's period and algorithm: its Period is 0 or the rule's. It
+// with the rule's period and algorithm: its Period is 0 or the rule's (a
+// Limit of only a Rate takes the rule's period, a calendar rule's calendar
+// and zone too). It
 // is capped by the rule's MaxLimit; a rule without one lets a request
 // lower its limit, never raise it. Bypass entries are not rules: a limit
 // set for one is ignored.

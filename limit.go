@@ -13,11 +13,12 @@ import (
 // Lua's double-precision numbers compute exactly what Go computes.
 const MaxSpan = int64(1) << 50
 
-// Limit is a rate: Rate events per Period, with a capacity of Burst.
+// Limit is a rate: Rate events per Period, with a capacity of Burst; or,
+// for a calendar limit, Rate events per calendar period of a time zone.
 //
 // The zero value is not a valid limit; build one with [Per], [PerSecond],
-// [PerMinute] or [PerHour], then [Limit.WithBurst]. A Limit is a plain value,
-// safe to copy and to share.
+// [PerMinute] or [PerHour], then [Limit.WithBurst], or with [PerCalendar].
+// A Limit is a plain value, safe to copy and to share.
 type Limit struct {
 	// Rate is how many events are allowed per Period. Must be at least 1.
 	Rate int64
@@ -28,6 +29,16 @@ type Limit struct {
 	// Burst is the capacity: how many events may pass at once after a quiet
 	// spell. 0 means Rate.
 	Burst int64
+	// Calendar, when set, makes this a calendar limit: Rate per period
+	// of the calendar in Zone (an hour, a day, a week, a month), counted
+	// as a [FixedWindow] aligned to the zone's boundaries; Period then
+	// holds the calendar's nominal length ([Calendar.Nominal]) and Burst
+	// is 0. Build one with [PerCalendar]. The zero value, NoCalendar, is
+	// a limit per Period.
+	Calendar Calendar
+	// Zone is the time zone of a calendar limit's periods; nil means UTC.
+	// Ignored without a Calendar.
+	Zone *time.Location
 }
 
 // Per returns a limit of rate events per period, with a burst of rate.
@@ -73,6 +84,11 @@ func (l Limit) IntervalMicros() int64 {
 // Validate reports why l cannot be enforced, as an error wrapping
 // [ErrInvalidLimit], or nil.
 func (l Limit) Validate() error {
+	if l.Calendar != NoCalendar {
+		if err := l.validateCalendar(); err != nil {
+			return err
+		}
+	}
 	switch {
 	case l.Rate < 1:
 		return fmt.Errorf("%w: rate %d: must be at least 1", ErrInvalidLimit, l.Rate)
@@ -107,8 +123,31 @@ func (l Limit) withinSpan() bool {
 	return hi == 0 && lo <= uint64(MaxSpan)
 }
 
-// String describes l, e.g. "100/1m" or "10/1s burst 20".
+// validateCalendar checks what a calendar limit needs beyond any limit's.
+func (l Limit) validateCalendar() error {
+	switch {
+	case !l.Calendar.Valid():
+		return fmt.Errorf("%w: unknown calendar %d", ErrInvalidLimit, l.Calendar)
+	case l.Period != l.Calendar.Nominal():
+		return fmt.Errorf("%w: a %v calendar limit has the period %v, not %v: build it with PerCalendar", ErrInvalidLimit, l.Calendar, l.Calendar.Nominal(), l.Period)
+	case l.Burst != 0 && l.Burst != l.Rate:
+		return fmt.Errorf("%w: burst %d: a calendar limit counts Rate per period and has no burst", ErrInvalidLimit, l.Burst)
+	case l.Rate > MaxCalendarRate:
+		return fmt.Errorf("%w: rate %d: a calendar limit allows at most %d per period", ErrInvalidLimit, l.Rate, MaxCalendarRate)
+	}
+	return nil
+}
+
+// String describes l, e.g. "100/1m", "10/1s burst 20", or, for a calendar
+// limit, "10000/month Europe/Berlin" ("10000/month" in UTC).
 func (l Limit) String() string {
+	if l.Calendar != NoCalendar {
+		s := strconv.FormatInt(l.Rate, 10) + "/" + l.Calendar.String()
+		if z := l.Location().String(); z != "UTC" {
+			s += " " + z
+		}
+		return s
+	}
 	s := strconv.FormatInt(l.Rate, 10) + "/" + formatPeriod(l.Period)
 	if l.Burst != 0 && l.Burst != l.Rate {
 		s += " burst " + strconv.FormatInt(l.Burst, 10)

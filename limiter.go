@@ -20,6 +20,8 @@ type Limiter struct {
 	store Store
 	limit Limit
 	alg   Algorithm
+	// algSet reports that WithAlgorithm chose alg.
+	algSet bool
 	// clock is the time WaitN reads deadlines in and sleeps on (see
 	// WithWaitClock).
 	clock WaitClock
@@ -36,9 +38,10 @@ type limiterOption func(*Limiter) error
 func (f limiterOption) apply(l *Limiter) error { return f(l) }
 
 // WithAlgorithm selects the algorithm that enforces the limit. Default:
-// [TokenBucket].
+// [TokenBucket], or [FixedWindow] for a calendar limit (see
+// [PerCalendar]), which no other algorithm enforces.
 func WithAlgorithm(a Algorithm) LimiterOption {
-	return limiterOption(func(l *Limiter) error { l.alg = a; return nil })
+	return limiterOption(func(l *Limiter) error { l.alg, l.algSet = a, true; return nil })
 }
 
 // WaitClock is the time [Limiter.WaitN] waits in. Now is the time a
@@ -93,6 +96,9 @@ func NewLimiter(store Store, limit Limit, opts ...LimiterOption) (*Limiter, erro
 		if err := o.apply(l); err != nil {
 			return nil, err
 		}
+	}
+	if !l.algSet && limit.Calendar != NoCalendar {
+		l.alg = FixedWindow
 	}
 	if !l.alg.Valid() {
 		return nil, fmt.Errorf("%w: unknown algorithm %v", ErrInvalidLimit, l.alg)

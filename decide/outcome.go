@@ -294,8 +294,8 @@ func (o *Outcome) describe() {
 		}
 		o.Binding = binding(o.Policies, admitted)
 		if cfg.headers != headers.None && o.Binding >= 0 {
-			var now time.Time // only X-RateLimit-Reset, a Unix time, reads it
-			if cfg.headers&headers.XRateLimit != 0 {
+			var now time.Time // read by X-RateLimit-Reset, a Unix time, and calendar windows
+			if cfg.headers&headers.XRateLimit != 0 || anyCalendar(o.Policies) {
 				now = cfg.now()
 			}
 			o.Fields = headers.AppendFields(o.Fields, cfg.headers, o.Policies, o.Binding, now)

@@ -79,8 +79,9 @@ func SetFields(h http.Header, fields []Field) {
 // which lists every policy; when IETF is also selected, RateLimit-Policy
 // takes the IETF form. See the package documentation for the values.
 //
-// now is the current time; only XRateLimit mode, whose reset is a Unix
-// time, reads it. AppendFields appends nothing if mode selects no fields,
+// now is the current time: XRateLimit mode's reset is a Unix time, and a
+// calendar limit's window is the length of its period at now (see
+// [QuotaAt]). AppendFields appends nothing if mode selects no fields,
 // policies is empty or binding is out of range. It never appends
 // Retry-After: see [RetryAfter].
 func AppendFields(dst []Field, mode Mode, policies []Policy, binding int, now time.Time) []Field {
@@ -88,7 +89,7 @@ func AppendFields(dst []Field, mode Mode, policies []Policy, binding int, now ti
 		return dst
 	}
 	bind := policies[binding].Result
-	q, _ := Quota(bind.Limit)
+	q, _ := QuotaAt(bind.Limit, now)
 	r := clamp(bind.Remaining)
 	resetD, t := resetAfter(bind)
 	t = clamp(t)
@@ -102,7 +103,7 @@ func AppendFields(dst []Field, mode Mode, policies []Policy, binding int, now ti
 				b = append(b, ", "...)
 			}
 			b = appendString(b, policies[i].Name)
-			b = appendPolicyParams(b, policies[i].Result.Limit, ";q=")
+			b = appendPolicyParams(b, policies[i].Result.Limit, ";q=", now)
 		}
 		f.end(fieldPolicy, len(b))
 		b = appendString(b, policies[binding].Name)
@@ -126,7 +127,7 @@ func AppendFields(dst []Field, mode Mode, policies []Policy, binding int, now ti
 				if i > 0 {
 					b = append(b, ", "...)
 				}
-				b = appendPolicyParams(b, policies[i].Result.Limit, "")
+				b = appendPolicyParams(b, policies[i].Result.Limit, "", now)
 			}
 			f.end(fieldPolicy, len(b))
 		}
@@ -144,8 +145,8 @@ func AppendFields(dst []Field, mode Mode, policies []Policy, binding int, now ti
 
 // appendPolicyParams appends a policy's quota (after qKey), window and, if
 // its capacity differs from its rate, its burst.
-func appendPolicyParams(b []byte, l sluice.Limit, qKey string) []byte {
-	q, w := Quota(l)
+func appendPolicyParams(b []byte, l sluice.Limit, qKey string, now time.Time) []byte {
+	q, w := QuotaAt(l, now)
 	b = append(b, qKey...)
 	b = strconv.AppendInt(b, q, 10)
 	b = append(b, ";w="...)

@@ -61,19 +61,7 @@ func planLimits(next http.Handler) http.Handler {
 // get the rule's, and a limit the application sets above max_limit is
 // capped.
 func TestQuotasOnRedis(t *testing.T) {
-	single := redistest.Start(t)
-	stores := []struct {
-		name  string
-		store func(t *testing.T) *redisstore.Store
-	}{
-		{"single node", func(t *testing.T) *redisstore.Store {
-			return redisStoreOn(t, singleClient(t, single.Addr), redisstore.Config{})
-		}},
-		{"cluster", func(t *testing.T) *redisstore.Store {
-			c := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
-			return redisStoreOn(t, clusterClient(t, c.Addrs()), redisstore.Config{})
-		}},
-	}
+	stores := singleAndCluster(t)
 	set, err := rulefile.Parse("quota.yaml", []byte(quotaRules), rulefile.LoadConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -121,5 +109,26 @@ func TestQuotasOnRedis(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// redisTopology makes a Redis store on a single node or a cluster.
+type redisTopology struct {
+	name  string
+	store func(t *testing.T) *redisstore.Store
+}
+
+// singleAndCluster returns the topologies of the tests over real HTTP: a
+// single node started now, and a 3-master cluster started by each store.
+func singleAndCluster(t *testing.T) []redisTopology {
+	single := redistest.Start(t)
+	return []redisTopology{
+		{"single node", func(t *testing.T) *redisstore.Store {
+			return redisStoreOn(t, singleClient(t, single.Addr), redisstore.Config{})
+		}},
+		{"cluster", func(t *testing.T) *redisstore.Store {
+			c := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
+			return redisStoreOn(t, clusterClient(t, c.Addrs()), redisstore.Config{})
+		}},
 	}
 }

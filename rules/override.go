@@ -214,8 +214,8 @@ func (r *Rule) checkMaxLimit() error {
 		return err
 	}
 	switch {
-	case m.Period != r.Limit.Period:
-		return fmt.Errorf("per %v: a request's limit keeps the rule's period; write max_limit per %v", m.Period, r.Limit.Period)
+	case !m.SamePeriod(r.Limit):
+		return fmt.Errorf("per %v: a request's limit keeps the rule's period; write max_limit per %v", periodText(m), periodText(r.Limit))
 	case m.Rate < r.Limit.Rate || m.Capacity() < r.Limit.Capacity():
 		return fmt.Errorf("%v is below the rule's limit %v", m, r.Limit)
 	}
@@ -227,10 +227,10 @@ func (r *Rule) checkMaxLimit() error {
 // that says so. A Period of 0 is the rule's.
 func (r *Rule) requestLimit(l sluice.Limit, fallback sluice.Limit) (sluice.Limit, *sluice.RequestLimitEvent) {
 	requested := l
-	if l.Period == 0 {
-		l.Period = r.Limit.Period
+	if l.Period == 0 && l.Calendar == sluice.NoCalendar {
+		l.Period, l.Calendar, l.Zone = r.Limit.Period, r.Limit.Calendar, r.Limit.Zone
 	}
-	if l.Period != r.Limit.Period || r.Algorithm.ValidateLimit(l) != nil {
+	if !l.SamePeriod(r.Limit) || r.Algorithm.ValidateLimit(l) != nil {
 		return fallback, &sluice.RequestLimitEvent{Rule: r.Name, Action: sluice.RequestLimitInvalid, Requested: requested}
 	}
 	capLimit := r.MaxLimit
@@ -250,4 +250,13 @@ func (r *Rule) requestLimit(l sluice.Limit, fallback sluice.Limit) (sluice.Limit
 		l.Burst = 0
 	}
 	return l, &sluice.RequestLimitEvent{Rule: r.Name, Action: sluice.RequestLimitCapped, Requested: requested, Applied: l}
+}
+
+// periodText is l's period as an error names it: its duration, or its
+// calendar and zone.
+func periodText(l sluice.Limit) string {
+	if l.Calendar != sluice.NoCalendar {
+		return l.Calendar.String() + " " + l.Location().String()
+	}
+	return l.Period.String()
 }

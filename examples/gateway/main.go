@@ -23,8 +23,9 @@
 // and 5,000 a minute for the whole gateway.
 //
 // With -rules the rules come from a YAML or JSON file instead, such as
-// rules.yaml next to this file, which adds plans (X-Plan: pro), a shadow
-// rule and a bypass entry. The file is read again every 5 seconds and on
+// rules.yaml next to this file, which adds plans (X-Plan: pro), a daily
+// quota per tenant (X-Tenant) counted in Berlin's calendar days with an
+// override, a shadow rule and a bypass entry. The file is read again every 5 seconds and on
 // SIGHUP; a file with a mistake is refused and logged, and the last good
 // rules stay.
 //
@@ -65,6 +66,7 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+	_ "time/tzdata" // the calendar limit's zone in rules.yaml, on any machine
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"

@@ -22,10 +22,16 @@ func windowIndex(now, period, stored int64) (idx, elapsed int64) {
 // (an after-the-fact charge), up to ForceCap(limit, period).
 func FixedWindow(now, index, count, period, limit, cost int64, force bool) (o Outcome, nextIndex, nextCount int64) {
 	idx, elapsed := windowIndex(now, period, index)
+	return window(idx, period-elapsed, index, count, limit, cost, ForceCap(limit, period), force)
+}
+
+// window decides a hit of cost on a window counter stored as index
+// holding count, the current window being idx, which ends in end µs;
+// a consuming hit leaves at most capped in it.
+func window(idx, end, index, count, limit, cost, capped int64, force bool) (o Outcome, nextIndex, nextCount int64) {
 	if idx != index {
 		count = 0
 	}
-	end := period - elapsed // µs until the window ends
 	o.Interval = 1
 	o.Slack = limit - count
 	o.ResetAfter = 0
@@ -42,7 +48,6 @@ func FixedWindow(now, index, count, period, limit, cost int64, force bool) (o Ou
 		o.Allowed = true
 	}
 	if o.Allowed || force {
-		capped := ForceCap(limit, period)
 		nextCount = min(count+min(cost, capped), capped) // min first: a huge forced cost cannot overflow
 		o.SlackIf = limit - nextCount
 		o.ResetAfterIf = 0

@@ -397,17 +397,7 @@ func TestInspectReportsTheOverride(t *testing.T) {
 		Name: "per-tenant-hourly", Key: keyfunc.Header("X-Tenant"), Limit: sluice.PerHour(1000), Algorithm: sluice.FixedWindow,
 		Overrides: []rules.Override{{Identities: []string{"acme"}, Limit: sluice.PerHour(5000)}},
 	})
-	var m rules.Matched
-	r := httptest.NewRequest("GET", "/", nil)
-	r.Header.Set("X-Tenant", "acme")
-	for range 3 {
-		if err := set.Resolve(r, &m); err != nil {
-			t.Fatal(err)
-		}
-		if err := mem.Take(context.Background(), m.Hits, make([]sluice.Result, len(m.Hits))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	takeAs(t, mem, set, "acme", 3)
 	srv := httptest.NewServer(admin.MustNew(mem, set))
 	t.Cleanup(srv.Close)
 	status, body := post(t, srv, "/inspect", `{"rule": "per-tenant-hourly", "identity": "acme"}`)

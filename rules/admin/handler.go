@@ -129,6 +129,12 @@ type Bucket struct {
 	// RetryAfterMS is, when not Allowed, the time until a request of the
 	// rule's cost would pass.
 	RetryAfterMS int64 `json:"retry_after_ms"`
+	// PeriodStart and PeriodEnd are, for a calendar limit, the bounds of
+	// its current period in its zone, in RFC 3339: Used counts from
+	// PeriodStart, and the bucket is whole again at PeriodEnd. Empty for
+	// any other limit.
+	PeriodStart string `json:"period_start,omitempty"`
+	PeriodEnd   string `json:"period_end,omitempty"`
 }
 
 // match is one rule selected by a query, with its hit for the identity.
@@ -249,6 +255,7 @@ func (h *handler) inspect(ctx context.Context, ms []match) ([]Bucket, error) {
 			used := max(m.hit.Limit.Capacity()-res[i].Remaining, 0)
 			out[i].Used = &used
 		}
+		setPeriod(&out[i], m.hit.Limit, h.now())
 	}
 	return out, nil
 }

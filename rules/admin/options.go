@@ -26,6 +26,7 @@ type config struct {
 	secret   []byte
 	parsers  map[string]IdentityParser
 	srcs     []rules.Source
+	clock    sluice.Clock // nil: the system clock
 }
 
 // IdentityParser turns an identity as an operator types it into the key a

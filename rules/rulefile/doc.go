@@ -14,6 +14,7 @@
 //	    key: ip                    # required, see below
 //	    key_required: false        # true: a request without the identity gets 400, not a skip
 //	    limit: {rate: 100, per: 1m, burst: 200}   # burst optional (token_bucket only)
+//	    # or a calendar limit: limit: {rate: 10000, calendar: month, zone: Europe/Berlin}
 //	    algorithm: token_bucket    # or sliding_window, fixed_window, sliding_log
 //	    cost: 1                    # optional, default 1
 //	    max_cost: 10               # optional cap on a sluice.WithCost cost
@@ -92,6 +93,20 @@
 // unknown field only when its name is at most 24 bytes long: a longer
 // one is more likely a secret pasted in the wrong place, and is described
 // by its length.
+//
+// # Calendar limits
+//
+// limit: {rate: 10000, calendar: month, zone: Europe/Berlin} counts per
+// period of a time zone's calendar: hour, day, week (from Monday) or month,
+// in the IANA zone given (default UTC), across daylight saving changes and
+// month lengths ([sluice.PerCalendar]). It counts as a fixed window aligned
+// to the zone's boundaries, so the rule takes no algorithm (the file's
+// default algorithm does not apply to it) and no burst. per and calendar
+// are exclusive. Refused with the line and the field: per with calendar, a
+// burst or an algorithm on a calendar rule, an unknown calendar, an
+// unknown zone (named), zone: Local, and a zone without a calendar. Zones
+// come from the system's zone database, or from time/tzdata when the
+// program imports it.
 //
 // # Overrides
 //

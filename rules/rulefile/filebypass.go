@@ -64,7 +64,7 @@ func (d *decoder) bypassEntry(n *yaml.Node, i int, defs fileDefaults, names map[
 		return rules.Bypass{}, false, err
 	}
 	b.Identify = fb.identify
-	if b.Algorithm, err = d.algorithm(f["algorithm"], "algorithm", defs.algorithm); err != nil {
+	if b.Algorithm, err = d.entryAlgorithm(f, defs.algorithm); err != nil {
 		return rules.Bypass{}, false, err
 	}
 	lim, err := d.limit(n, f["limit"], b.Algorithm)

@@ -11,7 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-var limitFields = []string{"rate", "per", "burst"}
+var limitFields = []string{"rate", "per", "burst", "calendar", "zone"}
 
 // maxDays bounds the "Nd" period form, far beyond any valid limit.
 const maxDays = 100 * 365
@@ -32,6 +32,12 @@ func (d *decoder) limit(entry, n *yaml.Node, a sluice.Algorithm) (fileLimit, err
 	}
 	if l.Rate, err = d.optInt(rate, "limit.rate", 0, 1); err != nil {
 		return fileLimit{}, err
+	}
+	if _, ok := f["calendar"]; ok {
+		return d.calendarLimit(n, f, l.Rate, a)
+	}
+	if z := f["zone"]; z != nil {
+		return fileLimit{}, d.Failf(yamlkit.Deref(z), "limit.zone", "a zone belongs to a calendar limit: add calendar (hour, day, week or month)")
 	}
 	if l.Period, err = d.period(yamlkit.Deref(n), f["per"]); err != nil {
 		return fileLimit{}, err
@@ -55,7 +61,7 @@ func (d *decoder) limit(entry, n *yaml.Node, a sluice.Algorithm) (fileLimit, err
 func (d *decoder) period(limit, n *yaml.Node) (time.Duration, error) {
 	const path = "limit.per"
 	if n == nil {
-		return 0, d.Failf(limit, path, "missing (a duration such as 1s, 1m, 1h or 1d)")
+		return 0, d.Failf(limit, path, "missing (a duration such as 1s, 1m, 1h or 1d, or a calendar: hour, day, week or month)")
 	}
 	if v := yamlkit.Deref(n); v.Kind == yaml.ScalarNode && (v.Tag == "!!int" || v.Tag == "!!float") {
 		return 0, d.Failf(v, path, "%s has no unit: write a duration such as %ss", yamlkit.Quote(v.Value), v.Value)

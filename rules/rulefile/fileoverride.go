@@ -130,7 +130,7 @@ func (d *decoder) maxLimit(n *yaml.Node, r *rules.Rule) (sluice.Limit, error) {
 	}
 	m, n := lim.Limit, yamlkit.Deref(n)
 	switch {
-	case m.Period != r.Limit.Period:
+	case !m.SamePeriod(r.Limit):
 		return sluice.Limit{}, d.Failf(n, "max_limit", "per %s: a request's limit keeps the rule's period; write max_limit per %s", periodOf(m), periodOf(r.Limit))
 	case m.Rate < r.Limit.Rate || m.Capacity() < r.Limit.Capacity():
 		return sluice.Limit{}, d.Failf(n, "max_limit", "%v is below the rule's limit %v: max_limit is the most a request may set", m, r.Limit)
@@ -140,6 +140,10 @@ func (d *decoder) maxLimit(n *yaml.Node, r *rules.Rule) (sluice.Limit, error) {
 
 // periodOf is l's period as Limit.String writes it.
 func periodOf(l sluice.Limit) string {
+	if l.Calendar != sluice.NoCalendar {
+		s := l.String()
+		return s[strings.IndexByte(s, '/')+1:]
+	}
 	s := sluice.Limit{Rate: 1, Period: l.Period}.String()
 	return s[strings.IndexByte(s, '/')+1:]
 }

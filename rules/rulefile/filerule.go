@@ -59,7 +59,7 @@ func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]
 // ruleLimit reads a rule's algorithm, limit, cost and max_cost into r.
 func (d *decoder) ruleLimit(n *yaml.Node, f map[string]*yaml.Node, r *rules.Rule) error {
 	var err error
-	if r.Algorithm, err = d.algorithm(f["algorithm"], "algorithm", r.Algorithm); err != nil {
+	if r.Algorithm, err = d.entryAlgorithm(f, r.Algorithm); err != nil {
 		return err
 	}
 	lim, err := d.limit(n, f["limit"], r.Algorithm)

@@ -39,10 +39,12 @@ func clusterStore(t testing.TB, c *redistest.Cluster, clock *storetest.Clock) *r
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
 	})
 	t.Cleanup(func() { client.Close() })
+	cfg := redisstore.Config{Logger: quiet, Secret: []byte("test secret"), RememberRefusals: -1, PresenceInterval: -1}
 	if clock != nil {
 		client.AddHook(clockHook{clock})
+		cfg.Clock = clock // calendar boundaries placed on the same clock
 	}
-	s, err := redisstore.New(client, redisstore.Config{Logger: quiet, Secret: []byte("test secret"), RememberRefusals: -1, PresenceInterval: -1})
+	s, err := redisstore.New(client, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,7 @@ func splitLimit(l sluice.Limit, alg sluice.Algorithm, n int, cost int64) (sub sl
 	if n < 2 || l.Rate < int64(n) || l.Capacity() < int64(n) {
 		return sluice.Limit{}, false
 	}
-	sub = sluice.Limit{Rate: l.Rate / int64(n), Period: l.Period}
+	sub = sluice.Limit{Rate: l.Rate / int64(n), Period: l.Period, Calendar: l.Calendar, Zone: l.Zone}
 	if alg == sluice.TokenBucket {
 		sub.Burst = l.Capacity() / int64(n)
 	}

@@ -37,10 +37,12 @@ func redisClient(t testing.TB, addr string) *redis.Client {
 func redisStore(t testing.TB, addr string, clock *storetest.Clock) *redisstore.Store {
 	t.Helper()
 	c := redisClient(t, addr)
+	cfg := redisstore.Config{Logger: quiet, Secret: []byte("test secret"), RememberRefusals: -1, PresenceInterval: -1}
 	if clock != nil {
 		c.AddHook(clockHook{clock})
+		cfg.Clock = clock // calendar boundaries placed on the same clock
 	}
-	s, err := redisstore.New(c, redisstore.Config{Logger: quiet, Secret: []byte("test secret"), RememberRefusals: -1, PresenceInterval: -1})
+	s, err := redisstore.New(c, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,9 +31,11 @@ const minLeaseForLeasing = 2
 // ends with its window). The sliding window counter weights the previous
 // window's count by time and the sliding log records when each request
 // passed: tokens taken in bulk at one instant and spent later would be
-// counted at the wrong times, so both pass through unleased.
+// counted at the wrong times, so both pass through unleased. So do
+// calendar limits: their periods end on the backing store's clock, which a
+// lease's end on this process's clock would not match exactly.
 func MaxLease(l sluice.Limit, alg sluice.Algorithm, instances int, budget float64) int64 {
-	if alg != sluice.TokenBucket && alg != sluice.FixedWindow || instances < 1 || l.Rate < 1 || l.Period <= 0 {
+	if alg != sluice.TokenBucket && alg != sluice.FixedWindow || l.Calendar != sluice.NoCalendar || instances < 1 || l.Rate < 1 || l.Period <= 0 {
 		return 0
 	}
 	capacity := l.Capacity()

@@ -30,6 +30,9 @@ func makeKey(h *sluice.Hit) bucketKey {
 	k := bucketKey{alg: h.Algorithm}
 	if h.Algorithm != sluice.TokenBucket {
 		k.period = h.Limit.PeriodMicros()
+		if c := h.Limit.Calendar; c != sluice.NoCalendar {
+			k.period = -int64(c) // a calendar's windows are not its nominal period's
+		}
 	}
 	if len(h.Key) <= maxKeyLen {
 		k.short = h.Key

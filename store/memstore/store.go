@@ -268,6 +268,10 @@ func decideCost(now int64, h *sluice.Hit, st state, cost int64) (algo.Outcome, s
 	l := h.Limit
 	switch h.Algorithm {
 	case sluice.FixedWindow:
+		if l.Calendar != sluice.NoCalendar {
+			o, idx, n := algo.CalendarWindow(now, algo.SpanOf(l, now), st.a, st.b, l.Capacity(), cost, h.Force)
+			return o, state{a: idx, b: n, expires: now + o.ResetAfterIf}
+		}
 		o, idx, n := algo.FixedWindow(now, st.a, st.b, l.PeriodMicros(), l.Capacity(), cost, h.Force)
 		return o, state{a: idx, b: n, expires: now + o.ResetAfterIf}
 	case sluice.SlidingWindow:

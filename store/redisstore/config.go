@@ -142,6 +142,13 @@ type Config struct {
 	// bucket; a flood of distinct keys replaces entries, never grows it.
 	// Default: 65,536. Negative is an error.
 	RefusalMemory int
+	// Clock is this process's clock, which places the period boundaries
+	// sent with a calendar limit's hits ([sluice.PerCalendar]): the script
+	// counts in the period among them that holds the server's clock, so a
+	// process clock off by less than a period never chooses the period.
+	// Default: [sluice.SystemClock]. Tests that decide by a fake clock set
+	// it to the same clock.
+	Clock sluice.Clock
 }
 
 const (

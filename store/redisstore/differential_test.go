@@ -17,7 +17,9 @@ import (
 )
 
 // ruleMix is the pool of (algorithm, limit) pairs the differential test
-// draws from: round and non-round intervals, sub-second and longer windows.
+// draws from: round and non-round intervals, sub-second and longer windows,
+// and calendar periods (the replays start a minute before an hour ends, so
+// they cross a boundary).
 var ruleMix = []struct {
 	alg   sluice.Algorithm
 	limit sluice.Limit
@@ -30,6 +32,18 @@ var ruleMix = []struct {
 	{sluice.FixedWindow, sluice.Per(3, 700*time.Millisecond)},
 	{sluice.SlidingLog, sluice.PerSecond(4)},
 	{sluice.SlidingLog, sluice.Per(6, 1500*time.Millisecond)},
+	{sluice.FixedWindow, sluice.PerCalendar(5, sluice.Hour, nil)},
+	{sluice.FixedWindow, sluice.PerCalendar(4, sluice.Day, mustZone("Asia/Kathmandu"))}, // +05:45
+}
+
+// mustZone returns the zone named name (from time/tzdata when the system
+// has none).
+func mustZone(name string) *time.Location {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		panic(err)
+	}
+	return loc
 }
 
 // TestDifferentialMemstoreVsRedis replays seeded random sequences of (time
@@ -47,7 +61,7 @@ func TestDifferentialMemstoreVsRedis(t *testing.T) {
 	remembered := 0
 	for seed := uint64(1); seed <= seeds; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			clock := storetest.NewClock(time.Now().Truncate(time.Hour))
+			clock := storetest.NewClock(time.Now().Truncate(time.Hour).Add(59 * time.Minute))
 			mem := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
 			defer mem.Close(context.Background())
 			red := newStore(t, newClient(t, srv.Addr), clock)

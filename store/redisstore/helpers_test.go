@@ -43,6 +43,9 @@ func newStoreWith(t testing.TB, client redisstore.Client, clock *storetest.Clock
 	t.Helper()
 	if clock != nil {
 		client.(interface{ AddHook(redis.Hook) }).AddHook(clockHook{clock})
+		if cfg.Clock == nil {
+			cfg.Clock = clock // calendar boundaries placed on the same clock
+		}
 	}
 	cfg.Logger, cfg.Secret = quiet, []byte("test secret")
 	if cfg.PresenceInterval == 0 {

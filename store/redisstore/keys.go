@@ -49,7 +49,8 @@ func newKeyer(prefix string, secret []byte) *keyer {
 // of the group has the group's hash tag, hence its cluster slot. For the
 // window algorithms the HMAC covers the period too: their stored state (a
 // window index, a packed count) means something only for one window
-// length, so a rule whose period changes starts new buckets.
+// length, so a rule whose period changes starts new buckets (a calendar
+// limit's calendar stands for its period).
 func (k *keyer) key(h *sluice.Hit) string {
 	m := k.macs.Get().(*keyMAC)
 	m.buf = append(m.buf[:0], h.Key...)
@@ -57,7 +58,11 @@ func (k *keyer) key(h *sluice.Hit) string {
 		// The period follows the key in fixed width: HMAC inputs of
 		// different keys cannot coincide.
 		m.buf = append(m.buf, 0)
-		m.buf = binary.BigEndian.AppendUint64(m.buf, uint64(h.Limit.PeriodMicros()))
+		p := h.Limit.PeriodMicros()
+		if c := h.Limit.Calendar; c != sluice.NoCalendar {
+			p = -int64(c) // a calendar's windows are not its nominal period's
+		}
+		m.buf = binary.BigEndian.AppendUint64(m.buf, uint64(p))
 	}
 	m.mac.Reset()
 	_, _ = m.mac.Write(m.buf)

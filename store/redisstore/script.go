@@ -97,6 +97,10 @@ const (
 	modePeek    = 16
 	modePartial = 32
 	modeLast    = 64 // the last hit of its request
+	// modeCalendar marks a fixed-window hit of a calendar limit; four
+	// boundaries of its calendar windows follow its arguments (see
+	// calendarArgs).
+	modeCalendar = 128
 )
 
 // oneHit holds the keys and command of a request of one hit, the commonest,
@@ -114,6 +118,10 @@ type decider struct {
 	heal *healer
 	// where names the endpoint holding key, for heal.
 	where func(key string) string
+	// clock is the process's clock, which places the calendar boundaries
+	// sent with a calendar hit (nil: the system clock); the script picks
+	// among them by the server's clock.
+	clock sluice.Clock
 }
 
 // newRequest returns the request deciding hits into out.
@@ -149,16 +157,31 @@ func (d *decider) newRequest(hits []sluice.Hit, out []sluice.Result) request {
 		if i == len(hits)-1 {
 			mode |= modeLast
 		}
-		p := h.Limit.IntervalMicros()
-		if h.Algorithm != sluice.TokenBucket {
-			p = h.Limit.PeriodMicros()
+		if h.Limit.Calendar != sluice.NoCalendar {
+			mode |= modeCalendar
 		}
-		r.cmd = append(r.cmd, mode, p, h.Limit.Capacity(), h.Units())
+		r.cmd = append(r.cmd, mode, scriptPeriod(&h.Limit, h.Algorithm), h.Limit.Capacity(), h.Units())
 		if h.MinCost > 0 {
 			r.cmd = append(r.cmd, h.MinCost)
 		}
+		if mode&modeCalendar != 0 {
+			r.cmd = d.calendarArgs(r.cmd, h.Limit)
+		}
 	}
 	return r
+}
+
+// scriptPeriod is the p argument of a hit of limit l under alg: the
+// emission interval of a token bucket, the period of a window, and for a
+// calendar limit the period its packed state is written with.
+func scriptPeriod(l *sluice.Limit, alg sluice.Algorithm) int64 {
+	switch {
+	case alg == sluice.TokenBucket:
+		return l.IntervalMicros()
+	case l.Calendar != sluice.NoCalendar:
+		return algo.CalendarPeriod
+	}
+	return l.PeriodMicros()
 }
 
 // takeCommand returns the command deciding reqs in one call of the take
@@ -195,12 +218,7 @@ func (d *decider) refundCommand(refunds []sluice.Refund) []any {
 	cmd = append(cmd, "") // the server's clock
 	for i := range refunds {
 		r := &refunds[i]
-		l := r.Hit.Limit
-		p := l.IntervalMicros()
-		if r.Hit.Algorithm != sluice.TokenBucket {
-			p = l.PeriodMicros()
-		}
-		cmd = append(cmd, int(r.Hit.Algorithm), p, r.Amount(), r.Receipt.Mark, r.Receipt.Seq)
+		cmd = append(cmd, int(r.Hit.Algorithm), scriptPeriod(&r.Hit.Limit, r.Hit.Algorithm), r.Amount(), r.Receipt.Mark, r.Receipt.Seq)
 	}
 	return cmd
 }

@@ -84,6 +84,7 @@ func New(client Client, cfg Config) (*Store, error) {
 		}
 		s.b = n
 	}
+	setCalendarClock(s.b, cfg.Clock)
 	s.policy = newPolicyWatch(cfg, s.b.policies)
 	if publicSecret {
 		warnPublicSecret(cfg.Logger)

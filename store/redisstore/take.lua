@@ -6,15 +6,24 @@
 --
 -- KEYS[i]  the bucket of hit i (the hits of every request, in order)
 -- ARGV[1]  '' to use the server clock (TIME), or a clock in µs
--- then, hit after hit, four arguments and for a partial hit a fifth:
+-- then, hit after hit, four arguments, for a partial hit a fifth, and for
+-- a calendar hit four more:
 --   mode   algorithm (0 token bucket, 1 sliding window, 2 fixed window,
 --          3 sliding log) + 4 shadow + 8 forced + 16 peek + 32 partial
---          + 64 for the last hit of its request
+--          + 64 for the last hit of its request + 128 calendar
 --   p      the emission interval in µs (token bucket) or the period in µs
+--          (for a calendar hit, 2^30 - 1: see below)
 --   limit  the capacity
 --   cost   the cost, at least 1
 --   min    a partial hit's minimum cost: it takes what is there, up to
 --          cost, provided that is at least min
+--   b0..b3 a calendar hit's window boundaries in µs, consecutive, placed
+--          by the caller's clock: the script counts in the window among
+--          [b0, b1), [b1, b2), [b2, b3) that holds its own clock (the
+--          first or last when outside them all). A calendar hit is a fixed
+--          window (mode 2) whose index is its window's start in units of
+--          15 minutes, packed as index × 2^30 + count; its key expires at
+--          its window's end.
 --
 -- Returns an array in one of two forms. The full form: h, the number of
 -- keys found holding something that is not a bucket's state (another type,
@@ -59,6 +68,7 @@
 local MINPX = 1000
 local WINDOWMOD = 1000000 -- a sliding window's stored index is kept mod this
 local BIG = 9007199254740992 -- 2^53: no state holds a number this large
+local CALUNIT = 900000000 -- a calendar window's index counts 15 minutes
 
 local now, pad = 0, 0
 if ARGV[1] == '' then
@@ -325,6 +335,7 @@ end
 -- The general path. Read every argument, and every key's state, first.
 local mode, per, lim, cost, minc = {}, {}, {}, {}, {}
 local alg, kper = {}, {} -- by key: its algorithm and p
+local cal, wend = {}, {} -- by hit: a calendar hit's boundaries; by key: its window's end
 local sa, sb, sc = {}, {}, {} -- by key: token bucket tat; window index, count, previous count
 local logs = {} -- by key: a sliding log's live entries and what this call adds
 local healed = {} -- by key: 1 if it held something else
@@ -337,6 +348,10 @@ for i = 1, n do
   if m % 64 >= 32 then
     minc[i] = tonumber(ARGV[a])
     a = a + 1
+  end
+  if m >= 128 then
+    cal[i] = {tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])}
+    a = a + 4
   end
   local k = KEYS[i]
   if alg[k] == nil then
@@ -496,6 +511,25 @@ for i = 1, n do
     end
     slack = limit - sum
     if lg.n > 0 or lg.an > 0 then reset = newest + p - now end
+  elseif cal[i] then
+    -- A calendar window: the one of the boundaries holding now; a later
+    -- stored window (the clock went back) stays current, as a fixed
+    -- window's does, until the end of the window after now's.
+    local b = cal[i]
+    local j = 1
+    if now >= b[3] then j = 3 elseif now >= b[2] then j = 2 end
+    idx = math.floor(b[j] / CALUNIT)
+    left = math.min(b[j + 1] - now, b[j + 1] - b[j])
+    if sa[k] > idx then
+      idx = sa[k]
+      left = b[math.min(j + 2, 4)] - now
+    end
+    if left < 1 then left = 1 end
+    wend[k] = now + left
+    count = sb[k]
+    if idx ~= sa[k] then count = 0 end
+    if count > 0 then reset = left end
+    slack = limit - count
   else
     idx = math.floor(now / p)
     if sa[k] > idx then idx = sa[k] end
@@ -635,7 +669,7 @@ for i = 1, n do
     reply[ri] = seq
   end
   if not allowed and not force and not peek and m % 8 < 4 then admitted = false end
-  if m >= 64 then
+  if m % 128 >= 64 then
     if not admitted then
       -- Refused: nothing taken. Put the states back; report each hit as
       -- if it had taken nothing.
@@ -685,6 +719,7 @@ for i = 1, n do
         local el = now - sa[k] * p
         if el < 0 then el = 0 end
         local left = p - el
+        if wend[k] then left = wend[k] - now end
         if al == 2 then
           if sb[k] > 0 then ttl = left end
           v = string.format('%d', sa[k] * (p + 1) + sb[k])

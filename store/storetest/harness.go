@@ -65,4 +65,5 @@ func Run(t *testing.T, newHarness Factory) {
 	t.Run("Reset", func(t *testing.T) { testReset(t, newHarness) })
 	t.Run("Inspect", func(t *testing.T) { testInspect(t, newHarness) })
 	t.Run("Limiter", func(t *testing.T) { testLimiter(t, newHarness) })
+	t.Run("Calendar", func(t *testing.T) { testCalendar(t, newHarness) })
 }
