@@ -30,12 +30,13 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 		return errClosed()
 	}
 	if s.refusals.Answer(hits, out) {
-		s.observeAnswered(hits)
+		s.answered(hits, out)
 		return nil
 	}
-	sent := s.refusals.Now()
+	sent := s.nanos()
 	err := s.takeSlow(ctx, hits, out)
 	if err == nil {
+		s.record.Note(hits, out, sent)
 		s.refusals.Remember(hits, out, sent)
 	}
 	return err
@@ -51,7 +52,7 @@ func (s *Store) TakeLocal(hits []sluice.Hit, out []sluice.Result) bool {
 		return false
 	}
 	if !s.closed.Load() && s.refusals.Answer(hits, out) {
-		s.observeAnswered(hits)
+		s.answered(hits, out)
 		return true
 	}
 	for i := range hits {
@@ -80,6 +81,14 @@ func (s *Store) takeLocal(h *sluice.Hit, out *sluice.Result) bool {
 		return false
 	}
 	return e.serve(s.micros(), h.Units(), out)
+}
+
+// answered completes the results of a call the memory of refusals
+// answered: its undecided hits get what the leases know of their buckets
+// (see [Store.fillKnown]), and the hits count toward hot-key detection.
+func (s *Store) answered(hits []sluice.Hit, out []sluice.Result) {
+	s.fillKnown(hits, out)
+	s.observeAnswered(hits)
 }
 
 // observeAnswered counts toward hot-key detection the hits of a request
@@ -231,7 +240,7 @@ func (s *Store) planHit(now int64, h *sluice.Hit, p *plan, mayWait bool) <-chan 
 		p.kind, p.reserved = kLocal, c
 		return nil
 	}
-	return p.claim(now, pol, c, kmax, mayWait, s.obs)
+	return p.claim(now, pol, c, kmax, max(s.Instances(), 1), mayWait, s.obs)
 }
 
 // decide makes the backing call the plans need, if any, and writes the
@@ -336,7 +345,7 @@ func (s *Store) passed(now int64, h *sluice.Hit, p *plan, r sluice.Result) sluic
 func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) sluice.Result {
 	e := p.e
 	taken := r.Receipt.Taken
-	extra := max(0, taken-p.need)
+	extra := max(0, taken-(h.Units()-p.reserved)) // beyond what the hit itself needed with the tokens it held
 	// own: the hit took exactly its cost from the backing store, so its
 	// receipt is the backing store's, refundable there whatever becomes
 	// of the lease.
@@ -344,7 +353,7 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 	e.mu.Lock()
 	gen := s.gens.Add(1)
 	e.record(now, p.refill(h, r.Receipt, own), gen)
-	left := e.renew(now, r, p.upTo, extra)
+	left := e.renew(now, r, p.upTo, extra, p.cyc)
 	var lost int64
 	if s.givenBack.Load() {
 		// Close gave the leases back without waiting for this refill:
