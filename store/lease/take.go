@@ -24,14 +24,23 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if err := sluice.CheckHits(hits, out); err != nil {
 		return fmt.Errorf("lease: %w", err)
 	}
+	if s.closed.Load() {
+		return errClosed()
+	}
+	if s.refusals.Answer(hits, out) { // changes no lease: no need to hold off Close
+		s.answered(hits, out)
+		return nil
+	}
+	return s.takeHeld(ctx, hits, out)
+}
+
+// takeHeld is Take for hits the memory of refusals did not answer, holding
+// off Close while it may change leases.
+func (s *Store) takeHeld(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
 	s.calls.RLock()
 	defer s.calls.RUnlock()
 	if s.closed.Load() {
 		return errClosed()
-	}
-	if s.refusals.Answer(hits, out) {
-		s.answered(hits, out)
-		return nil
 	}
 	sent := s.nanos()
 	err := s.takeSlow(ctx, hits, out)
