@@ -3,7 +3,6 @@ package lease_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/sluicehq/sluice"
@@ -194,72 +193,5 @@ func BenchmarkOverLimit(b *testing.B) {
 			b.ReportMetric(scripts/float64(b.N), "scripts/op")
 			b.ReportMetric(scripts/b.Elapsed().Seconds(), "scripts/s")
 		})
-	}
-}
-
-// BenchmarkSaturated floods one spent key flat out, on a real Redis
-// (started for the benchmark), in two shapes: 4 instances × 8 goroutines
-// on a 2,000/s key, and one instance × 32 goroutines on a 20,000/s key.
-// Each shape runs the Redis store alone (redis, as a user sets it up),
-// the lease store over it (lease), and the Redis store alone again
-// (redis-again: the A/A control), interleaved when run with -count. It
-// reports checks answered a second (admitted and refused), script calls
-// per admitted check (INFO commandstats), and the smallest instance's
-// share of the admissions. Each run starts on a fresh spent bucket, so
-// it admits only what refills, and floods it briefly before it is timed
-// (connections dialled, leases sized).
-func BenchmarkSaturated(b *testing.B) {
-	srv := redistest.Start(b)
-	var runs atomic.Int64
-	for _, shape := range []struct {
-		name                  string
-		instances, goroutines int
-		limit                 sluice.Limit
-	}{
-		{"4x8-2000", 4, 8, sluice.PerSecond(2000)},
-		{"1x32-20000", 1, 32, sluice.PerSecond(20_000)},
-	} {
-		for _, variant := range []string{"redis", "lease", "redis-again"} {
-			b.Run(shape.name+"/"+variant, func(b *testing.B) {
-				stores := make([]sluice.Store, shape.instances)
-				for i := range stores {
-					r := userRedisStore(b, srv.Addr)
-					stores[i] = r
-					if variant == "lease" {
-						s, err := lease.New(r, lease.Config{Instances: shape.instances, Logger: quiet})
-						if err != nil {
-							b.Fatal(err)
-						}
-						b.Cleanup(func() { s.Close(context.Background()) })
-						stores[i] = s
-					}
-				}
-				hit := sluice.Hit{Key: fmt.Sprint("saturated-", runs.Add(1)), Limit: shape.limit}
-				if variant == "lease" {
-					hit.Lease = leased
-				}
-				spend(b, stores[0], hit)
-				var warm atomic.Int64 // every goroutine's connection dialled before the clock starts
-				warm.Store(int64(shape.goroutines * batch))
-				flood(stores, hit, shape.goroutines, &warm, nil, false)
-				before := evalCalls(b, srv.Addr)
-				var checks atomic.Int64
-				checks.Store(int64(b.N))
-				b.ReportAllocs()
-				b.ResetTimer()
-				r, elapsed := flood(stores, hit, shape.goroutines, &checks, nil, false)
-				b.StopTimer()
-				r.calls = evalCalls(b, srv.Addr) - before
-				b.ReportMetric(float64(r.checks)/elapsed.Seconds(), "checks/s")
-				b.ReportMetric(r.perAdmitted(), "scripts/admitted")
-				b.ReportMetric(float64(r.total())/elapsed.Seconds(), "admitted/s")
-				if shape.instances > 1 {
-					b.ReportMetric(r.minShare(), "min-share")
-				}
-				if r.failed > 0 {
-					b.ReportMetric(float64(r.failed), "failed")
-				}
-			})
-		}
 	}
 }

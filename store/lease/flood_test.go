@@ -13,15 +13,14 @@ import (
 )
 
 // flood runs goroutines, spread evenly over stores (the instances), each
-// checking hit flat out until checks run out (when not nil) or stop is
-// set, and returns what each instance admitted, how many checks were
-// answered, how many failed, and how long that took. With yield, each
-// goroutine yields the processor after each check (it never waits): the
-// instances here share one Go scheduler, which otherwise runs each of
-// many busy goroutines in slices of 10 ms, so that an instance's checks
-// can all be off the processor for tens of milliseconds, which separate
-// processes on their own cores are not.
-func flood(stores []sluice.Store, hit sluice.Hit, goroutines int, checks *atomic.Int64, stop *atomic.Bool, yield bool) (saturatedRun, time.Duration) {
+// checking hit flat out until stop is set, and returns what each instance
+// admitted, how many checks were answered, how many failed, and how long
+// that took. Each goroutine yields the processor after each check (it
+// never waits): the instances here share one Go scheduler, which
+// otherwise runs each of many busy goroutines in slices of 10 ms, so that
+// an instance's checks can all be off the processor for tens of
+// milliseconds, which separate processes on their own cores are not.
+func flood(stores []sluice.Store, hit sluice.Hit, goroutines int, stop *atomic.Bool) (saturatedRun, time.Duration) {
 	r := saturatedRun{admitted: make([]int64, len(stores))}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -34,24 +33,7 @@ func flood(stores []sluice.Store, hit sluice.Hit, goroutines int, checks *atomic
 			hits := []sluice.Hit{hit}
 			out := make([]sluice.Result, 1)
 			var admitted, answered, failed int64
-			defer func() {
-				mu.Lock()
-				r.admitted[i] += admitted
-				r.checks += answered
-				r.failed += failed
-				mu.Unlock()
-			}()
-			var mine int64 // checks taken from checks, in batches: one counter for every goroutine would cost more than a check
-			for {
-				if checks != nil && mine == 0 {
-					if mine = min(checks.Add(-batch)+batch, batch); mine <= 0 {
-						return
-					}
-				}
-				mine--
-				if stop != nil && stop.Load() {
-					return
-				}
+			for !stop.Load() {
 				if err := stores[i].Take(context.Background(), hits, out); err != nil {
 					failed++
 					continue
@@ -60,19 +42,18 @@ func flood(stores []sluice.Store, hit sluice.Hit, goroutines int, checks *atomic
 				if out[0].Allowed {
 					admitted++
 				}
-				if yield {
-					runtime.Gosched()
-				}
+				runtime.Gosched()
 			}
+			mu.Lock()
+			r.admitted[i] += admitted
+			r.checks += answered
+			r.failed += failed
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	return r, time.Since(start)
 }
-
-// batch is how many checks a flood's goroutine takes from its budget at
-// once.
-const batch = 64
 
 // spend empties hit's bucket through s, so that a flood admits only what
 // refills.

@@ -244,7 +244,7 @@ func TestSaturatedOverRedis(t *testing.T) {
 	var stop atomic.Bool
 	timer := time.AfterFunc(run, func() { stop.Store(true) })
 	defer timer.Stop()
-	r, elapsed := flood(stores, hit, instances*perInst, nil, &stop, true)
+	r, elapsed := flood(stores, hit, instances*perInst, &stop)
 	total := time.Since(start)
 	r.calls = evalCalls(t, srv.Addr) - before
 	k := min(lease.MaxLease(limit, sluice.TokenBucket, instances, 0.05), 64)
