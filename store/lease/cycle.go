@@ -97,14 +97,15 @@ func (c cycle) least(cost int64) int64 {
 	return cost
 }
 
-// wait notes a refill of e's token bucket at now that took of the upTo it
-// asked for what r, the store's answer, says, and, when the key is
+// wait notes a refill of e's token bucket whose answer r came at now, and
+// which took of the upTo it asked for what r says, and, when the key is
 // saturated, sets when the next refill may be sent: a dry refill waits
-// until the bucket holds a cycle's tokens again, as of what the store
-// said; one that found all it asked for, leaving less than a chunk,
-// waits a cycle, or, for an instance alone, until the bucket holds a chunk
-// again (no wait while it holds one). Until then a hit the lease cannot serve, of up to a chunk, is
-// refused in process. Called with e.mu held.
+// until the bucket holds a cycle's tokens again, as of what the store said
+// (counted from the answer: later, never sooner, than it does); one that
+// found all it asked for, leaving less than a chunk, waits a cycle, or,
+// for an instance alone, until the bucket holds a chunk again (no wait
+// while it holds one). Until then a hit the lease cannot serve, of up to
+// a chunk, is refused in process. Called with e.mu held.
 func (e *entry) wait(now int64, r sluice.Result, upTo int64, cyc cycle) {
 	if e.interval == 0 || cyc.tokens == 0 {
 		return

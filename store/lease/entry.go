@@ -191,11 +191,11 @@ func (e *entry) record(now int64, t take, gen int64) {
 }
 
 // renew sets e's lease from the backing store's answer r to a refill of
-// up to upTo tokens that took extra tokens beyond the hit's cost, sets
-// when a saturated token bucket's next refill may be sent (see
-// [entry.wait]), ends the refill, and returns the tokens the lease holds.
-// Called with e.mu held.
-func (e *entry) renew(now int64, r sluice.Result, upTo, extra int64, cyc cycle) int64 {
+// up to upTo tokens that took extra tokens beyond the hit's cost, sent at
+// now and answered at answered, sets when a saturated token bucket's next
+// refill may be sent (see [entry.wait]), ends the refill, and returns the
+// tokens the lease holds. Called with e.mu held.
+func (e *entry) renew(now, answered int64, r sluice.Result, upTo, extra int64, cyc cycle) int64 {
 	e.base.Store(r.Remaining)
 	e.fullAt.Store(now + int64(r.ResetAfter/time.Microsecond))
 	left := e.left.Add(extra)
@@ -208,18 +208,20 @@ func (e *entry) renew(now int64, r sluice.Result, upTo, extra int64, cyc cycle) 
 	e.refilledAt = now
 	e.dry = r.Receipt.Taken < upTo
 	e.deny = denial{}
-	e.wait(now, r, upTo, cyc)
+	e.wait(answered, r, upTo, cyc)
 	e.endRefill()
 	return left
 }
 
-// refused ends a refill in a request that was not admitted, r being the
-// backing store's answer to it: the held tokens reserved under generation
-// gen go back, and a refusal of the refill itself, which asked for at
-// least least tokens, is remembered until it could pass: for that least,
-// and, for a saturated key (cyc.sat), for every cost up to it, so that the
-// next refill takes a chunk.
-func (e *entry) refused(now, least, held, gen int64, r sluice.Result, cyc cycle) {
+// refused ends a refill in a request that was not admitted, sent at now
+// and answered at answered, r being the backing store's answer to it: the
+// held tokens reserved under generation gen go back, and a refusal of the
+// refill itself, which asked for at least least tokens, is remembered
+// until it could pass: for that least, counted from when the call was
+// sent; for a saturated key (cyc.sat), for every cost up to it, counted
+// from the answer (later, never sooner, than the bucket holds a chunk), so
+// that the next refill takes a chunk.
+func (e *entry) refused(now, answered, least, held, gen int64, r sluice.Result, cyc cycle) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if held > 0 {
@@ -232,8 +234,12 @@ func (e *entry) refused(now, least, held, gen int64, r sluice.Result, cyc cycle)
 		}
 	}
 	if !r.Allowed && r.RetryAfter > 0 {
-		e.deny = denial{cost: least, upTo: cyc.sat, until: now + int64(r.RetryAfter/time.Microsecond), remaining: r.Remaining,
-			fullAt: now + int64(r.ResetAfter/time.Microsecond)}
+		from := now
+		if cyc.sat {
+			from = answered
+		}
+		e.deny = denial{cost: least, upTo: cyc.sat, until: from + int64(r.RetryAfter/time.Microsecond), remaining: r.Remaining,
+			fullAt: from + int64(r.ResetAfter/time.Microsecond)}
 	}
 	e.endRefill()
 }

@@ -29,6 +29,7 @@ type plan struct {
 	upTo     int64 // kRefill: the most it may take
 	least    int64 // kRefill: need with the tokens held: what a refusal of the refill refuses
 	cyc      cycle // kRefill: the entry's refill cycle at the claim
+	answered int64 // kRefill: µs when the backing store's answer came (0: not read)
 	marked   bool  // this call owns e's refill
 	j        int   // index in the backing call, or -1
 	det      *detector
@@ -92,6 +93,12 @@ func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, n int, m
 	p.least = min(cyc.least(c), max(c, k))
 	p.need = p.least - held
 	return nil
+}
+
+// answeredAt returns when the backing store's answer to p's refill came:
+// the time read after the call, else now.
+func (p *plan) answeredAt(now int64) int64 {
+	return max(now, p.answered)
 }
 
 // undo gives back what p reserved and releases the refill it claimed,
@@ -184,7 +191,7 @@ func (p *plan) refused(now int64, h *sluice.Hit, r sluice.Result) sluice.Result 
 	if p.e.interval > 0 {
 		r.ResetAfter = max(0, r.ResetAfter-time.Duration(held*p.e.interval)*time.Microsecond)
 	}
-	p.e.refused(now, p.least, held, p.gen, r, p.cyc)
+	p.e.refused(now, p.answeredAt(now), p.least, held, p.gen, r, p.cyc)
 	p.marked, p.reserved = false, 0
 	return r
 }

@@ -259,6 +259,15 @@ func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []
 	if err != nil {
 		return err
 	}
+	var answered int64
+	for i := range sc.plans {
+		if p := &sc.plans[i]; p.kind == kRefill {
+			if answered == 0 {
+				answered = s.micros() // a saturated key's next refill is timed from the answer: never early
+			}
+			p.answered = answered
+		}
+	}
 	s.settleBacked(now, hits, out, sc, admitted)
 	for i := range sc.plans {
 		sc.plans[i].settleLocal(now, &out[i], admitted)
@@ -362,7 +371,7 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 	e.mu.Lock()
 	gen := s.gens.Add(1)
 	e.record(now, p.refill(h, r.Receipt, own), gen)
-	left := e.renew(now, r, p.upTo, extra, p.cyc)
+	left := e.renew(now, p.answeredAt(now), r, p.upTo, extra, p.cyc)
 	var lost int64
 	if s.givenBack.Load() {
 		// Close gave the leases back without waiting for this refill:
