@@ -86,8 +86,8 @@ func (s *Store) takeLocal(h *sluice.Hit, out *sluice.Result) bool {
 		return false
 	}
 	e := s.table.get(h.Key)
-	if e == nil || e.limit != h.Limit || e.alg != h.Algorithm {
-		return false
+	if e == nil || e.limit != h.Limit || e.alg != h.Algorithm || e.left.Load() < h.Units() {
+		return false // the last test saves a dry lease's checks a clock read
 	}
 	return e.serve(s.micros(), h.Units(), out)
 }
