@@ -1,9 +1,15 @@
 package lease_test
 
 import (
+	"context"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
+	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/rules"
 	"github.com/sluicehq/sluice/store/lease"
 )
 
@@ -70,5 +76,36 @@ func TestRememberedCallReportsKnown(t *testing.T) {
 	}
 	if st, ok := s.ClaimBucket(&spent); !ok || !st.Refused || st.RetryAfter <= 0 {
 		t.Errorf("spent: claimed %+v %v, want the refusal", st, ok)
+	}
+}
+
+// The local fallback of a decider on a lease store starts a bucket from
+// the lease store's record: a client refused just before the backing
+// store failed gets what refilled since (one token), not a fresh share.
+func TestLocalFallbackStartsFromLeaseRecord(t *testing.T) {
+	back, clock := backing(t)
+	s := newStore(t, back, lease.Config{Clock: clock, Logger: quiet, SweepInterval: -1})
+	dc, err := decide.New(s, decide.WithInstances(1), decide.WithClock(clock), decide.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := rules.MustNew(rules.Rule{Name: "leased", Key: keyfunc.Global(), Limit: sluice.PerMinute(10), Lease: sluice.LeasePolicy{Enabled: true}})
+	check := func(n int) (admitted int) {
+		for range n {
+			d := dc.Check(set, httptest.NewRequest("GET", "/", nil), nil)
+			if d.Verdict == decide.Admitted {
+				admitted++
+			}
+			d.Finish(context.Background(), 0)
+		}
+		return admitted
+	}
+	if got := check(12); got != 10 {
+		t.Fatalf("admitted %d of 12 at 10 a minute, want 10", got)
+	}
+	back.down.Store(true)
+	clock.Advance(6 * time.Second) // one token refilled: the refusal no longer stands
+	if got := check(10); got != 1 {
+		t.Fatalf("with the store down, the local fallback admitted %d of 10, want the 1 refilled since the refusal (10 from a fresh share)", got)
 	}
 }
