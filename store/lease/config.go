@@ -60,7 +60,8 @@ type Config struct {
 	// that bucket at the refused cost are refused in process, by TakeLocal
 	// too, with no backing call (their results are marked
 	// [sluice.Result.Remembered]). A dry lease so stops refilling until its
-	// bucket could pass again. It follows the rules of the Redis store's
+	// bucket could pass again (a saturated token bucket's, until its next
+	// refill is due: see the package documentation). It follows the rules of the Redis store's
 	// Config.RememberRefusals; lease give-backs of other processes reach
 	// this one within it. Default: 1 s. Negative turns it off. Over an
 	// in-process backing store nothing is remembered.

@@ -18,12 +18,30 @@
 //
 // K, the most one refill takes, adapts per key: a key seen once takes only
 // its cost, and K doubles each time a lease runs out within half its TTL
-// and halves when one expires unused or a refill finds the bucket dry (so
-// instances contending for a key over its limit share it fairly), up to
-// the bound of [MaxLease], Config.MaxLease and the policy's MaxLease. N
-// instances together admit at most N × K beyond the limit; what drift,
-// a crash and a failing store cost in operation is in docs/operations.md
-// of the repository.
+// and halves when one expires unused or a fixed window's refill finds it
+// dry, up to the bound of [MaxLease], Config.MaxLease and the policy's
+// MaxLease. N instances together admit at most N × K beyond the limit;
+// what drift, a crash and a failing store cost in operation is in
+// docs/operations.md of the repository.
+//
+// # Over the limit
+//
+// A token bucket whose refills keep finding it dry (four in a row) is
+// saturated, and is refilled in chunks worth the wait rather than a token
+// at a time; one that runs dry now and then is decided exactly. After a
+// dry refill the instance waits until the bucket has refilled a cycle's
+// tokens (K, or what refills over the lease's TTL when less), as of what
+// the backing store said, then asks for up to K and at least its share of
+// them, a chunk (the cycle's tokens divided by the instances, rounded up);
+// when less than a chunk is there, it waits exactly until a chunk is, as
+// the store's refusal says. With several instances every refill that
+// leaves the bucket with less than a chunk waits its cycle, so each takes
+// at most K a cycle. Instances flat out on one key so share
+// its rate evenly at about N / K backing calls per admitted check, and an
+// instance alone takes K a call. Meanwhile the checks its lease cannot
+// serve are refused in process. Tokens that refill while instances wait
+// stay in the bucket for the next refill, and every token served was
+// taken from the backing store first: the drift bound is unchanged.
 //
 // # Answers under a lease
 //
@@ -39,9 +57,18 @@
 //   - RetryAfter (refusals): a refusal comes from the shared store (its
 //     exact Retry-After for the cost beyond what the lease holds), or from
 //     the remembered refusal of the same cost, whose Retry-After counts
-//     down to the same instant. Over the limit it stays exact for one
-//     instance; with several, another instance's return can make a request
-//     pass sooner, never later.
+//     down to the same instant. A saturated key's refusal while its lease
+//     waits for its next refill (see Over the limit) says when that refill
+//     is sent: when this instance admits again, up to a cycle later than
+//     the bucket alone would let a single check pass. With several
+//     instances, another instance's return can make a request pass sooner.
+//   - Remembered refusals: a call answered from the memory of refusals
+//     reports, for its other hits, what the store knows of their buckets
+//     without a backing call (see [sluice.Result.Remembered]): the lower
+//     of what it last answered for the bucket and what the key's lease
+//     holds plus what the backing bucket held at its last refill, both
+//     counted forward. The same seeds a local fallback
+//     ([Store.ClaimBucket]).
 //
 // The 429 body and headers are written from these values as from any
 // store's, so their shape does not change.

@@ -31,6 +31,9 @@ type entry struct {
 	k          int64          // the lease size the next refill asks for
 	refilledAt int64          // µs
 	dry        bool           // the last refill found less than it asked for
+	dryAt      int64          // token bucket: µs when a refill last found it dry or was refused; 0: never
+	dryRun     int64          // token bucket: refills in a row that found it dry (see [entry.dried])
+	satAt      int64          // token bucket: µs of the last sign that its key is saturated; 0: never
 	ttl        int64          // µs
 	deny       denial
 	epoch      int64    // the oldest generation whose local receipts may still be refunded
@@ -188,10 +191,11 @@ func (e *entry) record(now int64, t take, gen int64) {
 }
 
 // renew sets e's lease from the backing store's answer r to a refill of
-// up to upTo tokens that took extra tokens beyond the hit's cost, ends
-// the refill, and returns the tokens the lease holds. Called with e.mu
-// held.
-func (e *entry) renew(now int64, r sluice.Result, upTo, extra int64) int64 {
+// up to upTo tokens that took extra tokens beyond the hit's cost, sent at
+// now and answered at answered, sets when a saturated token bucket's next
+// refill may be sent (see [entry.wait]), ends the refill, and returns the
+// tokens the lease holds. Called with e.mu held.
+func (e *entry) renew(now, answered int64, r sluice.Result, upTo, extra int64, cyc cycle) int64 {
 	e.base.Store(r.Remaining)
 	e.fullAt.Store(now + int64(r.ResetAfter/time.Microsecond))
 	left := e.left.Add(extra)
@@ -204,15 +208,20 @@ func (e *entry) renew(now int64, r sluice.Result, upTo, extra int64) int64 {
 	e.refilledAt = now
 	e.dry = r.Receipt.Taken < upTo
 	e.deny = denial{}
+	e.wait(answered, r, upTo, cyc)
 	e.endRefill()
 	return left
 }
 
-// refused ends a refill in a request that was not admitted, r being the
-// backing store's answer to it: the held tokens reserved under generation
-// gen go back, and a refusal of the refill itself is remembered for its
-// cost until it could pass.
-func (e *entry) refused(now, cost, held, gen int64, r sluice.Result) {
+// refused ends a refill in a request that was not admitted, sent at now
+// and answered at answered, r being the backing store's answer to it: the
+// held tokens reserved under generation gen go back, and a refusal of the
+// refill itself, which asked for at least least tokens, is remembered
+// until it could pass: for that least, counted from when the call was
+// sent; for a saturated key (cyc.sat), for every cost up to it, counted
+// from the answer (later, never sooner, than the bucket holds a chunk), so
+// that the next refill takes a chunk.
+func (e *entry) refused(now, answered, least, held, gen int64, r sluice.Result, cyc cycle) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if held > 0 {
@@ -220,10 +229,17 @@ func (e *entry) refused(now, cost, held, gen int64, r sluice.Result) {
 	}
 	if !r.Allowed {
 		e.dry = true
+		if e.interval > 0 && cyc.tokens > 0 {
+			e.dried(now, cyc.tokens)
+		}
 	}
 	if !r.Allowed && r.RetryAfter > 0 {
-		e.deny = denial{cost: cost, until: now + int64(r.RetryAfter/time.Microsecond), remaining: r.Remaining,
-			fullAt: now + int64(r.ResetAfter/time.Microsecond)}
+		from := now
+		if cyc.sat {
+			from = answered
+		}
+		e.deny = denial{cost: least, upTo: cyc.sat, until: from + int64(r.RetryAfter/time.Microsecond), remaining: r.Remaining,
+			fullAt: from + int64(r.ResetAfter/time.Microsecond)}
 	}
 	e.endRefill()
 }
@@ -369,9 +385,16 @@ func (e *entry) keep(gen int64) bool {
 
 // denial remembers a refusal by the backing store, so the same cost is
 // refused in process until it could pass: a hot key far over its limit
-// costs no store call per request.
+// costs no store call per request. It also stands for a saturated key's
+// wait for its next refill (see [entry.wait]).
 type denial struct {
 	cost, until, remaining, fullAt int64
+	upTo                           bool // every cost up to cost is refused, not only cost itself
+}
+
+// refuses reports whether d refuses a hit of cost c at now.
+func (d *denial) refuses(now, c int64) bool {
+	return now < d.until && (c == d.cost || d.upTo && c <= d.cost)
 }
 
 // idle reports whether e holds nothing worth keeping.

@@ -27,6 +27,9 @@ type plan struct {
 	reserved int64 // tokens taken from e.left for this hit
 	need     int64 // kRefill: the least the refill must take
 	upTo     int64 // kRefill: the most it may take
+	least    int64 // kRefill: need with the tokens held: what a refusal of the refill refuses
+	cyc      cycle // kRefill: the entry's refill cycle at the claim
+	answered int64 // kRefill: µs when the backing store's answer came (0: not read)
 	marked   bool  // this call owns e's refill
 	j        int   // index in the backing call, or -1
 	det      *detector
@@ -35,13 +38,15 @@ type plan struct {
 }
 
 // claim plans, under the lock of p's entry, a hit of cost c under pol
-// that the entry's lease did not serve: it waits for a refill in flight
-// (returning its channel, holding nothing) or passes through when it may
-// not wait; it is served from the lease when tokens came back meanwhile,
-// refused by the lease's remembered denial of that cost, or else claims
-// the refill, of up to kmax tokens. Tokens of a past window it finds held
-// are lost (told to obs).
-func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, mayWait bool, obs Observer) <-chan struct{} {
+// that the entry's lease did not serve, n instances sharing its bucket:
+// it waits for a refill in flight (returning its channel, holding nothing)
+// or passes through when it may not wait; it is served from the lease
+// when tokens came back meanwhile, refused by the lease's remembered
+// denial (a refusal of that cost, or a saturated key's wait for its next
+// refill), or else claims the refill, of up to kmax tokens (of a
+// saturated token bucket: up to kmax, at least a chunk; see [cycle]).
+// Tokens of a past window it finds held are lost (told to obs).
+func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, n int, mayWait bool, obs Observer) <-chan struct{} {
 	e := p.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -54,7 +59,10 @@ func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, mayWait 
 	case e.reserve(c, now):
 		p.kind, p.reserved = kLocal, c
 		return nil
-	case now < e.deny.until && c == e.deny.cost:
+	case e.deny.refuses(now, c):
+		if e.deny.upTo {
+			e.satAt = now // a saturated key's check waits for its refill: it stays saturated
+		}
 		p.kind = kDeny
 		return nil
 	}
@@ -71,14 +79,26 @@ func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, mayWait 
 		p.kind, p.reserved = kLocal, c
 		return nil
 	}
-	ttl := e.ttl
-	k := nextK(e.k, kmax, e.refilledAt > 0 && now < e.expires.Load() && now-e.refilledAt < ttl/2, e.refilledAt > 0 && now >= e.expires.Load(), e.dry)
+	cyc := e.cycle(now, kmax, n)
+	k := kmax // a saturated key asks for all it may hold
+	if !cyc.sat {
+		ttl := e.ttl
+		k = nextK(e.k, kmax, e.refilledAt > 0 && now < e.expires.Load() && now-e.refilledAt < ttl/2, e.refilledAt > 0 && now >= e.expires.Load(), e.dry)
+	}
 	e.k = k
 	e.refilling = make(chan struct{})
 	p.kind, p.reserved, p.marked = kRefill, held, true
-	p.need = c - held
+	p.cyc = cyc
 	p.upTo = max(c, k) - held
+	p.least = min(cyc.least(c), max(c, k))
+	p.need = p.least - held
 	return nil
+}
+
+// answeredAt returns when the backing store's answer to p's refill came:
+// the time read after the call, else now.
+func (p *plan) answeredAt(now int64) int64 {
+	return max(now, p.answered)
 }
 
 // undo gives back what p reserved and releases the refill it claimed,
@@ -171,7 +191,7 @@ func (p *plan) refused(now int64, h *sluice.Hit, r sluice.Result) sluice.Result 
 	if p.e.interval > 0 {
 		r.ResetAfter = max(0, r.ResetAfter-time.Duration(held*p.e.interval)*time.Microsecond)
 	}
-	p.e.refused(now, h.Units(), held, p.gen, r)
+	p.e.refused(now, p.answeredAt(now), p.least, held, p.gen, r, p.cyc)
 	p.marked, p.reserved = false, 0
 	return r
 }

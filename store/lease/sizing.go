@@ -59,7 +59,8 @@ func MaxLease(l sluice.Limit, alg sluice.Algorithm, instances int, budget float6
 // last lease expired with tokens unused (a quiet one) or when the last
 // refill found less than it asked for (the bucket is dry: the instances
 // share what refills, so each asks for less), and stays within [1, kmax].
-// A key seen once takes only its cost: it holds nothing.
+// A key seen once takes only its cost: it holds nothing. A saturated
+// token bucket's refills ask for kmax instead (see [cycle]).
 func nextK(k, kmax int64, ranOutFast, expiredUnused, dry bool) int64 {
 	switch {
 	case expiredUnused || dry:

@@ -32,6 +32,7 @@ type Store struct {
 	done      sync.WaitGroup
 	gens      atomic.Int64           // the last lease generation: generations are never reused, even by a key forgotten and seen again
 	refusals  *refusal.Memory        // nil when off or over an in-process store
+	record    *refusal.Record        // what it last said of each bucket; nil over an in-process store
 	counter   sluice.InstanceCounter // the backing store's, or nil
 }
 
@@ -74,7 +75,8 @@ func New(backing sluice.Store, cfg Config) (*Store, error) {
 		cfg.Logger.Warn("sluice: lease store assumes one instance: set lease.Config.Instances to the number of processes sharing the store, which bounds the drift (Instances × K)")
 	}
 	if ip, ok := backing.(sluice.InProcessStore); !ok || !ip.InProcess() {
-		s.refusals = refusal.New(cfg.RememberRefusals, cfg.RefusalMemory, func() int64 { return s.micros() * int64(time.Microsecond) })
+		s.record = refusal.NewRecord(0, s.nanos)
+		s.refusals = refusal.New(cfg.RememberRefusals, cfg.RefusalMemory, s.nanos).Knowing(s.record)
 	}
 	s.table.init(cfg.MaxKeys)
 	s.hot = newHotKeys(cfg.MaxRules, cfg.TopK, cfg.Logger, s.obs)
@@ -125,6 +127,10 @@ func (s *Store) micros() int64 {
 	}
 	return s.clock.Now().UnixMicro()
 }
+
+// nanos returns the time leases expire by, in ns: the clock of the memory
+// of refusals and of the record.
+func (s *Store) nanos() int64 { return s.micros() * int64(time.Microsecond) }
 
 func errClosed() error { return &sluice.StoreError{Op: "lease: take", Kind: sluice.ErrClosed} }
 
@@ -183,6 +189,7 @@ func (s *Store) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	}
 	for i := range refunds { // tokens come back: what was refused may pass
 		s.refusals.Forget(refunds[i].Hit.Key)
+		s.record.Forget(refunds[i].Hit.Key)
 	}
 	now := s.micros()
 	var pass []sluice.Refund
@@ -266,6 +273,7 @@ func (s *Store) Reset(ctx context.Context, hits []sluice.Hit) error {
 			s.hot.rules.Forget(pol, hits[i].Key)
 		}
 		s.refusals.Forget(hits[i].Key)
+		s.record.Forget(hits[i].Key)
 	}
 	for i := range hits {
 		if e := s.table.get(hits[i].Key); e != nil {

@@ -24,18 +24,28 @@ func (s *Store) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result
 	if err := sluice.CheckHits(hits, out); err != nil {
 		return fmt.Errorf("lease: %w", err)
 	}
+	if s.closed.Load() {
+		return errClosed()
+	}
+	if s.refusals.Answer(hits, out) { // changes no lease: no need to hold off Close
+		s.answered(hits, out)
+		return nil
+	}
+	return s.takeHeld(ctx, hits, out)
+}
+
+// takeHeld is Take for hits the memory of refusals did not answer, holding
+// off Close while it may change leases.
+func (s *Store) takeHeld(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
 	s.calls.RLock()
 	defer s.calls.RUnlock()
 	if s.closed.Load() {
 		return errClosed()
 	}
-	if s.refusals.Answer(hits, out) {
-		s.observeAnswered(hits)
-		return nil
-	}
-	sent := s.refusals.Now()
+	sent := s.nanos()
 	err := s.takeSlow(ctx, hits, out)
 	if err == nil {
+		s.record.Note(hits, out, sent)
 		s.refusals.Remember(hits, out, sent)
 	}
 	return err
@@ -51,7 +61,7 @@ func (s *Store) TakeLocal(hits []sluice.Hit, out []sluice.Result) bool {
 		return false
 	}
 	if !s.closed.Load() && s.refusals.Answer(hits, out) {
-		s.observeAnswered(hits)
+		s.answered(hits, out)
 		return true
 	}
 	for i := range hits {
@@ -76,10 +86,18 @@ func (s *Store) takeLocal(h *sluice.Hit, out *sluice.Result) bool {
 		return false
 	}
 	e := s.table.get(h.Key)
-	if e == nil || e.limit != h.Limit || e.alg != h.Algorithm {
-		return false
+	if e == nil || e.limit != h.Limit || e.alg != h.Algorithm || e.left.Load() < h.Units() {
+		return false // the last test saves a dry lease's checks a clock read
 	}
 	return e.serve(s.micros(), h.Units(), out)
+}
+
+// answered completes the results of a call the memory of refusals
+// answered: its undecided hits get what the leases know of their buckets
+// (see [Store.fillKnown]), and the hits count toward hot-key detection.
+func (s *Store) answered(hits []sluice.Hit, out []sluice.Result) {
+	s.fillKnown(hits, out)
+	s.observeAnswered(hits)
 }
 
 // observeAnswered counts toward hot-key detection the hits of a request
@@ -231,7 +249,7 @@ func (s *Store) planHit(now int64, h *sluice.Hit, p *plan, mayWait bool) <-chan 
 		p.kind, p.reserved = kLocal, c
 		return nil
 	}
-	return p.claim(now, pol, c, kmax, mayWait, s.obs)
+	return p.claim(now, pol, c, kmax, max(s.Instances(), 1), mayWait, s.obs)
 }
 
 // decide makes the backing call the plans need, if any, and writes the
@@ -240,6 +258,15 @@ func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []
 	admitted, err := s.callBacking(ctx, hits, sc)
 	if err != nil {
 		return err
+	}
+	var answered int64
+	for i := range sc.plans {
+		if p := &sc.plans[i]; p.kind == kRefill {
+			if answered == 0 {
+				answered = s.micros() // a saturated key's next refill is timed from the answer: never early
+			}
+			p.answered = answered
+		}
 	}
 	s.settleBacked(now, hits, out, sc, admitted)
 	for i := range sc.plans {
@@ -336,7 +363,7 @@ func (s *Store) passed(now int64, h *sluice.Hit, p *plan, r sluice.Result) sluic
 func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) sluice.Result {
 	e := p.e
 	taken := r.Receipt.Taken
-	extra := max(0, taken-p.need)
+	extra := max(0, taken-(h.Units()-p.reserved)) // beyond what the hit itself needed with the tokens it held
 	// own: the hit took exactly its cost from the backing store, so its
 	// receipt is the backing store's, refundable there whatever becomes
 	// of the lease.
@@ -344,7 +371,7 @@ func (s *Store) install(now int64, h *sluice.Hit, p *plan, r sluice.Result) slui
 	e.mu.Lock()
 	gen := s.gens.Add(1)
 	e.record(now, p.refill(h, r.Receipt, own), gen)
-	left := e.renew(now, r, p.upTo, extra)
+	left := e.renew(now, p.answeredAt(now), r, p.upTo, extra, p.cyc)
 	var lost int64
 	if s.givenBack.Load() {
 		// Close gave the leases back without waiting for this refill:

@@ -20,6 +20,10 @@
 //     (peers that cannot decide several rules in one call are stacked);
 //   - race: several instances per peer, each on its own client, racing on
 //     one key with a limit of 100: admitted versus limit;
+//   - lease: one spent key flooded flat out (4 instances × 8 goroutines on
+//     a 2,000/s key, one instance × 32 on a 20,000/s key), the Redis store
+//     alone, under the lease store, and alone again (the A/A control):
+//     checks answered a second, script calls per admitted check, shares;
 //   - e2e: a real HTTP server (a child process) without a limiter, behind
 //     the sluice middleware on memstore, on Redis and on local leases over
 //     Redis (one hot key), and behind the floor
@@ -59,7 +63,7 @@ import (
 	"github.com/sluicehq/sluice/internal/redistest"
 )
 
-var allPhases = []string{"inprocess", "redis", "hot", "multi", "race", "e2e"}
+var allPhases = []string{"inprocess", "redis", "hot", "multi", "race", "lease", "e2e"}
 
 type config struct {
 	phases        []string
@@ -71,6 +75,7 @@ type config struct {
 	rules         int
 	rounds        int
 	multiDuration time.Duration
+	leaseDuration time.Duration
 	peers         []string
 	raceInst      int
 	raceG         int
@@ -122,6 +127,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&cfg.rules, "rules", 4, "rules per check in the multi phase")
 	fs.IntVar(&cfg.rounds, "rounds", 5, "slices each Redis or HTTP measurement is split into, interleaved with the others'")
 	fs.DurationVar(&cfg.multiDuration, "multi-duration", 2*time.Second, "measured time of each multi-rule run")
+	fs.DurationVar(&cfg.leaseDuration, "lease-duration", time.Second, "measured time of each lease-phase flood, per round")
 	fs.IntVar(&cfg.raceInst, "race-instances", 4, "instances (each with its own client) in the race")
 	fs.IntVar(&cfg.raceG, "race-goroutines", 8, "goroutines per instance in the race")
 	fs.Int64Var(&cfg.raceAttempts, "race-attempts", 1000, "checks in each race (limit is 100)")
@@ -159,7 +165,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		return cfg, fmt.Errorf("-keys, -pool, -rules, -rounds, -race-instances and -race-goroutines must be positive")
 	case cfg.e2eConc < 1 || cfg.e2eWorkers < 1:
 		return cfg, fmt.Errorf("-e2e-conc and -e2e-workers must be positive")
-	case cfg.duration <= 0 || cfg.multiDuration <= 0 || cfg.e2eDuration <= 0:
+	case cfg.duration <= 0 || cfg.multiDuration <= 0 || cfg.e2eDuration <= 0 || cfg.leaseDuration <= 0:
 		return cfg, fmt.Errorf("durations must be positive")
 	}
 	cfg.publish = cfg.publish || cfg.rerender
@@ -224,7 +230,7 @@ func run(ctx context.Context, cfg config) error {
 			Phases: cfg.phases, Concurrency: cfg.conc, Duration: cfg.duration, Warmup: cfg.warmup,
 			Keys: cfg.keys, PoolSize: cfg.pool, Rules: cfg.rules, Rounds: cfg.rounds, MultiDuration: cfg.multiDuration,
 			BenchTime: cfg.benchtime, E2ERates: cfg.e2eRates, E2EDuration: cfg.e2eDuration,
-			E2EConc: cfg.e2eConc, E2EWorkers: cfg.e2eWorkers, Limit: bench.HighLimit(nil),
+			E2EConc: cfg.e2eConc, E2EWorkers: cfg.e2eWorkers, Limit: bench.HighLimit(nil), LeaseDuration: cfg.leaseDuration,
 		},
 		Peers:    map[string]string{},
 		Versions: moduleVersions(),
@@ -240,7 +246,7 @@ func run(ctx context.Context, cfg config) error {
 		res.InProcess = runInProcess(ctx, cfg, res, problem)
 	}
 
-	needRedis := cfg.has("redis") || cfg.has("hot") || cfg.has("multi") || cfg.has("race") || cfg.has("e2e")
+	needRedis := cfg.has("redis") || cfg.has("hot") || cfg.has("multi") || cfg.has("race") || cfg.has("lease") || cfg.has("e2e")
 	if needRedis && ctx.Err() == nil {
 		srv, err := redistest.Launch(redistest.Options{Log: true})
 		if err != nil {
@@ -373,6 +379,10 @@ func runRedisPhases(ctx context.Context, cfg config, addr string, res *Results, 
 			logf("race %-15s admitted %d of limit %d (%d attempts, %d errors)", p.Name, r.Admitted, r.Limit, r.Attempts, r.Errors)
 			res.Race = append(res.Race, RaceRow{Peer: p.Name, RaceResult: r})
 		}
+	}
+
+	if cfg.has("lease") && ctx.Err() == nil {
+		res.Leases = runLeasePhase(ctx, cfg, addr, admin, problem)
 	}
 
 	if cfg.has("e2e") && ctx.Err() == nil {

@@ -45,7 +45,7 @@ func TestRunEveryPhase(t *testing.T) {
 	cfg, err := parseFlags(flag.NewFlagSet("load", flag.ContinueOnError), []string{
 		"-q", "-rounds", "2", "-conc", "1,2", "-duration", "150ms", "-warmup", "50ms", "-multi-duration", "100ms",
 		"-benchtime", "200x", "-race-instances", "2", "-race-goroutines", "2", "-race-attempts", "150",
-		"-e2e-rate", "300", "-e2e-duration", "200ms", "-e2e-conc", "2", "-e2e-workers", "4", "-keys", "100",
+		"-e2e-rate", "300", "-e2e-duration", "200ms", "-e2e-conc", "2", "-e2e-workers", "4", "-keys", "100", "-lease-duration", "100ms",
 		"-out", filepath.Join(dir, "results"), "-publish", "-report", filepath.Join(dir, "report"), "-benchmarks", bm,
 	})
 	if err != nil {
@@ -84,8 +84,13 @@ func TestRunEveryPhase(t *testing.T) {
 		}
 	}
 	if !testing.Short() {
-		if len(res.InProcess) == 0 || len(res.MultiRule) == 0 || len(res.E2E) != 2*len(E2EServers) {
-			t.Errorf("phases missing: %d in-process, %d multi, %d e2e", len(res.InProcess), len(res.MultiRule), len(res.E2E))
+		if len(res.InProcess) == 0 || len(res.MultiRule) == 0 || len(res.E2E) != 2*len(E2EServers) || len(res.Leases) != 2*len(leaseShapes)*len(leaseVariants) {
+			t.Errorf("phases missing: %d in-process, %d multi, %d e2e, %d lease", len(res.InProcess), len(res.MultiRule), len(res.E2E), len(res.Leases))
+		}
+		for _, r := range res.Leases {
+			if r.Checks == 0 || r.Errors != 0 || r.admitted() == 0 || r.Scripts == 0 {
+				t.Errorf("lease run %+v", r)
+			}
 		}
 		for _, r := range res.E2E {
 			// A Redis call over its budget on a loaded machine is let

@@ -385,6 +385,9 @@ func renderMarkdown(res *Results, chartDir string, charts map[string][]byte) str
 	if len(res.Race) > 0 {
 		renderRace(&b, res)
 	}
+	if len(res.Leases) > 0 {
+		renderLease(&b, res)
+	}
 	if len(res.E2E) > 0 {
 		renderE2E(&b, res, chartDir, charts)
 	}

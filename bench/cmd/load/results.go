@@ -16,6 +16,7 @@ type Results struct {
 	RedisHot  []RedisRun        `json:"redis_hot_key,omitempty"` // as Redis, on one key
 	MultiRule []RedisRun        `json:"multi_rule,omitempty"`
 	Race      []RaceRow         `json:"race,omitempty"`
+	Leases    []LeaseRun        `json:"leases,omitempty"`
 	E2E       []E2ERun          `json:"end_to_end,omitempty"`
 	Problems  []string          `json:"problems,omitempty"`
 	Peers     map[string]string `json:"peers"` // name -> algorithm
@@ -48,6 +49,7 @@ type Settings struct {
 	Rules         int           `json:"multi_rules"`
 	Rounds        int           `json:"rounds"`
 	MultiDuration time.Duration `json:"multi_duration_ns"`
+	LeaseDuration time.Duration `json:"lease_duration_ns,omitempty"`
 	BenchTime     string        `json:"benchtime"`
 	E2ERates      []int         `json:"e2e_rates"`
 	E2EDuration   time.Duration `json:"e2e_duration_ns"`
