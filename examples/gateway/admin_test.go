@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"github.com/sluicehq/sluice/rules"
 	"io"
 	"log/slog"
 	"net"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
+	"github.com/sluicehq/sluice/rules"
 	"github.com/sluicehq/sluice/store/memstore"
 	"github.com/sluicehq/sluice/store/storetest"
 )
@@ -26,7 +27,10 @@ func adminGateway(t *testing.T, store sluice.Store) (api *httptest.Server, admin
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var limited rules.Source
-	router, err := newRouterWith(store, log, capture(goRules, &limited))
+	// A budget no busy machine misses: these tests are about the operator
+	// API, and a store call past the default 50 ms would answer 503 under
+	// the built-in rules' fail-closed rule.
+	router, err := newRouterWith(store, log, capture(goRules, &limited), decide.WithBudget(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
