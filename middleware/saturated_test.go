@@ -99,8 +99,8 @@ func refill(limit sluice.Limit, d time.Duration) int64 {
 // the store, its memory of refusals, the local fallback after which
 // failure, how often the breakers opened, the goroutines' waits to run and
 // the GC's pauses, and what decided the answers later than the budget +
-// 50 ms. Everywhere: no 503, at most the allowance plus one
-// share (the bound of a bucket the store has said nothing of), and with
+// 50 ms. Everywhere: no 503, at most the allowance plus a share per
+// instance (the bound of a bucket the store has said nothing of), and with
 // Redis slow at most the refill over the slow phase + 10 % of the
 // allowance. On a quiet machine (SLUICE_TIMING=1): flat out at most the
 // allowance + 2, beside busy loops 1.1× the allowance, and with Redis slow
@@ -189,8 +189,11 @@ func TestSaturatedProcessStaysExact(t *testing.T) {
 			if u := got.unavailable.Load(); u > 0 {
 				t.Errorf("%d answered 503 under the default rule", u)
 			}
-			if loose := allowance + share; admitted > loose {
-				t.Errorf("admitted %d, more than the allowance %d and a share %d", admitted, allowance, share)
+			// A bucket an instance's store has said nothing of starts full
+			// there: each instance whose first calls for the client fail
+			// may add a share (docs/operations.md, on_fail local).
+			if loose := allowance + n*share; admitted > loose {
+				t.Errorf("admitted %d, more than the allowance %d and a share %d per instance", admitted, allowance, share)
 			}
 			// Redis slow, the fallback decides from the store's record,
 			// whatever the timing; flat out, a call that misses the
