@@ -26,6 +26,9 @@ type Decider struct {
 	// late is how far past its deadline a timed-out call returns when the
 	// process, not the store, was slow (see processSlow).
 	late time.Duration
+	// starved tells whether the process is starved of CPU (see
+	// starvation).
+	starved starvation
 	// inproc is the store when it can decide in process (see
 	// sluice.LocalStore), tried before a call with a budget; else nil.
 	inproc sluice.LocalStore
@@ -246,8 +249,8 @@ func (dc *Decider) take(ctx context.Context, hits []sluice.Hit, out []sluice.Res
 	}
 	end := time.Now()
 	latency := end.Sub(start)
-	if err != nil && dc.calls != nil {
-		err = processSlow(err, call, end, dc.late)
+	if dc.calls != nil {
+		err = dc.starved.check(err, out, call, latency, end, dc.late)
 	}
 	if release != nil {
 		release()

@@ -21,6 +21,7 @@ type localFallback struct {
 	record    sluice.BucketRecorder // nil: every bucket starts full
 	instances func() int64          // at least 1
 	lastSweep atomic.Int64          // Unix nanoseconds
+	count     *heldCount            // the store's count of instances; nil when not counted
 }
 
 // newLocalFallback returns the fallback of a decider on store: n instances
@@ -34,11 +35,47 @@ func newLocalFallback(n int, store sluice.Store) *localFallback {
 	case n > 0:
 		f.instances = func() int64 { return int64(n) }
 	case ok:
-		f.instances = func() int64 { return max(int64(counter.Instances()), 1) }
+		f.count = &heldCount{}
+		f.instances = func() int64 { return f.count.get(int64(counter.Instances()), time.Now().UnixNano()) }
 	default:
 		f.instances = func() int64 { return 1 }
 	}
 	return f
+}
+
+// countHold is how long the local fallback holds the largest instance
+// count the store reported: a count that falls is believed only once it
+// has stayed lower that long.
+const countHold = time.Minute
+
+// heldCount is the instance count the local fallback divides limits by:
+// the store's, but held at its largest for countHold. A store counts the
+// instances that refreshed their presence lately; a process starved of
+// CPU refreshes late, so the others count it out while it still decides,
+// and each would take a larger share of the limit just when the store is
+// failing them. An instance that really left costs the others a smaller
+// share for countHold, which under-admits: the safe side.
+type heldCount struct {
+	peak   atomic.Int64 // the largest count within countHold
+	seenAt atomic.Int64 // when peak was last reported, Unix nanoseconds
+}
+
+// get returns the count to divide by at now, the store reporting n: the
+// held peak while it was reported within countHold, else n; at least 1.
+func (c *heldCount) get(n, now int64) int64 {
+	n = max(n, 1)
+	peak := c.peak.Load()
+	switch {
+	case n >= peak:
+		c.peak.Store(n)
+		c.seenAt.Store(now)
+		return n
+	case now-c.seenAt.Load() < int64(countHold):
+		return peak
+	}
+	c.peak.Store(n)
+	c.seenAt.Store(now)
+	return n
 }
 
 // share returns l divided among n instances: at least 1 per period.

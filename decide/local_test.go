@@ -3,6 +3,7 @@ package decide_test
 import (
 	"context"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,5 +68,46 @@ func TestLocalStartsFromRecord(t *testing.T) {
 				t.Errorf("admitted %d of 20, want %d", admitted, tt.admitted)
 			}
 		})
+	}
+}
+
+// countingStore fails every call and counts the instances sharing it as
+// its count says.
+type countingStore struct {
+	failingStore
+	count atomic.Int64
+}
+
+func (s *countingStore) Instances() int { return int(s.count.Load()) }
+
+// TestLocalHoldsTheInstanceCount: the local fallback divides a limit by
+// the largest instance count the store reported lately, not by a count
+// that just fell: a starved instance refreshes its presence late and the
+// others count it out while it still decides.
+func TestLocalHoldsTheInstanceCount(t *testing.T) {
+	store := &countingStore{failingStore: failingStore{down(0)}}
+	store.count.Store(4)
+	dc, err := decide.New(store, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := rules.MustNew(rules.Rule{Name: "a", Key: keyfunc.Global(), Limit: sluice.PerMinute(40)})
+	admitted := func(n int) int {
+		got := 0
+		for range n {
+			d := dc.Check(set, httptest.NewRequest("GET", "/", nil), nil)
+			if d.Verdict == decide.Admitted {
+				got++
+			}
+			d.Finish(context.Background(), 0)
+		}
+		return got
+	}
+	if got := admitted(5); got != 5 {
+		t.Fatalf("admitted %d of 5 on a share of 10, want 5", got)
+	}
+	store.count.Store(1) // three instances counted out
+	if got := admitted(20); got != 5 {
+		t.Errorf("admitted %d of 20 more after the count fell to 1, want the rest of the share of 10: 5", got)
 	}
 }

@@ -41,15 +41,16 @@ func TestProcessSlow(t *testing.T) {
 		{"partial, late", partial, time.Second, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := processSlow(tt.err, call, deadline.Add(tt.end), late)
-			if errors.Is(got, sluice.ErrProcessSlow) != tt.slow {
-				t.Fatalf("%v: process slow %v, want %v", got, !tt.slow, tt.slow)
+			slow := processSlow(tt.err, call, deadline.Add(tt.end), late)
+			if (slow != nil) != tt.slow {
+				t.Fatalf("%v: process slow %v, want %v", slow, !tt.slow, tt.slow)
 			}
 			if !tt.slow {
-				if got != tt.err {
-					t.Errorf("changed to %v", got)
-				}
 				return
+			}
+			var got error = slow
+			if !errors.Is(got, sluice.ErrProcessSlow) {
+				t.Errorf("%v: not ErrProcessSlow", got)
 			}
 			if !errors.Is(got, sluice.ErrTimeout) && !errors.Is(got, context.DeadlineExceeded) {
 				t.Errorf("%v: no longer a timeout", got)
@@ -113,6 +114,52 @@ func TestProcessSlowObserved(t *testing.T) {
 			}
 			if errors.Is(o.Err, sluice.ErrProcessSlow) != slow || o.Verdict != Admitted || !o.Local[0] {
 				t.Errorf("outcome %v, err %v, local %v: want admitted by the local fallback", o.Verdict, o.Err, o.Local[0])
+			}
+		})
+	}
+}
+
+// TestStarvation: the process counts as starved for starveFor after a
+// call it noticed late: a timeout read late, or a call answered without
+// I/O (a remembered refusal, an open breaker) that took longer than a
+// call can without being descheduled; not after a call the store took
+// its time to answer, nor after a timeout read at its deadline.
+func TestStarvation(t *testing.T) {
+	deadline := time.Now()
+	call, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	late := lateAfter(50 * time.Millisecond)
+	timeout := &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrTimeout, Ambiguous: true, Err: context.DeadlineExceeded}
+	open := &sluice.StoreError{Op: "redisstore: take", Kind: sluice.ErrBreakerOpen}
+	for _, tt := range []struct {
+		name       string
+		err        error
+		remembered bool
+		latency    time.Duration
+		end        time.Duration // after the deadline
+		starved    bool
+	}{
+		{"remembered refusal, descheduled", nil, true, late + time.Millisecond, 0, true},
+		{"remembered refusal, at once", nil, true, time.Microsecond, 0, false},
+		{"decided by the store, slowly", nil, false, 40 * time.Millisecond, 0, false},
+		{"open breaker, descheduled", open, false, late + time.Millisecond, 0, true},
+		{"open breaker, at once", open, false, time.Microsecond, 0, false},
+		{"timeout read late", timeout, false, 50*time.Millisecond + late + time.Millisecond, late + time.Millisecond, true},
+		{"timeout read at its deadline", timeout, false, 50 * time.Millisecond, time.Millisecond, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var s starvation
+			out := []sluice.Result{{Remembered: tt.remembered}}
+			end := deadline.Add(tt.end)
+			err := s.check(tt.err, out, call, tt.latency, end, late)
+			if got := s.active(end); got != tt.starved {
+				t.Fatalf("starved %v, want %v", got, tt.starved)
+			}
+			if slow := errors.Is(err, sluice.ErrProcessSlow); slow != (tt.err == timeout && tt.starved) {
+				t.Errorf("error %v: process slow %v", err, slow)
+			}
+			if s.active(end.Add(starveFor)) {
+				t.Errorf("still starved %v after", starveFor)
 			}
 		})
 	}

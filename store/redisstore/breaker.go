@@ -73,6 +73,29 @@ type breaker struct {
 	// requests never do; opened receives when the breaker opens.
 	background bool
 	opened     chan struct{}
+	// lastOK is when the latest call Redis answered was sent, in
+	// nanoseconds since answerEpoch (see answered).
+	lastOK atomic.Int64
+}
+
+// answerEpoch is the origin of breakers' lastOK, on the monotonic clock.
+var answerEpoch = time.Now()
+
+// answered notes that Redis answered a call sent at start.
+func (b *breaker) answered(start time.Time) {
+	at := int64(start.Sub(answerEpoch))
+	if at > b.lastOK.Load()+int64(time.Millisecond) { // written at most once a millisecond
+		b.lastOK.Store(at)
+	}
+}
+
+// answeredSince reports whether Redis answered a call sent after start:
+// it was answering while a call sent at start was out, so that call's
+// timeout, found late, is the process's lateness, which the breaker does
+// not count. While Redis answers nothing (slow, or gone), every timeout
+// counts.
+func (b *breaker) answeredSince(start time.Time) bool {
+	return b.lastOK.Load() > int64(start.Sub(answerEpoch))
 }
 
 // newBreaker returns endpoint's breaker, closed, and reports it started

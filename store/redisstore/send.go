@@ -113,6 +113,7 @@ func (sd *sender) send(ctx context.Context, op string, cmds [][]any, piped bool,
 		}
 		sent[i] = newScriptCmd(ctx, cmd...)
 	}
+	start := time.Now()
 	sd.transmit(ctx, sent, nil, piped)
 	sd.retry(ctx, cmds, sent, piped)
 	sd.reload(ctx, cmds, sent, gates, at, piped, resent)
@@ -121,7 +122,28 @@ func (sd *sender) send(ctx context.Context, op string, cmds [][]any, piped bool,
 			replies[i], errs[i] = result(op, sent[i], &gates[at[i]])
 		}
 	}
+	for j := range gates {
+		g := &gates[j]
+		switch {
+		case g.breaker == nil:
+		case g.err == nil:
+			g.breaker.answered(start)
+		case !g.quiet && errors.Is(g.err, sluice.ErrTimeout) && readLate(ctx, start) && g.breaker.answeredSince(start):
+			g.quiet = true // the process was slow, not Redis
+		}
+	}
 	sd.settle(ctx, gates)
+}
+
+// readLate reports whether a call sent at start under ctx, whose deadline
+// passed, ended so long after it that the lateness is this process's: it
+// was not run in time to read what Redis answered (more than a quarter of
+// the time the call had, and 2 ms, past its deadline; a Redis slow while
+// the process is not makes the call end at its deadline, late only by the
+// time to wake a goroutine).
+func readLate(ctx context.Context, start time.Time) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && time.Since(deadline) > max(deadline.Sub(start)/4, 2*time.Millisecond)
 }
 
 // gateOf returns the index in gates of the gate of key's route, adding it
