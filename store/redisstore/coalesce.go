@@ -209,6 +209,9 @@ func (c *coalescer) takeNow(ctx context.Context, hits []sluice.Hit, out []sluice
 func (c *coalescer) callNow(ctx context.Context, reqs []*request) (reply any, err error) {
 	defer c.handOff()
 	cmd := takeCommand(reqs)
+	if c.shared { // the ready connections time it (see observe)
+		return c.scripts.send.one(ctx, "redisstore: take", cmd)
+	}
 	start := c.clock()
 	reply, err = c.scripts.send.one(ctx, "redisstore: take", cmd)
 	if err == nil {
@@ -365,12 +368,17 @@ func (c *coalescer) send(batch []*waiter) error {
 	for i, w := range batch {
 		reqs[i] = &w.req
 	}
-	start := c.clock()
+	var start time.Time
+	if !c.shared { // else the ready connections time it (see observe)
+		start = c.clock()
+	}
 	reply, err := c.scripts.send.one(ctx, "redisstore: take", takeCommand(reqs))
 	if err != nil {
 		return err
 	}
-	c.observe(c.clock().Sub(start))
+	if !c.shared {
+		c.observe(c.clock().Sub(start))
+	}
 	parts, short, err := c.scripts.split(reply, reqs, make([][]any, 0, len(reqs)))
 	if err != nil {
 		return err
