@@ -63,7 +63,7 @@ func (c Calendar) Nominal() time.Duration {
 }
 
 // ParseCalendar returns the calendar named s ("hour", "day", "week" or
-// "month", any case).
+// "month", any case), or an error wrapping [ErrInvalidLimit].
 func ParseCalendar(s string) (Calendar, error) {
 	norm := strings.ToLower(strings.TrimSpace(s))
 	for i, name := range calendarNames {
@@ -71,7 +71,7 @@ func ParseCalendar(s string) (Calendar, error) {
 			return Calendar(i), nil
 		}
 	}
-	return 0, fmt.Errorf("sluice: unknown calendar %q (known: hour, day, week, month)", s)
+	return 0, fmt.Errorf("%w: unknown calendar %q (known: hour, day, week, month)", ErrInvalidLimit, s)
 }
 
 // MaxCalendarRate is the largest Rate of a calendar limit: 2^30 − 1, about

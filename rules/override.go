@@ -151,6 +151,9 @@ func (r *Rule) checkOverrideLimit(l sluice.Limit) error {
 	if err := r.Algorithm.ValidateLimit(l); err != nil {
 		return err
 	}
+	if (l.Calendar != sluice.NoCalendar || r.Limit.Calendar != sluice.NoCalendar) && !l.SamePeriod(r.Limit) {
+		return fmt.Errorf("%v: an override of a calendar limit, or a calendar override, counts in the rule's periods (%v): give it the rule's calendar and zone", l, r.Limit)
+	}
 	if cost := r.cost(); cost > l.Capacity() {
 		return fmt.Errorf("capacity %d is below the cost %d: no request could ever pass", l.Capacity(), cost)
 	}

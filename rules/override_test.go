@@ -122,6 +122,18 @@ func TestOverridesValidate(t *testing.T) {
 			r.Overrides[0].Limit = sluice.PerMinute(10).WithBurst(20)
 		}), `overrides[0].limit:`},
 		{"below the cost", with(func(r *rules.Rule) { r.Cost = 5; r.Overrides[0].Limit = sluice.PerMinute(2) }), `overrides[0].limit: capacity 2 is below the cost 5`},
+		{"per 1d on a calendar rule", with(func(r *rules.Rule) {
+			r.Limit, r.Algorithm = sluice.PerCalendar(600, sluice.Day, nil), sluice.FixedWindow
+			r.Overrides[0].Limit = sluice.Per(6000, 24*time.Hour)
+		}), `overrides[0].limit: 6000/24h: an override of a calendar limit, or a calendar override, counts in the rule's periods (600/day)`},
+		{"another zone on a calendar rule", with(func(r *rules.Rule) {
+			r.Limit, r.Algorithm = sluice.PerCalendar(600, sluice.Day, nil), sluice.FixedWindow
+			r.Overrides[0].Limit = sluice.PerCalendar(6000, sluice.Day, tokyo(t))
+		}), `overrides[0].limit: 6000/day Asia/Tokyo: an override of a calendar limit`},
+		{"a calendar override of a window rule", with(func(r *rules.Rule) {
+			r.Algorithm = sluice.FixedWindow
+			r.Overrides[0].Limit = sluice.PerCalendar(6000, sluice.Day, nil)
+		}), `overrides[0].limit: 6000/day: an override of a calendar limit, or a calendar override, counts in the rule's periods (600/1m)`},
 		{"max_limit below the limit", with(func(r *rules.Rule) { r.MaxLimit = sluice.PerMinute(100) }), `max_limit: 100/1m is below the rule's limit 600/1m`},
 		{"max_limit with another period", with(func(r *rules.Rule) { r.MaxLimit = sluice.PerHour(100000) }), `max_limit: per 1h0m0s: a request's limit keeps the rule's period`},
 	}
@@ -265,4 +277,14 @@ func BenchmarkResolveOverride(b *testing.B) {
 			}
 		})
 	}
+}
+
+// tokyo loads Asia/Tokyo, failing t without the zone database.
+func tokyo(t *testing.T) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatalf("zone Asia/Tokyo: %v", err)
+	}
+	return loc
 }

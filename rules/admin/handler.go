@@ -134,7 +134,9 @@ type Bucket struct {
 	// PeriodStart, and the bucket is whole again at PeriodEnd. Empty for
 	// any other limit.
 	PeriodStart string `json:"period_start,omitempty"`
-	PeriodEnd   string `json:"period_end,omitempty"`
+	// PeriodEnd is, for a calendar limit, the end of its current period
+	// (see PeriodStart). Empty for any other limit.
+	PeriodEnd string `json:"period_end,omitempty"`
 }
 
 // match is one rule selected by a query, with its hit for the identity.

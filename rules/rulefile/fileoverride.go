@@ -84,6 +84,9 @@ func (d *decoder) override(n *yaml.Node, i int, r *rules.Rule, lines map[string]
 	if err != nil {
 		return rules.Override{}, err
 	}
+	if (lim.Calendar != sluice.NoCalendar || r.Limit.Calendar != sluice.NoCalendar) && !lim.SamePeriod(r.Limit) {
+		return rules.Override{}, d.Failf(yamlkit.Deref(f["limit"]), path+".limit", "%v: an override of a calendar limit, or a calendar override, counts in the rule's periods (%v): give it the rule's calendar and zone", lim.Limit, r.Limit)
+	}
 	if c := lim.Capacity(); c < r.Cost {
 		return rules.Override{}, d.Failf(yamlkit.Deref(f["limit"]), path+".limit", "capacity %d is below the rule's cost %d: no request could ever pass", c, r.Cost)
 	}

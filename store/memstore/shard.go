@@ -18,7 +18,8 @@ const maxKeyLen = 128
 //
 // The window algorithms' state means something only for one window length,
 // so for them the period is part of the bucket: a rule whose period changes
-// starts new buckets (as in the Redis store).
+// starts new buckets (as in the Redis store); for a calendar limit, its
+// calendar and its zone.
 type bucketKey struct {
 	short  string
 	long   *[sha256.Size]byte
@@ -31,7 +32,9 @@ func makeKey(h *sluice.Hit) bucketKey {
 	if h.Algorithm != sluice.TokenBucket {
 		k.period = h.Limit.PeriodMicros()
 		if c := h.Limit.Calendar; c != sluice.NoCalendar {
-			k.period = -int64(c) // a calendar's windows are not its nominal period's
+			// A calendar's windows are not its nominal period's, and
+			// a count means something only in its zone's periods.
+			k.period = -(zoneID(h.Limit.Location())<<3 | int64(c))
 		}
 	}
 	if len(h.Key) <= maxKeyLen {

@@ -50,7 +50,7 @@ func newKeyer(prefix string, secret []byte) *keyer {
 // window algorithms the HMAC covers the period too: their stored state (a
 // window index, a packed count) means something only for one window
 // length, so a rule whose period changes starts new buckets (a calendar
-// limit's calendar stands for its period).
+// limit's calendar and zone stand for its period).
 func (k *keyer) key(h *sluice.Hit) string {
 	m := k.macs.Get().(*keyMAC)
 	m.buf = append(m.buf[:0], h.Key...)
@@ -59,10 +59,19 @@ func (k *keyer) key(h *sluice.Hit) string {
 		// different keys cannot coincide.
 		m.buf = append(m.buf, 0)
 		p := h.Limit.PeriodMicros()
-		if c := h.Limit.Calendar; c != sluice.NoCalendar {
+		c := h.Limit.Calendar
+		if c != sluice.NoCalendar {
 			p = -int64(c) // a calendar's windows are not its nominal period's
 		}
 		m.buf = binary.BigEndian.AppendUint64(m.buf, uint64(p))
+		if c != sluice.NoCalendar {
+			// A calendar count means something only in its zone's
+			// periods: the zone's name, then its length, so inputs
+			// still read back one way only (from the end).
+			z := h.Limit.Location().String()
+			m.buf = append(m.buf, z...)
+			m.buf = binary.BigEndian.AppendUint32(m.buf, uint32(len(z)))
+		}
 	}
 	m.mac.Reset()
 	_, _ = m.mac.Write(m.buf)

@@ -83,3 +83,35 @@ func testCalendar(t *testing.T, newHarness Factory) {
 		})
 	}
 }
+
+// testCalendarZones: one key counted under calendar limits of two zones
+// keeps a bucket per zone. A count means something only in its own zone's
+// periods: read against another zone's, a Tokyo day used up at 01:00 New
+// York time would refuse the New York day until the end of the next one.
+func testCalendarZones(t *testing.T, newHarness Factory) {
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatalf("zone Asia/Tokyo: %v (the zone database, or time/tzdata in the test binary)", err)
+	}
+	newYork, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatalf("zone America/New_York: %v", err)
+	}
+	h := newHarness(t)
+	now := time.Date(2026, 3, 10, 16, 0, 0, 0, time.UTC) // 01:00 on the 11th in Tokyo, noon on the 10th in New York
+	h.SetTime(now)
+	key := uniqueKey(t, "calendar-zones")
+	tokyoHit := sluice.Hit{Key: key, Limit: sluice.PerCalendar(3, sluice.Day, tokyo), Algorithm: sluice.FixedWindow, Cost: 3}
+	if r := take1(t, h.Store, tokyoHit); !r.Allowed {
+		t.Fatalf("Tokyo's day, 3 of 3: %+v", r)
+	}
+	nyHit := sluice.Hit{Key: key, Limit: sluice.PerCalendar(3, sluice.Day, newYork), Algorithm: sluice.FixedWindow}
+	_, end := nyHit.Limit.Window(now)
+	if r := take1(t, h.Store, nyHit); !r.Allowed || r.Remaining != 2 || r.ResetAfter != end.Sub(now) {
+		t.Fatalf("the same key under New York's day: %+v, want a bucket of its own (allowed, 2 left, reset after %v)", r, end.Sub(now))
+	}
+	tokyoHit.Cost = 1
+	if r := take1(t, h.Store, tokyoHit); r.Allowed {
+		t.Fatalf("Tokyo's day again: %+v, want still refused", r)
+	}
+}
