@@ -113,7 +113,7 @@ func (dc *Decider) decide(ctx context.Context, o *Outcome, prior []headers.Polic
 		return
 	}
 	if o.inProcessOnly && dc.calls != nil { // see CheckInProcess
-		if dc.inproc == nil || !dc.inproc.TakeLocal(m.Hits, o.Results) {
+		if dc.inproc == nil || !dc.takeLocal(m.Hits, o.Results) {
 			o.undecided = true
 			return
 		}
@@ -234,9 +234,10 @@ func (dc *Decider) giveBack(ctx context.Context, o *Outcome) {
 // store whose hits can fail apart ([sluice.PartialTaker]) is called with
 // TakePartial, so err may be a [*sluice.PartialError]. It returns the
 // call's latency, 0 when no call was made (decided in process, or refused
-// from the store's memory).
+// from the store's memory). A call that succeeds samples the store's
+// instance count for the local fallback (see [localFallback.sample]).
 func (dc *Decider) take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) (time.Duration, error) {
-	if dc.inproc != nil && dc.inproc.TakeLocal(hits, out) {
+	if dc.inproc != nil && dc.takeLocal(hits, out) {
 		return 0, nil // decided in process: no store call to report
 	}
 	call, release := dc.callContext(ctx)
@@ -255,11 +256,28 @@ func (dc *Decider) take(ctx context.Context, hits []sluice.Hit, out []sluice.Res
 	if release != nil {
 		release()
 	}
+	if err == nil {
+		dc.local.sample(end.UnixNano())
+	}
 	if err == nil && out[0].Remembered {
 		return 0, nil // refused from the store's memory: no store call to report
 	}
 	dc.storeCall(ctx, latency, len(hits), err)
 	return latency, err
+}
+
+// takeLocal decides hits in process when the store can
+// ([sluice.LocalStore]) and reports whether it did. An answer from the
+// store's memory of refusals yields while the process is starved (see
+// [starvation]), as a store call answered that way does.
+func (dc *Decider) takeLocal(hits []sluice.Hit, out []sluice.Result) bool {
+	if !dc.inproc.TakeLocal(hits, out) {
+		return false
+	}
+	if out[0].Remembered {
+		dc.starved.yield()
+	}
+	return true
 }
 
 // settle charges n more to the enforcing hits of o, a request over whose

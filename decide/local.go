@@ -18,10 +18,12 @@ import (
 // share of what the store last said remained, counted forward; else full.
 type localFallback struct {
 	store     *memstore.Store
-	record    sluice.BucketRecorder // nil: every bucket starts full
-	instances func() int64          // at least 1
-	lastSweep atomic.Int64          // Unix nanoseconds
-	count     *heldCount            // the store's count of instances; nil when not counted
+	record    sluice.BucketRecorder  // nil: every bucket starts full
+	instances func(now int64) int64  // at least 1; now in Unix nanoseconds
+	lastSweep atomic.Int64           // Unix nanoseconds
+	count     *heldCount             // the store's count of instances; nil when not counted
+	counter   sluice.InstanceCounter // the store, when count is not nil
+	sampledAt atomic.Int64           // when count last read counter (see sample), Unix nanoseconds
 }
 
 // newLocalFallback returns the fallback of a decider on store: n instances
@@ -33,14 +35,36 @@ func newLocalFallback(n int, store sluice.Store) *localFallback {
 	counter, ok := store.(sluice.InstanceCounter)
 	switch {
 	case n > 0:
-		f.instances = func() int64 { return int64(n) }
+		f.instances = func(int64) int64 { return int64(n) }
 	case ok:
-		f.count = &heldCount{}
-		f.instances = func() int64 { return f.count.get(int64(counter.Instances()), time.Now().UnixNano()) }
+		f.count, f.counter = &heldCount{}, counter
+		f.instances = func(now int64) int64 { return f.count.get(int64(counter.Instances()), now) }
 	default:
-		f.instances = func() int64 { return 1 }
+		f.instances = func(int64) int64 { return 1 }
 	}
 	return f
+}
+
+// sampleEvery is how often, at most, the decider reads the store's
+// instance count while the store answers (see [localFallback.sample]).
+const sampleEvery = time.Second
+
+// sample reads the store's instance count into the held count at now
+// (Unix nanoseconds), after a store call that succeeded, at most once per
+// sampleEvery: so the count the fallback divides by is the largest of the
+// minute before the store failed, not only of the minutes it failed in.
+// An instance counted out a moment before a failure is still counted. It
+// takes no lock and allocates nothing; the calls in between cost an
+// atomic load.
+func (f *localFallback) sample(now int64) {
+	if f.count == nil {
+		return
+	}
+	last := f.sampledAt.Load()
+	if now-last < int64(sampleEvery) || !f.sampledAt.CompareAndSwap(last, now) {
+		return
+	}
+	f.count.get(int64(f.counter.Instances()), now)
 }
 
 // countHold is how long the local fallback holds the largest instance
@@ -49,7 +73,8 @@ func newLocalFallback(n int, store sluice.Store) *localFallback {
 const countHold = time.Minute
 
 // heldCount is the instance count the local fallback divides limits by:
-// the store's, but held at its largest for countHold. A store counts the
+// the store's, read while the store answers (see [localFallback.sample])
+// and when the fallback decides, but held at its largest for countHold. A store counts the
 // instances that refreshed their presence lately; a process starved of
 // CPU refreshes late, so the others count it out while it still decides,
 // and each would take a larger share of the limit just when the store is
@@ -95,13 +120,14 @@ func share(l sluice.Limit, n int64) sluice.Limit {
 // passed. Only the rules in failed take part. The decision is all or
 // nothing, like the store's.
 func (f *localFallback) decide(matched []*rules.Rule, hits []sluice.Hit, out []sluice.Result, failed, mask []bool) (bool, error) {
-	if now := time.Now().UnixNano(); now-f.lastSweep.Load() > int64(time.Minute) {
+	now := time.Now().UnixNano()
+	if now-f.lastSweep.Load() > int64(time.Minute) {
 		f.lastSweep.Store(now)
 		f.store.Sweep()
 	}
 	var local []sluice.Hit
 	var idx []int
-	n := f.instances()
+	n := f.instances(now)
 	for i, r := range matched {
 		if r.OnFail != rules.FailLocal || !failed[i] {
 			continue

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // recordingStore fails every call, and keeps a record of what it last said
@@ -109,5 +110,56 @@ func TestLocalHoldsTheInstanceCount(t *testing.T) {
 	store.count.Store(1) // three instances counted out
 	if got := admitted(20); got != 5 {
 		t.Errorf("admitted %d of 20 more after the count fell to 1, want the rest of the share of 10: 5", got)
+	}
+}
+
+// upDownStore decides on an in-process store until down, then fails
+// every call, and counts the instances sharing it as its count says.
+type upDownStore struct {
+	mem   *memstore.Store
+	down  atomic.Bool
+	count atomic.Int64
+}
+
+func (s *upDownStore) Take(ctx context.Context, hits []sluice.Hit, out []sluice.Result) error {
+	if s.down.Load() {
+		return down(0)
+	}
+	return s.mem.Take(ctx, hits, out)
+}
+
+func (s *upDownStore) Instances() int { return int(s.count.Load()) }
+
+// TestLocalHoldsTheCountSeenBeforeAFailure: the instance count the local
+// fallback divides by is held from while the store answered, so an
+// instance counted out just before the store fails is still counted.
+func TestLocalHoldsTheCountSeenBeforeAFailure(t *testing.T) {
+	mem := memstore.New(memstore.Config{})
+	t.Cleanup(func() { mem.Close(context.Background()) })
+	store := &upDownStore{mem: mem}
+	store.count.Store(4)
+	dc, err := decide.New(store, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := rules.MustNew(rules.Rule{Name: "a", Key: keyfunc.Global(), Limit: sluice.PerMinute(40)})
+	admitted := func(n int) int {
+		got := 0
+		for range n {
+			d := dc.Check(set, httptest.NewRequest("GET", "/", nil), nil)
+			if d.Verdict == decide.Admitted {
+				got++
+			}
+			d.Finish(context.Background(), 0)
+		}
+		return got
+	}
+	if got := admitted(5); got != 5 {
+		t.Fatalf("store answering: admitted %d of 5, want 5", got)
+	}
+	store.count.Store(3) // one instance counted out
+	store.down.Store(true)
+	if got := admitted(20); got != 10 {
+		t.Errorf("store down: admitted %d of 20, want a share of 40 among 4 instances: 10", got)
 	}
 }

@@ -1,8 +1,11 @@
 package decide
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice"
 )
 
 // TestHeldCount: a count that rises is taken at once; one that falls only
@@ -29,5 +32,52 @@ func TestHeldCount(t *testing.T) {
 		if got := c.get(step.n, step.at); got != step.want {
 			t.Fatalf("%s: count %d gives %d, want %d", step.name, step.n, got, step.want)
 		}
+	}
+}
+
+// counter is a store that counts instances as n says, and how often it
+// was asked.
+type counter struct {
+	sluice.Store
+	n, asked atomic.Int64
+}
+
+func (c *counter) Instances() int { c.asked.Add(1); return int(c.n.Load()) }
+
+// TestSampledCount: the count the local fallback divides by is the largest
+// sampled while the store answered in the minute before it failed, not
+// what the store counts when it fails; samples are read at most once per
+// sampleEvery.
+func TestSampledCount(t *testing.T) {
+	t0 := time.Now().UnixNano()
+	at := func(d time.Duration) int64 { return t0 + int64(d) }
+	for _, tt := range []struct {
+		name   string
+		fallAt time.Duration // the count falls from 4 to 3
+		failAt time.Duration // the store fails: the fallback decides
+		want   int64
+	}{
+		{"counted out 10 s before a failure", 50 * time.Second, 60 * time.Second, 4},
+		{"counted out just before a failure", 59*time.Second + 500*time.Millisecond, 60 * time.Second, 4},
+		{"counted out over a minute before a failure", 50 * time.Second, 50*time.Second + countHold + sampleEvery, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &counter{}
+			store.n.Store(4)
+			f := newLocalFallback(0, store)
+			// Successful calls every 100 ms until the failure.
+			for d := time.Duration(0); d < tt.failAt; d += 100 * time.Millisecond {
+				if d == tt.fallAt {
+					store.n.Store(3)
+				}
+				f.sample(at(d))
+			}
+			if most := int64(tt.failAt/sampleEvery) + 1; store.asked.Load() > most {
+				t.Errorf("count read %d times in %v, want at most %d", store.asked.Load(), tt.failAt, most)
+			}
+			if got := f.instances(at(tt.failAt)); got != tt.want {
+				t.Fatalf("the fallback divides by %d, want %d", got, tt.want)
+			}
+		})
 	}
 }

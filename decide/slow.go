@@ -54,7 +54,8 @@ const starveFor = time.Second
 // starvation tells whether this process is starved of CPU: a store call
 // came back well after it could have (see lateAfter), so its goroutine
 // waited to run. While it is, a request the store answered without I/O
-// (refused from its memory of refusals, or by its open breaker) yields
+// (refused from its memory of refusals, by TakeLocal or Take, a lease's
+// remembered denial included, or by its open breaker) yields
 // the processor (runtime.Gosched) once answered: a flood answered in
 // process in microseconds never blocks, so without it the goroutines the
 // network or a timer woke (a store's answer, a call's deadline, a request
@@ -63,6 +64,9 @@ const starveFor = time.Second
 type starvation struct {
 	until atomic.Int64 // nanoseconds since epoch
 }
+
+// gosched yields the processor; tests count its calls.
+var gosched = runtime.Gosched
 
 // epoch is the origin of starvation's monotonic clock.
 var epoch = time.Now()
@@ -88,9 +92,18 @@ func (s *starvation) check(err error, out []sluice.Result, call context.Context,
 		s.until.Store(int64(end.Sub(epoch) + starveFor))
 	}
 	if inProcess && s.active(end) {
-		runtime.Gosched()
+		gosched()
 	}
 	return err
+}
+
+// yield yields the processor when the process counts as starved now, for
+// a request answered without I/O that check did not see (the store's
+// TakeLocal answered it from memory).
+func (s *starvation) yield() {
+	if until := s.until.Load(); until != 0 && int64(time.Since(epoch)) < until {
+		gosched()
+	}
 }
 
 // active reports whether the process counts as starved at now: it noticed

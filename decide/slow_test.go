@@ -164,3 +164,71 @@ func TestStarvation(t *testing.T) {
 		})
 	}
 }
+
+// localAnswers is a store that answers every call in process: from
+// TakeLocal when local, else from Take; refused from memory when
+// remembered, else admitted.
+type localAnswers struct {
+	local, remembered bool
+}
+
+func (s localAnswers) answer(out []sluice.Result) {
+	out[0] = sluice.Result{Allowed: true}
+	if s.remembered {
+		out[0] = sluice.Result{Remembered: true, RetryAfter: time.Second}
+	}
+}
+
+func (s localAnswers) Take(_ context.Context, _ []sluice.Hit, out []sluice.Result) error {
+	s.answer(out)
+	return nil
+}
+
+func (s localAnswers) TakeLocal(_ []sluice.Hit, out []sluice.Result) bool {
+	if s.local {
+		s.answer(out)
+	}
+	return s.local
+}
+
+// TestStarvedYields: while the process is starved, a request the store
+// answered from memory yields once, whether TakeLocal answered it or a
+// call did (the lease store's remembered denials answer there); one the
+// store decided does not, nor any while the process is not starved.
+func TestStarvedYields(t *testing.T) {
+	yields := 0
+	saved := gosched
+	gosched = func() { yields++ }
+	t.Cleanup(func() { gosched = saved })
+	hits := []sluice.Hit{{Key: "k", Limit: sluice.PerSecond(1), Cost: 1}}
+	for _, tt := range []struct {
+		name    string
+		store   localAnswers
+		starved bool
+		want    int
+	}{
+		{"TakeLocal remembered, starved", localAnswers{local: true, remembered: true}, true, 1},
+		{"Take remembered, starved", localAnswers{remembered: true}, true, 1},
+		{"TakeLocal served, starved", localAnswers{local: true}, true, 0},
+		{"Take decided, starved", localAnswers{}, true, 0},
+		{"TakeLocal remembered, not starved", localAnswers{local: true, remembered: true}, false, 0},
+		{"Take remembered, not starved", localAnswers{remembered: true}, false, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dc, err := New(tt.store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.starved {
+				dc.starved.until.Store(int64(time.Since(epoch) + time.Hour))
+			}
+			yields = 0
+			if _, err := dc.take(context.Background(), hits, make([]sluice.Result, 1)); err != nil {
+				t.Fatal(err)
+			}
+			if yields != tt.want {
+				t.Fatalf("yielded %d times, want %d", yields, tt.want)
+			}
+		})
+	}
+}

@@ -68,7 +68,9 @@
 //     of what it last answered for the bucket and what the key's lease
 //     holds plus what the backing bucket held at its last refill, both
 //     counted forward. The same seeds a local fallback
-//     ([Store.ClaimBucket]).
+//     ([Store.ClaimBucket]). A call refused in process by a lease's
+//     remembered denial, with no backing call, is marked Remembered too,
+//     its other hits undecided (over a backing store behind a network).
 //
 // The 429 body and headers are written from these values as from any
 // store's, so their shape does not change.

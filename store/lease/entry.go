@@ -244,12 +244,11 @@ func (e *entry) refused(now, answered, least, held, gen int64, r sluice.Result, 
 	e.endRefill()
 }
 
-// denied returns the result of a hit refused by e's remembered denial.
-func (e *entry) denied(now int64) sluice.Result {
-	e.mu.Lock()
-	d := e.deny
-	e.mu.Unlock()
-	return sluice.Result{Limit: e.limit, Remaining: d.remaining, RetryAfter: time.Duration(d.until-now) * time.Microsecond,
+// denied returns the result at now of a hit refused by d, a denial of
+// e's as the hit's claim found it (e.deny may have changed since). Its
+// RetryAfter is at least a microsecond: 0 would say it can never pass.
+func (e *entry) denied(d *denial, now int64) sluice.Result {
+	return sluice.Result{Limit: e.limit, Remaining: d.remaining, RetryAfter: time.Duration(max(1, d.until-now)) * time.Microsecond,
 		ResetAfter: time.Duration(max(0, d.fullAt-now)) * time.Microsecond}
 }
 

@@ -23,6 +23,7 @@ const (
 type plan struct {
 	kind     planKind
 	e        *entry
+	deny     denial // kDeny: the entry's denial as the claim found it
 	gen      int64
 	reserved int64 // tokens taken from e.left for this hit
 	need     int64 // kRefill: the least the refill must take
@@ -63,7 +64,9 @@ func (p *plan) claim(now int64, pol *sluice.LeasePolicy, c, kmax int64, n int, m
 		if e.deny.upTo {
 			e.satAt = now // a saturated key's check waits for its refill: it stays saturated
 		}
-		p.kind = kDeny
+		// A copy: a refill that ends before the request is settled
+		// clears or replaces e.deny.
+		p.kind, p.deny = kDeny, e.deny
 		return nil
 	}
 	// Claim the refill. A token bucket's held tokens count toward the
@@ -175,7 +178,7 @@ func (p *plan) settleLocal(now int64, out *sluice.Result, admitted bool) {
 			out.Receipt = localReceipt(p.reserved, p.gen, p.e.served.Add(p.reserved))
 		}
 	case kDeny:
-		*out = p.e.denied(now)
+		*out = p.e.denied(&p.deny, now)
 	}
 }
 

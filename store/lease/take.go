@@ -255,7 +255,7 @@ func (s *Store) planHit(now int64, h *sluice.Hit, p *plan, mayWait bool) <-chan 
 // decide makes the backing call the plans need, if any, and writes the
 // results.
 func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []sluice.Result, sc *scratch) error {
-	admitted, err := s.callBacking(ctx, hits, sc)
+	admitted, called, err := s.callBacking(ctx, hits, sc)
 	if err != nil {
 		return err
 	}
@@ -272,16 +272,28 @@ func (s *Store) decide(ctx context.Context, now int64, hits []sluice.Hit, out []
 	for i := range sc.plans {
 		sc.plans[i].settleLocal(now, &out[i], admitted)
 	}
+	if !called && !admitted && s.record != nil {
+		// Refused in process by remembered denials, with no call to a
+		// backing store behind a network: an answer from memory (see
+		// [sluice.Result.Remembered]). The other hits were served from
+		// leases and gave their tokens back: undecided, nothing
+		// consumed. Over an in-process backing store nothing is
+		// remembered (see Config.RememberRefusals).
+		for i := range hits {
+			out[i].Remembered = true
+		}
+	}
 	return nil
 }
 
 // callBacking sends the hits that need the backing store to it in one
 // call, if any, and reports whether the request is admitted: by the
 // backing store, or, when nothing needs it, by every hit decided in
-// process. A remembered denial only stands in for the backing store when
-// nothing else needs it: otherwise it is sent like any other hit. A
-// backing-store error undoes the plans.
-func (s *Store) callBacking(ctx context.Context, hits []sluice.Hit, sc *scratch) (admitted bool, err error) {
+// process; and whether it called the backing store. A remembered denial
+// only stands in for the backing store when nothing else needs it:
+// otherwise it is sent like any other hit. A backing-store error undoes
+// the plans.
+func (s *Store) callBacking(ctx context.Context, hits []sluice.Hit, sc *scratch) (admitted, called bool, err error) {
 	admitted, need := true, false
 	for i := range sc.plans {
 		switch sc.plans[i].kind {
@@ -292,7 +304,7 @@ func (s *Store) callBacking(ctx context.Context, hits []sluice.Hit, sc *scratch)
 		}
 	}
 	if !need {
-		return admitted, nil
+		return admitted, false, nil
 	}
 	for i := range sc.plans {
 		p := &sc.plans[i]
@@ -308,9 +320,9 @@ func (s *Store) callBacking(ctx context.Context, hits []sluice.Hit, sc *scratch)
 	clear(sc.outs)
 	if err := s.backing.Take(ctx, sc.hits, sc.outs); err != nil {
 		undoAll(sc.plans)
-		return false, err
+		return false, true, err
 	}
-	return sluice.Admitted(sc.hits, sc.outs), nil
+	return sluice.Admitted(sc.hits, sc.outs), true, nil
 }
 
 // settleBacked counts the hits not served from leases toward their keys'
