@@ -66,4 +66,5 @@ func Run(t *testing.T, newHarness Factory) {
 	t.Run("Inspect", func(t *testing.T) { testInspect(t, newHarness) })
 	t.Run("Limiter", func(t *testing.T) { testLimiter(t, newHarness) })
 	t.Run("Calendar", func(t *testing.T) { testCalendar(t, newHarness) })
+	t.Run("Penalty", func(t *testing.T) { testPenalty(t, newHarness) })
 }
