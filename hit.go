@@ -175,6 +175,9 @@ type Result struct {
 	// [Hit.Block]): this refusal started a block, or one was running.
 	// RetryAfter is then the time left in the block.
 	Blocked bool
+	// BlockStarted reports that this refusal started the block (Blocked is
+	// then set too, and RetryAfter is the whole block).
+	BlockStarted bool
 }
 
 // CheckHits reports why a store cannot decide hits into out, or nil: too

@@ -106,6 +106,7 @@ func (s *Store) countRefusals(now int64, hits []sluice.Hit, out []sluice.Result)
 		if p.count >= h.Refusals() {
 			p.until, p.count = now+h.Block.Microseconds(), 0
 			p.expires = max(p.expires, p.until)
+			out[i].BlockStarted = true
 		}
 		s.pen.m[k] = p
 	}

@@ -395,6 +395,7 @@ func (r *request) decode(vals []any, short bool) error {
 			Allowed:       code&1 == 1 && !blocked,
 			Unsatisfiable: code&2 == 2 && !blocked,
 			Blocked:       blocked,
+			BlockStarted:  blocked && n[4] == 1,
 			Limit:         h.Limit,
 			Remaining:     n[1],
 			ResetAfter:    algo.Micros(n[2]),

@@ -44,7 +44,7 @@
 -- sequence number. code is allowed (1) + 2 if unsatisfiable + 4 × the units
 -- the hit took (0 for a forced hit and for one that took nothing), or 3
 -- for a hit refused by its penalty's block (retry-after is then the time
--- left in it). mark and
+-- left in it, and mark 1 if this refusal started it, else 0). mark and
 -- the sequence number locate what it took: a token bucket's arrival time
 -- after it, a window's index, a log entry's time.
 --
@@ -670,6 +670,7 @@ for i = 1, n do
   -- A penalty: a running block refuses the hit; a refusal of its own
   -- counts toward the next.
   local blocked = 0
+  local ps_started = false
   local pn = pen[i]
   if pn and not force then
     local ps = pst[k]
@@ -681,6 +682,7 @@ for i = 1, n do
       if ps[2] >= pn[2] then
         ps[1], ps[2] = now + pn[1], 0
         blocked = pn[1]
+        ps_started = true
       end
       pchanged[k] = true
     end
@@ -712,7 +714,11 @@ for i = 1, n do
   if allowed then code = 1 end
   if unsat then code = code + 2 end
   if takes and not force then code = code + 4 * c end
-  if blocked > 0 then code = 3 end
+  if blocked > 0 then
+    code = 3
+    mark = 0
+    if ps_started then mark = 1 end
+  end
   hpos[i] = ri + 1
   reply[ri + 1], reply[ri + 2], reply[ri + 3], reply[ri + 4], reply[ri + 5] = code, rem, reset, retry, mark
   ri = ri + 5

@@ -33,9 +33,17 @@ func testPenalty(t *testing.T, newHarness Factory) {
 					t.Fatalf("take %d of 2 per minute: %+v, want allowed", i+1, r)
 				}
 			}
-			blocked(t, "the refusal that starts the block", take1(t, h.Store, hit), 15*time.Minute)
+			first := take1(t, h.Store, hit)
+			blocked(t, "the refusal that starts the block", first, 15*time.Minute)
+			if !first.BlockStarted {
+				t.Fatalf("the refusal that starts the block: %+v, want BlockStarted", first)
+			}
 			h.SetTime(at.Add(5 * time.Minute)) // the bucket is full again
-			blocked(t, "5 minutes in", take1(t, h.Store, hit), 10*time.Minute)
+			if r := take1(t, h.Store, hit); r.BlockStarted {
+				t.Fatalf("5 minutes in: %+v, want a running block, not one started", r)
+			} else {
+				blocked(t, "5 minutes in", r, 10*time.Minute)
+			}
 			peek := hit
 			peek.Peek = true
 			blocked(t, "a peek 5 minutes in", take1(t, h.Store, peek), 10*time.Minute)
