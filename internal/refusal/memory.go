@@ -205,8 +205,12 @@ func (m *Memory) Answer(hits []sluice.Hit, out []sluice.Result) bool {
 // remaining returns what e's bucket holds reset nanoseconds before it is
 // full: exact for a token bucket, which nothing but time has changed
 // since it was refused; for the window algorithms, what it held when
-// refused (a lower bound: while the refusal stands, time only adds).
+// refused (a lower bound: while the refusal stands, time only adds); 0
+// while a penalty's block refuses it, as the store says then.
 func (e *entry) remaining(reset int64) int64 {
+	if e.blocked {
+		return 0
+	}
 	if e.alg != sluice.TokenBucket {
 		return e.left
 	}
