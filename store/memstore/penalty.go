@@ -102,6 +102,9 @@ func (s *Store) countRefusals(now int64, hits []sluice.Hit, out []sluice.Result)
 			p.since, p.count = now, 0
 			p.expires = max(p.until, now+period)
 		}
+		if _, held := s.pen.m[k]; !held {
+			s.roomForPenalty(now)
+		}
 		p.count++
 		if p.count >= h.Refusals() {
 			p.until, p.count = now+h.Block.Microseconds(), 0
@@ -110,6 +113,37 @@ func (s *Store) countRefusals(now int64, hits []sluice.Hit, out []sluice.Result)
 		}
 		s.pen.m[k] = p
 	}
+}
+
+// roomForPenalty makes room for one more entry when the table holds as
+// many as the store holds buckets (Config.MaxBuckets): it forgets the
+// entries that neither block nor count any more, then, if none did, the
+// one that ends first among a few (a block forgiven early). The caller
+// holds s.pen.mu.
+func (s *Store) roomForPenalty(now int64) {
+	limit := int(s.table.c.max)
+	if limit <= 0 || len(s.pen.m) < limit {
+		return
+	}
+	for k, p := range s.pen.m {
+		if p.expires <= now {
+			delete(s.pen.m, k)
+		}
+	}
+	if len(s.pen.m) < limit {
+		return
+	}
+	var victim penKey
+	first, seen := int64(0), 0
+	for k, p := range s.pen.m { // map order: a random few
+		if seen == 0 || p.expires < first {
+			victim, first = k, p.expires
+		}
+		if seen++; seen == 8 {
+			break
+		}
+	}
+	delete(s.pen.m, victim)
 }
 
 // setBlocked makes r a blocked refusal with left µs of its block to run.
