@@ -76,3 +76,46 @@ func TestPenaltyAcrossInstances(t *testing.T) {
 		t.Fatalf("another instance, the memory's bound after the reset: %+v, want the block lifted", r)
 	}
 }
+
+// A blocked bucket's key lives at least until its block ends, however
+// soon its bucket is full again; a refusal that counts toward after keeps
+// it until its counting period ends.
+func TestPenaltyKeyLivesWithItsBlock(t *testing.T) {
+	t.Parallel() // its own redis-server
+	srv := redistest.Start(t)
+	client := newClient(t, srv.Addr)
+	s := newStore(t, client, nil) // the server's clock: keys expire in real time
+	ctx := context.Background()
+	pttl := func(what string) time.Duration {
+		t.Helper()
+		keys, err := client.Keys(ctx, "*").Result()
+		if err != nil || len(keys) != 1 {
+			t.Fatalf("%s: keys %q, %v, want the one bucket", what, keys, err)
+		}
+		d, err := client.PTTL(ctx, keys[0]).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	out := make([]sluice.Result, 1)
+	hit := sluice.Hit{Key: "penalty-ttl", Limit: sluice.PerMinute(60), Block: time.Hour, After: 2}
+	big := hit
+	big.Cost = 61 // never passes: a refusal
+	for i, h := range []sluice.Hit{hit, big} {
+		if err := s.Take(ctx, []sluice.Hit{h}, out); err != nil || out[0].Allowed != (i == 0) {
+			t.Fatalf("request %d: %+v %v", i+1, out[0], err)
+		}
+	}
+	// One refusal of two: the key lives until the limit's period (1 m)
+	// ends, though the bucket alone is full again within a second.
+	if d := pttl("one refusal counted"); d < 59*time.Second || d > time.Minute {
+		t.Fatalf("one refusal counted: the key expires in %v, want about the limit's period (1 m)", d)
+	}
+	if err := s.Take(ctx, []sluice.Hit{big}, out); err != nil || !out[0].BlockStarted {
+		t.Fatalf("the second refusal: %+v %v, want the block started", out[0], err)
+	}
+	if d := pttl("blocked"); d < time.Hour-time.Minute || d > time.Hour {
+		t.Fatalf("blocked for an hour: the key expires in %v, want about an hour", d)
+	}
+}
