@@ -48,6 +48,29 @@ type Hit struct {
 	// (store/lease) and ignored by the others. nil: the lease store's
 	// default. The rules package points it at the rule's policy.
 	Lease *LeasePolicy
+	// Block, when positive, is the hit's penalty: once the hit is refused
+	// After times within its limit's period, every later hit on its bucket
+	// is refused for Block (a blocked refusal, [Result.Blocked]), whatever
+	// the bucket holds. The block lives with the bucket in the store, so
+	// every instance sharing the store sees it, and resetting the bucket
+	// lifts it. A forced hit neither counts nor is blocked. Not with
+	// Shadow, MinCost or the sliding log algorithm; at most [MaxBlock].
+	Block time.Duration
+	// After is how many refusals within the limit's period start a block
+	// (see Block); 0 means 1. Only with Block.
+	After int64
+}
+
+// MaxBlock is the longest penalty a hit may carry (see [Hit.Block]).
+const MaxBlock = 30 * 24 * time.Hour
+
+// Refusals returns the number of refusals that start h's block: After, or
+// 1 when After is 0.
+func (h *Hit) Refusals() int64 {
+	if h.After == 0 {
+		return 1
+	}
+	return h.After
 }
 
 // Units returns the cost h is decided with: Cost, or 1 when Cost is 0.
@@ -78,10 +101,36 @@ func (h *Hit) Check() error {
 	case !h.Algorithm.Valid():
 		return fmt.Errorf("%w: %v", ErrInvalidHit, h.Algorithm)
 	}
+	if err := h.checkPenalty(); err != nil {
+		return err
+	}
 	// Stores receive hits from anywhere, so they cannot rely on the rules
 	// package having validated the limit: an invalid one could divide by
 	// zero or leave the range where Lua's doubles are exact.
 	return h.Algorithm.ValidateLimit(h.Limit)
+}
+
+// checkPenalty reports why h's penalty (Block, After) cannot be decided.
+func (h *Hit) checkPenalty() error {
+	switch {
+	case h.Block == 0 && h.After == 0:
+		return nil
+	case h.Block <= 0:
+		return fmt.Errorf("%w: a penalty needs a positive block, got %v", ErrInvalidHit, h.Block)
+	case h.Block > MaxBlock:
+		return fmt.Errorf("%w: penalty block %v over %v", ErrInvalidHit, h.Block, MaxBlock)
+	case h.Block < time.Microsecond:
+		return fmt.Errorf("%w: penalty block %v under a microsecond", ErrInvalidHit, h.Block)
+	case h.After < 0:
+		return fmt.Errorf("%w: penalty after %d refusals: at least 1", ErrInvalidHit, h.After)
+	case h.Shadow:
+		return fmt.Errorf("%w: a shadow hit cannot carry a penalty", ErrInvalidHit)
+	case h.MinCost > 0:
+		return fmt.Errorf("%w: a partial hit (MinCost) cannot carry a penalty", ErrInvalidHit)
+	case h.Algorithm == SlidingLog:
+		return fmt.Errorf("%w: the sliding log cannot carry a penalty", ErrInvalidHit)
+	}
+	return nil
 }
 
 // Result is a store's answer for one hit.
@@ -122,6 +171,13 @@ type Result struct {
 	// here, or evicted from its bounded record). A call with a shadow hit,
 	// a peek or a forced hit is always decided by the store.
 	Remembered bool
+	// Blocked reports that the hit was refused by its penalty (see
+	// [Hit.Block]): this refusal started a block, or one was running.
+	// RetryAfter is then the time left in the block.
+	Blocked bool
+	// BlockStarted reports that this refusal started the block (Blocked is
+	// then set too, and RetryAfter is the whole block).
+	BlockStarted bool
 }
 
 // CheckHits reports why a store cannot decide hits into out, or nil: too

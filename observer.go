@@ -30,9 +30,13 @@ const (
 	// and the entry's own limit let it through. Decision.Rule names the
 	// entry, never the identity it matched.
 	OutcomeBypassed
+	// OutcomeBlocked: an enforcing rule's penalty refused the request: the
+	// store refused it and started a block, or a block was running (see
+	// [Hit.Block]). Counted apart from OutcomeDenied.
+	OutcomeBlocked
 )
 
-var outcomeNames = [...]string{"allowed", "denied", "shadow_denied", "failed_open", "failed_closed", "local", "bypassed"}
+var outcomeNames = [...]string{"allowed", "denied", "shadow_denied", "failed_open", "failed_closed", "local", "bypassed", "blocked"}
 
 // String returns the outcome's metric label, such as "shadow_denied".
 func (o Outcome) String() string {

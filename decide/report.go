@@ -42,6 +42,8 @@ func (dc *Decider) observe(ctx context.Context, o *Outcome) {
 			dec.Outcome, dec.Result = sluice.OutcomeAllowed, res
 		case rule.Shadow:
 			dec.Outcome, dec.Result = sluice.OutcomeShadowDenied, res
+		case res.Blocked:
+			dec.Outcome, dec.Result = sluice.OutcomeBlocked, res
 		default:
 			dec.Outcome, dec.Result = sluice.OutcomeDenied, res
 		}

@@ -27,6 +27,7 @@
 // With the default namespace "sluice" the collector exports
 // sluice_decisions_total{rule, outcome} (one per rule per request),
 // sluice_refusals_remembered_total{rule},
+// sluice_penalties_started_total{rule} (blocks a rule's penalty started),
 // sluice_request_limits_total{rule, action} (limits requests set with
 // [sluice.WithLimit] that a rule capped or ignored),
 // sluice_store_call_duration_seconds{result} (buckets [DefaultBuckets]),

@@ -79,6 +79,7 @@ type Collector struct {
 	evictions   prometheus.Counter
 	resets      *prometheus.CounterVec
 	remembered  *prometheus.CounterVec
+	penalties   *prometheus.CounterVec
 	reqLimits   *prometheus.CounterVec
 	// parts are the metrics above, in the order Describe and Collect
 	// visit them.
@@ -98,6 +99,7 @@ type outcomeCounters struct {
 	label      string
 	counters   []prometheus.Counter
 	remembered prometheus.Counter   // denials a store answered from memory
+	penalties  prometheus.Counter   // blocks a rule's penalty started
 	reqLimits  []prometheus.Counter // request-set limits capped or ignored, by action
 }
 
@@ -116,7 +118,7 @@ func New(cfg Config) (*Collector, error) {
 	c.newEndpointMetrics(cfg)
 	c.evictions = newEvictions(cfg.Namespace, cfg.ConstLabels)
 	c.parts = []prometheus.Collector{c.decisions, c.latency, c.storeErrors, c.breaker, c.transitions,
-		c.reloads, c.healed, c.evicting, c.evictions, c.resets, c.remembered, c.reqLimits}
+		c.reloads, c.healed, c.evicting, c.evictions, c.resets, c.remembered, c.penalties, c.reqLimits}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
@@ -150,6 +152,10 @@ func (c *Collector) newRequestMetrics(cfg Config) {
 	c.remembered = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: ns, Name: "refusals_remembered_total", ConstLabels: cfg.ConstLabels,
 		Help: "Denials a store answered in process from its memory of an earlier refusal, with no store call, by rule.",
+	}, []string{"rule"})
+	c.penalties = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "penalties_started_total", ConstLabels: cfg.ConstLabels,
+		Help: "Blocks a rule's penalty started (identities refused for the penalty's block), by rule.",
 	}, []string{"rule"})
 	c.reqLimits = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: ns, Name: "request_limits_total", ConstLabels: cfg.ConstLabels,
@@ -290,8 +296,11 @@ func (c *Collector) Observe(_ context.Context, d sluice.Decision) {
 	oc := c.rules.Get(d.Rule)
 	if int(d.Outcome) < len(oc.counters) {
 		oc.counters[d.Outcome].Inc()
-		if d.Result.Remembered && d.Outcome == sluice.OutcomeDenied {
+		if d.Result.Remembered && (d.Outcome == sluice.OutcomeDenied || d.Outcome == sluice.OutcomeBlocked) {
 			oc.remembered.Inc()
+		}
+		if d.Result.BlockStarted && d.Outcome == sluice.OutcomeBlocked {
+			oc.penalties.Inc()
 		}
 		return
 	}
@@ -313,6 +322,7 @@ func (c *Collector) newOutcomeCounters(rule string) *outcomeCounters {
 		oc.counters[i] = c.decisions.WithLabelValues(oc.label, o)
 	}
 	oc.remembered = c.remembered.WithLabelValues(oc.label)
+	oc.penalties = c.penalties.WithLabelValues(oc.label)
 	for a := sluice.RequestLimitAction(0); a.String() != "unknown"; a++ {
 		oc.reqLimits = append(oc.reqLimits, c.reqLimits.WithLabelValues(oc.label, a.String()))
 	}

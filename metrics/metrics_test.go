@@ -25,7 +25,7 @@ import (
 var allOutcomes = []sluice.Outcome{
 	sluice.OutcomeAllowed, sluice.OutcomeDenied, sluice.OutcomeShadowDenied,
 	sluice.OutcomeFailedOpen, sluice.OutcomeFailedClosed, sluice.OutcomeLocal,
-	sluice.OutcomeBypassed,
+	sluice.OutcomeBypassed, sluice.OutcomeBlocked,
 }
 
 func TestDecisionsByRuleAndOutcome(t *testing.T) {
@@ -46,7 +46,7 @@ func TestDecisionsByRuleAndOutcome(t *testing.T) {
 	}
 	exp[decisions("per-user", "denied")] = 1
 	want(t, got, exp)
-	for _, name := range []string{"allowed", "denied", "shadow_denied", "failed_open", "failed_closed", "local", "bypassed"} {
+	for _, name := range []string{"allowed", "denied", "shadow_denied", "failed_open", "failed_closed", "local", "bypassed", "blocked"} {
 		if _, ok := got[decisions("per-ip", name)]; !ok {
 			t.Errorf("no series for outcome %q", name)
 		}
@@ -352,6 +352,7 @@ func TestLabelsCarryNoKeys(t *testing.T) {
 		"sluice_state_healed_total":          {"endpoint"},
 		"sluice_memstore_evictions_total":    nil,
 		"sluice_refusals_remembered_total":   {"rule"},
+		"sluice_penalties_started_total":     {"rule"},
 		"sluice_request_limits_total":        {"action", "rule"},
 	}
 	mfs, err := reg.Gather()
@@ -745,4 +746,26 @@ func TestRequestLimits(t *testing.T) {
 		`sluice_request_limits_total{action="invalid",rule="per-tenant"}`:       0,
 		`sluice_request_limits_total{action="unknown_rule",rule="per-tennant"}`: 1,
 	})
+}
+
+// A blocked refusal counts under the blocked outcome; the one that
+// started its block counts a penalty too, and one answered from memory a
+// remembered refusal.
+func TestPenaltiesStarted(t *testing.T) {
+	c, reg := newCollector(t, metrics.Config{})
+	ctx := context.Background()
+	c.Observe(ctx, sluice.Decision{Rule: "abusive", Outcome: sluice.OutcomeBlocked, Result: sluice.Result{Blocked: true, BlockStarted: true, RetryAfter: time.Minute}})
+	c.Observe(ctx, sluice.Decision{Rule: "abusive", Outcome: sluice.OutcomeBlocked, Result: sluice.Result{Blocked: true, RetryAfter: time.Second}})
+	c.Observe(ctx, sluice.Decision{Rule: "abusive", Outcome: sluice.OutcomeBlocked, Result: sluice.Result{Blocked: true, Remembered: true, RetryAfter: time.Second}})
+	got := series(t, reg)
+	for name, v := range map[string]float64{
+		decisions("abusive", "blocked"):                    3,
+		decisions("abusive", "denied"):                     0,
+		`sluice_penalties_started_total{rule="abusive"}`:   1,
+		`sluice_refusals_remembered_total{rule="abusive"}`: 1,
+	} {
+		if got[name] != v {
+			t.Errorf("%s = %v, want %v", name, got[name], v)
+		}
+	}
 }

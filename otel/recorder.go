@@ -185,7 +185,7 @@ func (r *Recorder) Observe(ctx context.Context, d sluice.Decision) {
 		return
 	}
 	r.decisions.Add(ctx, 1, ra.outcomes[d.Outcome]...)
-	if d.Result.Remembered && d.Outcome == sluice.OutcomeDenied {
+	if d.Result.Remembered && (d.Outcome == sluice.OutcomeDenied || d.Outcome == sluice.OutcomeBlocked) {
 		r.remembered.Add(ctx, 1, ra.rule...)
 	}
 	if r.cfg.spanEvents && refused(d) {
@@ -196,7 +196,7 @@ func (r *Recorder) Observe(ctx context.Context, d sluice.Decision) {
 // refused reports whether d refused its request.
 func refused(d sluice.Decision) bool {
 	switch d.Outcome {
-	case sluice.OutcomeDenied, sluice.OutcomeFailedClosed:
+	case sluice.OutcomeDenied, sluice.OutcomeBlocked, sluice.OutcomeFailedClosed:
 		return true
 	case sluice.OutcomeLocal:
 		return !d.Shadow && !d.Result.Allowed

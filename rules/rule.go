@@ -128,6 +128,9 @@ type Rule struct {
 	// limit, never raise it. Precedence: a request's own limit, else an
 	// override's, else Limit.
 	MaxLimit sluice.Limit
+	// Penalty, when set, blocks an identity the rule refuses for a while
+	// (see [Penalty]). nil, the default: no penalty.
+	Penalty *Penalty
 
 	over *overrides // Overrides, compiled by New
 }
@@ -177,6 +180,9 @@ func (r *Rule) Validate() error {
 	}
 	if n := int64(r.Lease.HotKeys.Split); n >= 2 && (r.Limit.Rate < n || r.Limit.Capacity() < n) {
 		return fail("hot_keys.split", "%d: the limit (rate %d, capacity %d) cannot be split into %d sub-buckets of at least 1", n, r.Limit.Rate, r.Limit.Capacity(), n)
+	}
+	if field, problem := r.Penalty.validate(r); problem != "" {
+		return fail(field, "%s", problem)
 	}
 	if field, problem := r.Count.validate(); problem != "" {
 		return fail(field, "%s", problem)

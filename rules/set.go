@@ -166,8 +166,11 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 				}
 			}
 		}
+		block, after := rule.Penalty.hitFields()
 		m.Rules = append(m.Rules, rule)
 		m.Hits = append(m.Hits, sluice.Hit{
+			Block:     block,
+			After:     after,
 			Lease:     lease,
 			Group:     group,
 			Key:       BucketKey(rule.Name, rule.Key.Kind(), id),

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strconv"
 	"testing"
 )
 
@@ -37,5 +38,21 @@ func TestRuleFileFailedLogins(t *testing.T) {
 	}
 	if code := post("bob", "demo"); code != 200 {
 		t.Fatalf("bob: %d", code)
+	}
+	// The refusal blocked alice's sign-ins for an hour: Retry-After is the
+	// time left in it, not the 15 minutes' refill.
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/login", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-User", "alice")
+	req.Header.Set("X-Password", "demo")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); resp.StatusCode != http.StatusTooManyRequests || err != nil || ra < 3590 || ra > 3600 {
+		t.Fatalf("alice during the block: %d, Retry-After %q, want 429 with about 3600", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }

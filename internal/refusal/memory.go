@@ -73,6 +73,7 @@ type entry struct {
 	limit   sluice.Limit
 	alg     sluice.Algorithm
 	unsat   bool
+	blocked bool  // refused by its penalty's block: at any cost
 	cost    int64 // the least cost refused
 	expires int64 // when the entry stops answering: sent + min(R, maxAge)
 	retryAt int64 // sent + R: when a hit of cost would pass
@@ -180,6 +181,7 @@ func (m *Memory) Answer(hits []sluice.Hit, out []sluice.Result) bool {
 			Remaining:     e.remaining(reset),
 			ResetAfter:    time.Duration(reset),
 			Unsatisfiable: e.unsat,
+			Blocked:       e.blocked,
 			Remembered:    true,
 		}
 		if !e.unsat {
@@ -203,8 +205,12 @@ func (m *Memory) Answer(hits []sluice.Hit, out []sluice.Result) bool {
 // remaining returns what e's bucket holds reset nanoseconds before it is
 // full: exact for a token bucket, which nothing but time has changed
 // since it was refused; for the window algorithms, what it held when
-// refused (a lower bound: while the refusal stands, time only adds).
+// refused (a lower bound: while the refusal stands, time only adds); 0
+// while a penalty's block refuses it, as the store says then.
 func (e *entry) remaining(reset int64) int64 {
+	if e.blocked {
+		return 0
+	}
 	if e.alg != sluice.TokenBucket {
 		return e.left
 	}
@@ -229,7 +235,7 @@ func (m *Memory) lookup(h *sluice.Hit, now int64) (*entry, int64) {
 			continue
 		}
 		switch {
-		case c == e.cost:
+		case c == e.cost || e.blocked:
 			return e, 0
 		case c > e.cost && !e.unsat && e.alg == sluice.TokenBucket && c <= e.limit.Capacity():
 			return e, (c - e.cost) * e.limit.IntervalMicros() * int64(time.Microsecond)
@@ -259,12 +265,18 @@ func (m *Memory) Remember(hits []sluice.Hit, out []sluice.Result, sent int64) {
 		if !counts(h) || (r.RetryAfter <= 0 && !r.Unsatisfiable) || sharesBucket(hits[:i], h) {
 			continue
 		}
+		if h.Block > 0 && !r.Blocked {
+			// A refusal that counts toward a penalty's block is the
+			// store's to count: at most After of them per period reach
+			// it before the block, which is remembered.
+			continue
+		}
 		age := m.maxAge
 		if !r.Unsatisfiable {
 			age = min(age, int64(r.RetryAfter))
 		}
 		m.put(&entry{
-			key: h.Key, group: h.Group, limit: h.Limit, alg: h.Algorithm, unsat: r.Unsatisfiable,
+			key: h.Key, group: h.Group, limit: h.Limit, alg: h.Algorithm, unsat: r.Unsatisfiable, blocked: r.Blocked,
 			cost:    cost(h),
 			expires: sent + age,
 			retryAt: sent + int64(r.RetryAfter),

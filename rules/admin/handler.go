@@ -129,6 +129,10 @@ type Bucket struct {
 	// RetryAfterMS is, when not Allowed, the time until a request of the
 	// rule's cost would pass.
 	RetryAfterMS int64 `json:"retry_after_ms"`
+	// Blocked reports that the identity is blocked by the rule's penalty
+	// ([rules.Penalty]): RetryAfterMS is then the time left in the block,
+	// which a reset lifts.
+	Blocked bool `json:"blocked,omitempty"`
 	// PeriodStart and PeriodEnd are, for a calendar limit, the bounds of
 	// its current period in its zone, in RFC 3339: Used counts from
 	// PeriodStart, and the bucket is whole again at PeriodEnd. Empty for
@@ -219,6 +223,9 @@ func (h *handler) resolve(q query) (ms []match, status int, detail string) {
 			Cost:      rule.Cost,
 			Peek:      true,
 		}
+		if p := rule.Penalty; p != nil {
+			hit.Block, hit.After = p.Block, p.After // a peek then reports the block
+		}
 		if seen[hit] {
 			continue // the same rule in two limiters' sets: one bucket
 		}
@@ -250,7 +257,7 @@ func (h *handler) inspect(ctx context.Context, ms []match) ([]Bucket, error) {
 			Rule: m.rule.Name, Kind: m.rule.Key.Kind(), Identity: m.id,
 			Limit: m.hit.Limit.String(), Algorithm: m.rule.Algorithm.String(),
 			Cost: m.hit.Units(), Shadow: m.rule.Shadow,
-			Allowed: res[i].Allowed, Remaining: res[i].Remaining,
+			Allowed: res[i].Allowed, Remaining: res[i].Remaining, Blocked: res[i].Blocked,
 			ResetAfterMS: ceilMillis(res[i].ResetAfter), RetryAfterMS: ceilMillis(res[i].RetryAfter),
 		}
 		if m.hit.Algorithm != sluice.TokenBucket {

@@ -42,6 +42,9 @@
 //	    count:                     # optional: count only these responses, give the rest back
 //	      status: [401, 403, 5xx]  # HTTP statuses (100 to 599) or classes (1xx to 5xx)
 //	      grpc: [Unauthenticated]  # gRPC codes by name
+//	    penalty:                   # optional: block an identity the rule refuses
+//	      block: 15m               # required: 1ms to 30d
+//	      after: 3                 # refusals within the limit's period; default 1
 //	bypass:                        # optional
 //	  - name: office
 //	    cidrs: [203.0.113.0/24]    # and/or api_keys: ["sha256:..."], users: [alice]
@@ -107,6 +110,18 @@
 // unknown zone (named), zone: Local, and a zone without a calendar. Zones
 // come from the system's zone database, or from time/tzdata when the
 // program imports it.
+//
+// # Penalties
+//
+// penalty: {block: 15m} refuses every request of an identity the rule
+// matches for 15 minutes once the rule has refused it (with after: N,
+// once it has refused it N times within the limit's period), on every
+// instance sharing the store, whatever its bucket holds; Retry-After is the
+// time left ([rules.Penalty]). The block lives in the store with the
+// rule's bucket, so an operator's reset lifts it. Refused with the line
+// and the field: penalty without block, block without a unit, under 1ms
+// or over 30 days, after below 1, a penalty on a shadow rule or on a
+// sliding_log rule.
 //
 // # Overrides
 //

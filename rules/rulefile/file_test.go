@@ -50,6 +50,9 @@ func describe(s *rules.Set) string {
 		if r.Count != nil {
 			fmt.Fprintf(&b, "  count %v\n", r.Count)
 		}
+		if p := r.Penalty; p != nil {
+			fmt.Fprintf(&b, "  penalty block=%v after=%d\n", p.Block, p.After)
+		}
 		for _, o := range r.Overrides {
 			fmt.Fprintf(&b, "  override limit=%v identities=%q\n", o.Limit, o.Identities)
 		}

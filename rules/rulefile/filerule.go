@@ -47,6 +47,9 @@ func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]
 	if err := d.count(f["count"], &r); err != nil {
 		return rules.Rule{}, false, err
 	}
+	if err := d.penalty(f["penalty"], &r); err != nil {
+		return rules.Rule{}, false, err
+	}
 	if err := d.quota(n, f, &r); err != nil {
 		return rules.Rule{}, false, err
 	}

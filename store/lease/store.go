@@ -154,6 +154,9 @@ func (s *Store) ruleOf(h *sluice.Hit) string {
 // bound for the instances sharing the backing store (at least 1), the
 // store's cap and the policy's.
 func (s *Store) kmax(h *sluice.Hit, pol *sluice.LeasePolicy) int64 {
+	if unleased(h) {
+		return 0
+	}
 	k := min(MaxLease(h.Limit, h.Algorithm, max(s.Instances(), 1), s.cfg.DriftBudget), s.cfg.MaxLease)
 	if pol.MaxLease > 0 {
 		k = min(k, pol.MaxLease)

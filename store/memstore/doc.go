@@ -53,6 +53,12 @@
 // sluice_memstore_evictions_total). Set MaxBuckets above the number of
 // identities active within your longest period.
 //
+// Penalties ([sluice.Hit.Block]) keep a record beside the bucket of each
+// identity blocked or counting refusals toward a block, forgotten by the
+// sweeper once the block and the counting period are over, and bounded by
+// MaxBuckets as well: at the bound the records that are over go first,
+// then one of those that end soonest (its block forgiven early).
+//
 // # Keys
 //
 // Keys are compared byte for byte. A key longer than 128 bytes is stored as

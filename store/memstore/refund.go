@@ -58,6 +58,7 @@ func (s *Store) Reset(_ context.Context, hits []sluice.Hit) error {
 	}
 	for i := range hits {
 		s.update(&hits[i], func(int64) int64 { return 0 }, func(st *state) { *st = state{} })
+		s.resetPenalty(&hits[i])
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ type Store struct {
 	table  table
 	limits limitMemo
 	evict  evictor
+	pen    penalties
 	closed atomic.Bool
 	stop   chan struct{}
 	done   sync.WaitGroup
@@ -74,6 +75,8 @@ func (s *Store) Take(_ context.Context, hits []sluice.Hit, out []sluice.Result) 
 	}
 	now := s.now()
 	switch {
+	case penalized(hits):
+		s.takePenalized(now, hits, out)
 	case len(hits) > 1:
 		s.takeMany(now, hits, out)
 	case hits[0].Algorithm == sluice.TokenBucket: // a partial hit: tokenHit passes those over
@@ -95,7 +98,7 @@ func errClosed() error { return &sluice.StoreError{Op: "memstore: take", Kind: s
 // hit that takes exactly its cost, else false (the general path then decides
 // it, or reports why it cannot).
 func (s *Store) tokenHit(h *sluice.Hit) (algo.TBNums, bool) {
-	if h.Algorithm != sluice.TokenBucket || h.Cost < 0 || h.Key == "" || h.MinCost != 0 || h.Peek && h.Force {
+	if h.Algorithm != sluice.TokenBucket || h.Cost < 0 || h.Key == "" || h.MinCost != 0 || h.Peek && h.Force || h.Block != 0 || h.After != 0 {
 		return algo.TBNums{}, false
 	}
 	return s.limits.tokenBucket(h.Limit)
@@ -301,10 +304,12 @@ func (s *Store) Len() int {
 	return n
 }
 
-// Sweep forgets every bucket that is full again and returns how many it
-// forgot. The sweeper does the same in steps; tests may call it.
+// Sweep forgets every bucket that is full again (and every penalty that
+// neither blocks nor counts refusals any more) and returns how many
+// buckets it forgot. The sweeper does the same in steps; tests may call it.
 func (s *Store) Sweep() int {
 	now := s.now()
+	s.sweepPenalties(now)
 	return s.table.sweep(func(b *bucket) bool { return b.full(now) })
 }
 
@@ -326,6 +331,9 @@ func (s *Store) sweepLoop(every time.Duration) {
 			return
 		case <-t.C:
 			now := s.now()
+			if hand == 0 {
+				s.sweepPenalties(now)
+			}
 			for range (numSegments + sweepSteps - 1) / sweepSteps {
 				s.table.visit(hand, func(b *bucket) bool { return b.full(now) })
 				hand = (hand + 1) % numSegments

@@ -81,10 +81,11 @@ func TestDifferentialBatched(t *testing.T) {
 }
 
 // batchHits returns one request of randomHits, or one time in three a
-// request of plain token-bucket hits (shadow ones among them).
+// request of plain token-bucket hits (shadow ones among them) unless it
+// carries a penalty.
 func batchHits(rng *rand.Rand, prefix string) []sluice.Hit {
 	hits := randomHits(rng, prefix)
-	if rng.IntN(3) != 0 {
+	if rng.IntN(3) != 0 || hits[0].Block > 0 { // a penalty's key always carries it
 		return hits
 	}
 	for i := range hits {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func mustZone(name string) *time.Location {
 
 // TestDifferentialMemstoreVsRedis replays seeded random sequences of (time
 // step, keys, rule mix, cost, shadow, peeks, partial hits, forced charges,
-// refunds of earlier takes) against memstore and
+// penalties, refunds of earlier takes) against memstore and
 // the Redis store on a real redis-server, both on one fake clock, and
 // requires identical results at every step: both stores compute the same
 // integer microseconds, so they must agree exactly.
@@ -131,6 +132,11 @@ func compare(t *testing.T, what string, hits []sluice.Hit, outA, outB []sluice.R
 	// one the memory store refuses, with the same answer for the
 	// remembered refusals; its other hits were not decided.
 	remembered = len(outB) > 0 && outB[0].Remembered
+	for i := range outA {
+		if outA[i].Blocked {
+			blockedSeen.Add(1)
+		}
+	}
 	for i := range outB {
 		if !outB[i].Remembered {
 			continue
@@ -170,10 +176,17 @@ func appendTaken(taken []sluice.Refund, hits []sluice.Hit, out []sluice.Result) 
 	return taken
 }
 
-// checkRemembered fails t when no replay exercised the memory of refusals.
+// blockedSeen counts the blocked refusals the replays met.
+var blockedSeen atomic.Int64
+
+// checkRemembered fails t when no replay exercised the memory of refusals,
+// or the penalties.
 func checkRemembered(t *testing.T, remembered int) {
 	if !t.Failed() && remembered == 0 {
 		t.Error("no request was answered from memory: the replays do not exercise it")
+	}
+	if !t.Failed() && blockedSeen.Load() == 0 {
+		t.Error("no request was blocked: the replays do not exercise penalties")
 	}
 }
 
@@ -219,5 +232,25 @@ func randomHits(rng *rand.Rand, prefix string) []sluice.Hit {
 			hits[i].MinCost = 1 + rng.Int64N(hits[i].Cost)
 		}
 	}
+	if n == 1 && !hits[0].Shadow && hits[0].Algorithm != sluice.SlidingLog && rng.IntN(3) == 0 {
+		penalize(rng, prefix, &hits[0])
+	}
 	return hits
+}
+
+// penalties are the penalties of the keys that carry one: each such key
+// always has its own, so no bucket is decided with and without it.
+var penalties = []struct {
+	block time.Duration
+	after int64
+}{{300 * time.Millisecond, 0}, {2 * time.Second, 2}, {1500 * time.Millisecond, 3}}
+
+// penalize gives h a penalty and one of the keys that carry one. Only
+// requests of one hit carry a penalty: a request refused from memory by
+// another of its rules is not decided for a penalty's rule, while the
+// memory store decides (and counts) every hit.
+func penalize(rng *rand.Rand, prefix string, h *sluice.Hit) {
+	i := rng.IntN(len(penalties))
+	h.Key = fmt.Sprintf("%sp%d", prefix, i)
+	h.Block, h.After, h.MinCost = penalties[i].block, penalties[i].after, 0
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice"
 )
@@ -81,8 +82,13 @@ func ints(vs ...int64) []any {
 }
 
 // fuzzRequests builds requests from shape: one to four hits in one or two
-// requests, each of any algorithm, forced, partial or plain.
+// requests, each of any algorithm, forced, partial or plain; with shape's
+// top bit set, every hit carries a penalty.
 func fuzzRequests(s *decider, shape uint64) []*request {
+	var block time.Duration
+	if shape>>63 == 1 {
+		block = time.Minute
+	}
 	n := 1 + int(shape%4)
 	shape /= 4
 	hits := make([]sluice.Hit, n)
@@ -95,6 +101,7 @@ func fuzzRequests(s *decider, shape uint64) []*request {
 			h.MinCost = 1
 		}
 		shape /= 96
+		h.Block = block
 		hits[i] = h
 	}
 	out := make([]sluice.Result, n)
@@ -120,6 +127,8 @@ func FuzzDecodeTake(f *testing.F) {
 	f.Add(encodeReply(append(ints(0), "x", int64(1))), uint64(0))
 	f.Add(encodeReply(int64(3)), uint64(0))
 	f.Add([]byte{}, uint64(7))
+	f.Add(encodeReply(ints(0, 3, 0, 900_000_000, 900_000_000, 1)), uint64(1)<<63) // blocked: the block started
+	f.Add(encodeReply(ints(0, 3, 0, 900_000_000, 900_000_000, 0)), uint64(0))     // blocked, without a penalty
 	f.Fuzz(func(t *testing.T, data []byte, shape uint64) {
 		s := decodeStore()
 		reqs := fuzzRequests(s, shape)
@@ -135,7 +144,8 @@ func FuzzDecodeTake(f *testing.F) {
 			for i, res := range r.out {
 				h := &r.hits[i]
 				if res.Receipt.Taken < 0 || res.Receipt.Taken > h.Units() || h.Force && res.Receipt.Taken != 0 ||
-					res.Remaining < 0 || res.ResetAfter < 0 || res.RetryAfter < 0 || res.Limit != h.Limit {
+					res.Remaining < 0 || res.ResetAfter < 0 || res.RetryAfter < 0 || res.Limit != h.Limit ||
+					res.Blocked && (h.Block <= 0 || res.Allowed || res.Unsatisfiable) || res.BlockStarted && !res.Blocked {
 					t.Fatalf("hit %+v decoded as %+v", *h, res)
 				}
 			}

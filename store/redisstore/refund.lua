@@ -11,7 +11,8 @@
 --
 -- Returns how many refunds changed their bucket. A bucket that is missing,
 -- or holds something that is not a bucket's state, is left as it is (the
--- next take replaces what does not parse).
+-- next take replaces what does not parse). A penalty's record before the
+-- state (see take.lua) is kept as it is, and so is the key's TTL then.
 local MINPX = 1000
 local WINDOWMOD = 1000000
 local BIG = 9007199254740992
@@ -53,6 +54,11 @@ for i = 1, #KEYS do
   else
     local v = redis.pcall('GET', k)
     if type(v) == 'table' and string.sub(v.err, 1, 9) ~= 'WRONGTYPE' then error(v.err) end
+    local pre = ''
+    if type(v) == 'string' then
+      local pr, rest = string.match(v, '^(P%d+:%d+:%d+;)(.*)$')
+      if pr then pre, v = pr, rest end
+    end
     if type(v) == 'string' then
       if al == 1 then
         local cur, hi = tonumber(string.sub(v, -6)), 0
@@ -81,7 +87,7 @@ for i = 1, #KEYS do
             else
               packed = string.format('%d', cur)
             end
-            redis.call('SET', k, packed, 'KEEPTTL')
+            redis.call('SET', k, pre .. packed, 'KEEPTTL')
             applied = applied + 1
           end
         end
@@ -96,7 +102,11 @@ for i = 1, #KEYS do
               local sub = math.min(units * p, mark - now)
               if sub > 0 then
                 local nxt = math.max(x - sub, now)
-                redis.call('SET', k, string.format('%d', nxt), 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now + pad) / 1000))))
+                if pre ~= '' then
+                  redis.call('SET', k, pre .. string.format('%d', nxt), 'KEEPTTL')
+                else
+                  redis.call('SET', k, string.format('%d', nxt), 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now + pad) / 1000))))
+                end
                 applied = applied + 1
               end
             end
@@ -104,7 +114,7 @@ for i = 1, #KEYS do
             local idx, count = math.floor(x / (p + 1)), x % (p + 1)
             if idx == mark and count > 0 then
               count = count - math.min(units, count)
-              redis.call('SET', k, string.format('%d', idx * (p + 1) + count), 'KEEPTTL')
+              redis.call('SET', k, pre .. string.format('%d', idx * (p + 1) + count), 'KEEPTTL')
               applied = applied + 1
             end
           end

@@ -101,6 +101,11 @@ const (
 	// boundaries of its calendar windows follow its arguments (see
 	// calendarArgs).
 	modeCalendar = 128
+	// modePenalty marks a hit with a penalty (sluice.Hit.Block; a forced
+	// one keeps the record but neither counts nor is blocked); its
+	// block and after, and its limit's period, follow its arguments (see
+	// penaltyArgs).
+	modePenalty = 256
 )
 
 // oneHit holds the keys and command of a request of one hit, the commonest,
@@ -160,12 +165,18 @@ func (d *decider) newRequest(hits []sluice.Hit, out []sluice.Result) request {
 		if h.Limit.Calendar != sluice.NoCalendar {
 			mode |= modeCalendar
 		}
+		if h.Block > 0 {
+			mode |= modePenalty
+		}
 		r.cmd = append(r.cmd, mode, scriptPeriod(&h.Limit, h.Algorithm), h.Limit.Capacity(), h.Units())
 		if h.MinCost > 0 {
 			r.cmd = append(r.cmd, h.MinCost)
 		}
 		if mode&modeCalendar != 0 {
 			r.cmd = d.calendarArgs(r.cmd, h.Limit)
+		}
+		if mode&modePenalty != 0 {
+			r.cmd = penaltyArgs(r.cmd, h)
 		}
 	}
 	return r
@@ -333,7 +344,7 @@ func replyLen(hits []sluice.Hit) int {
 // forced, a peek or partial), else 0: the script answers in the full form.
 func shortLen(hits []sluice.Hit) int {
 	for i := range hits {
-		if h := &hits[i]; h.Algorithm != sluice.TokenBucket || h.Force || h.Peek || h.MinCost > 0 {
+		if h := &hits[i]; h.Algorithm != sluice.TokenBucket || h.Force || h.Peek || h.MinCost > 0 || h.Block > 0 {
 			return 0
 		}
 	}
@@ -376,9 +387,15 @@ func (r *request) decode(vals []any, short bool) error {
 			return badReply("take", n)
 		}
 		out := &r.out[i]
+		blocked := code == codeBlocked
+		if blocked && h.Block <= 0 {
+			return badReply("take", n)
+		}
 		*out = sluice.Result{
-			Allowed:       code&1 == 1,
-			Unsatisfiable: code&2 == 2,
+			Allowed:       code&1 == 1 && !blocked,
+			Unsatisfiable: code&2 == 2 && !blocked,
+			Blocked:       blocked,
+			BlockStarted:  blocked && n[4] == 1,
 			Limit:         h.Limit,
 			Remaining:     n[1],
 			ResetAfter:    algo.Micros(n[2]),

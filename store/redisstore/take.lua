@@ -6,11 +6,12 @@
 --
 -- KEYS[i]  the bucket of hit i (the hits of every request, in order)
 -- ARGV[1]  '' to use the server clock (TIME), or a clock in µs
--- then, hit after hit, four arguments, for a partial hit a fifth, and for
--- a calendar hit four more:
+-- then, hit after hit, four arguments, for a partial hit a fifth, for
+-- a calendar hit four more, and for a penalty hit three more:
 --   mode   algorithm (0 token bucket, 1 sliding window, 2 fixed window,
 --          3 sliding log) + 4 shadow + 8 forced + 16 peek + 32 partial
 --          + 64 for the last hit of its request + 128 calendar
+--          + 256 penalty
 --   p      the emission interval in µs (token bucket) or the period in µs
 --          (for a calendar hit, 2^30 - 1: see below)
 --   limit  the capacity
@@ -24,6 +25,16 @@
 --          window (mode 2) whose index is its window's start in units of
 --          15 minutes, packed as index × 2^30 + count; its key expires at
 --          its window's end.
+--   block, after, period  a penalty hit's penalty: once after refusals
+--          of its own (hits that did not pass) fall within period µs of
+--          the first, every hit of a penalty on its key is refused for
+--          block µs, whatever its bucket holds, and consumes nothing. A
+--          key with a penalty's record holds 'P' until ':' count ':' since
+--          ';' then its state (empty for an empty bucket): the block's
+--          end, the refusals counted and when their period began, in µs;
+--          it lives until the block and the period end, at least. A hit
+--          without a penalty reads such a key as one that holds something
+--          else (the rule lost its penalty).
 --
 -- Returns an array in one of two forms. The full form: h, the number of
 -- keys found holding something that is not a bucket's state (another type,
@@ -31,7 +42,9 @@
 -- of h hits, one on each such key; then per hit: code, remaining,
 -- reset-after µs, retry-after µs, mark, and for a sliding log hit its
 -- sequence number. code is allowed (1) + 2 if unsatisfiable + 4 × the units
--- the hit took (0 for a forced hit and for one that took nothing). mark and
+-- the hit took (0 for a forced hit and for one that took nothing), or 3
+-- for a hit refused by its penalty's block (retry-after is then the time
+-- left in it, and mark 1 if this refusal started it, else 0). mark and
 -- the sequence number locate what it took: a token bucket's arrival time
 -- after it, a window's index, a log entry's time.
 --
@@ -336,6 +349,7 @@ end
 local mode, per, lim, cost, minc = {}, {}, {}, {}, {}
 local alg, kper = {}, {} -- by key: its algorithm and p
 local cal, wend = {}, {} -- by hit: a calendar hit's boundaries; by key: its window's end
+local pen, pst, pwin, pchanged = {}, {}, {}, {} -- by hit: a penalty; by key: its record {until, count, since}, period, changed
 local sa, sb, sc = {}, {}, {} -- by key: token bucket tat; window index, count, previous count
 local logs = {} -- by key: a sliding log's live entries and what this call adds
 local healed = {} -- by key: 1 if it held something else
@@ -349,11 +363,16 @@ for i = 1, n do
     minc[i] = tonumber(ARGV[a])
     a = a + 1
   end
-  if m >= 128 then
+  if m % 256 >= 128 then
     cal[i] = {tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])}
     a = a + 4
   end
   local k = KEYS[i]
+  if m >= 256 then
+    pen[i] = {tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])}
+    a = a + 3
+    pst[k], pwin[k] = pst[k] or {0, 0, 0}, pen[i][3]
+  end
   if alg[k] == nil then
     local al = m % 4
     alg[k], kper[k] = al, per[i]
@@ -420,6 +439,15 @@ else
 end
 for j = 1, #strk do
   local k, v = strk[j], vals[j]
+  if v and pst[k] then
+    -- A penalty's record before the state.
+    local pu, pc, ps, rest = string.match(v, '^P(%d+):(%d+):(%d+);(.*)$')
+    if pu then
+      pst[k] = {tonumber(pu), tonumber(pc), tonumber(ps)}
+      v = rest
+      if v == '' then v = false end
+    end
+  end
   if v then
     local al, p = alg[k], kper[k]
     if al == 1 then
@@ -639,6 +667,31 @@ for i = 1, n do
     slackif = limit - nb - weighted
     if nb > 0 then resetif = left + p elseif prev > 0 then resetif = left end
   end
+  -- A penalty: a running block refuses the hit; a refusal of its own
+  -- counts toward the next.
+  local blocked = 0
+  local ps_started = false
+  local pn = pen[i]
+  if pn and not force then
+    local ps = pst[k]
+    if ps[1] > now then
+      blocked = ps[1] - now
+    elseif not allowed and not peek then
+      if ps[2] == 0 or now - ps[3] >= pn[3] then ps[2], ps[3] = 0, now end
+      ps[2] = ps[2] + 1
+      if ps[2] >= pn[2] then
+        ps[1], ps[2] = now + pn[1], 0
+        blocked = pn[1]
+        ps_started = true
+      end
+      pchanged[k] = true
+    end
+    if blocked > 0 then
+      allowed, unsat, retry = false, false, blocked
+      if reset < blocked then reset = blocked end
+      slack = 0
+    end
+  end
   local rem = 0
   if slack > 0 then rem = math.floor(slack / iv) end
   r0[i], s0[i] = rem, reset
@@ -661,6 +714,11 @@ for i = 1, n do
   if allowed then code = 1 end
   if unsat then code = code + 2 end
   if takes and not force then code = code + 4 * c end
+  if blocked > 0 then
+    code = 3
+    mark = 0
+    if ps_started then mark = 1 end
+  end
   hpos[i] = ri + 1
   reply[ri + 1], reply[ri + 2], reply[ri + 3], reply[ri + 4], reply[ri + 5] = code, rem, reset, retry, mark
   ri = ri + 5
@@ -711,7 +769,7 @@ for i = 1, n do
         redis.call('ZADD', k, unpack(args))
         redis.call('PEXPIRE', k, string.format('%d', math.max(MINPX, math.ceil((math.max(lg.newest, now) + p - now + pad) / 1000))))
       end
-    elseif changed[k] then
+    elseif changed[k] or pchanged[k] then
       local ttl, v = 0, nil
       if al == 0 then
         ttl, v = sa[k] - now, string.format('%d', sa[k])
@@ -733,6 +791,17 @@ for i = 1, n do
           else
             v = string.format('%d', sb[k])
           end
+        end
+      end
+      local ps = pst[k]
+      if ps then
+        -- The record lives until the block and the counting period end.
+        local pend = ps[1]
+        if ps[2] > 0 and ps[3] + pwin[k] > pend then pend = ps[3] + pwin[k] end
+        if pend > now then
+          if ttl <= 0 then v = '' end
+          v = string.format('P%d:%d:%d;', ps[1], ps[2], ps[3]) .. v
+          if pend - now > ttl then ttl = pend - now end
         end
       end
       if ttl > 0 then

@@ -67,4 +67,5 @@ func Run(t *testing.T, newHarness Factory) {
 	t.Run("Limiter", func(t *testing.T) { testLimiter(t, newHarness) })
 	t.Run("Calendar", func(t *testing.T) { testCalendar(t, newHarness) })
 	t.Run("CalendarZones", func(t *testing.T) { testCalendarZones(t, newHarness) })
+	t.Run("Penalty", func(t *testing.T) { testPenalty(t, newHarness) })
 }
