@@ -172,7 +172,9 @@ func (s *system) redisStore(log *slog.Logger, collector *metrics.Collector, leas
 // operator API on the leased store.
 func (s *system) handler(log *slog.Logger, collector *metrics.Collector, leased, local sluice.Store) (http.Handler, error) {
 	set, err := rules.New(
-		rules.Rule{Name: "per-client", Key: keyfunc.Header("X-Client"), Limit: sluice.PerSecond(40).WithBurst(40), OnFail: rules.FailLocal},
+		// A client refused 20 times within a second is blocked for one.
+		rules.Rule{Name: "per-client", Key: keyfunc.Header("X-Client"), Limit: sluice.PerSecond(40).WithBurst(40), OnFail: rules.FailLocal,
+			Penalty: &rules.Penalty{Block: time.Second, After: 20}},
 		rules.Rule{
 			Name: "per-api-key", Key: keyfunc.APIKey("X-API-Key"), Limit: sluice.PerSecond(200).WithBurst(200),
 			Lease: sluice.LeasePolicy{Enabled: true, HotKeys: sluice.HotKeyPolicy{Threshold: 10, Lease: true}},
