@@ -49,7 +49,7 @@ func mustZone(name string) *time.Location {
 
 // TestDifferentialMemstoreVsRedis replays seeded random sequences of (time
 // step, keys, rule mix, cost, shadow, peeks, partial hits, forced charges,
-// penalties, refunds of earlier takes) against memstore and
+// penalties, concurrency slots, refunds of earlier takes) against memstore and
 // the Redis store on a real redis-server, both on one fake clock, and
 // requires identical results at every step: both stores compute the same
 // integer microseconds, so they must agree exactly.
@@ -136,6 +136,9 @@ func compare(t *testing.T, what string, hits []sluice.Hit, outA, outB []sluice.R
 		if outA[i].Blocked {
 			blockedSeen.Add(1)
 		}
+		if hits[i].Concurrency && !outA[i].Allowed {
+			slotRefusalsSeen.Add(1)
+		}
 	}
 	for i := range outB {
 		if !outB[i].Remembered {
@@ -176,8 +179,9 @@ func appendTaken(taken []sluice.Refund, hits []sluice.Hit, out []sluice.Result) 
 	return taken
 }
 
-// blockedSeen counts the blocked refusals the replays met.
-var blockedSeen atomic.Int64
+// blockedSeen counts the blocked refusals the replays met, and
+// slotRefusalsSeen the concurrency hits refused for want of a slot.
+var blockedSeen, slotRefusalsSeen atomic.Int64
 
 // checkRemembered fails t when no replay exercised the memory of refusals,
 // or the penalties.
@@ -187,6 +191,9 @@ func checkRemembered(t *testing.T, remembered int) {
 	}
 	if !t.Failed() && blockedSeen.Load() == 0 {
 		t.Error("no request was blocked: the replays do not exercise penalties")
+	}
+	if !t.Failed() && slotRefusalsSeen.Load() == 0 {
+		t.Error("no concurrency hit was refused: the replays do not exercise slots")
 	}
 }
 
@@ -234,8 +241,24 @@ func randomHits(rng *rand.Rand, prefix string) []sluice.Hit {
 	}
 	if n == 1 && !hits[0].Shadow && hits[0].Algorithm != sluice.SlidingLog && rng.IntN(3) == 0 {
 		penalize(rng, prefix, &hits[0])
+	} else if !force && rng.IntN(4) == 0 {
+		takeSlot(rng, prefix, &hits[rng.IntN(n)])
 	}
 	return hits
+}
+
+// takeSlot makes h a concurrency hit on one of the keys that hold slots:
+// 2 slots held for 2 s at most, so that the replays' steps see slots
+// expire as well as freed.
+func takeSlot(rng *rand.Rand, prefix string, h *sluice.Hit) {
+	*h = sluice.Hit{
+		Key:         fmt.Sprintf("%sc%d", prefix, rng.IntN(2)),
+		Limit:       sluice.Per(2, 2*time.Second),
+		Algorithm:   sluice.SlidingLog,
+		Concurrency: true,
+		Cost:        rng.Int64N(2),
+		Peek:        rng.IntN(6) == 0,
+	}
 }
 
 // penalties are the penalties of the keys that carry one: each such key

@@ -401,6 +401,9 @@ func (r *request) decode(vals []any, short bool) error {
 			ResetAfter:    algo.Micros(n[2]),
 			RetryAfter:    algo.Micros(n[3]),
 		}
+		if h.Concurrency && !out.Allowed {
+			out.RetryAfter = min(out.RetryAfter, sluice.ConcurrencyRetry)
+		}
 		if taken > 0 {
 			out.Receipt = sluice.Receipt{Taken: taken, Mark: n[4]}
 			if w == 6 {
