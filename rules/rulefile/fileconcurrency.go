@@ -83,4 +83,3 @@ func (d *decoder) concurrencyOverride(n *yaml.Node, f map[string]*yaml.Node, pat
 	}
 	return sluice.Per(m, r.Concurrency.Hold), nil
 }
-
