@@ -214,10 +214,11 @@ func (o *Outcome) Refuse() {
 // ([rules.HTTPStatus]) or a gRPC code ([rules.GRPCStatus]); without it the
 // end is unknown. Then, for an admitted request:
 //
-//   - what the rules counting by outcome ([rules.Rule.Count]) took is given
-//     back, in one store call, for each rule that does not count status
-//     (an unknown end counts for every rule, and is logged once, as a
-//     warning);
+//   - the slots of its concurrency rules ([rules.Rule.Concurrency]) are
+//     freed, whatever its end, and what the rules counting by outcome
+//     ([rules.Rule.Count]) took is given back for each rule that does not
+//     count status (an unknown end counts for every rule, and is logged
+//     once, as a warning), together in one store call;
 //   - charge more is charged to each other enforcing rule the request
 //     matched, for what was known only then (middleware.Charge), in one
 //     forced store call: the buckets may go into debt.
@@ -229,11 +230,13 @@ func (o *Outcome) Finish(ctx context.Context, charge int64, status ...rules.Stat
 	dc := o.dc
 	o.status = statusOf(status)
 	if o.Matched != nil && o.Verdict == Admitted {
-		if len(status) > 0 {
-			dc.giveBackUncounted(context.WithoutCancel(ctx), o)
-		} else if o.Counting() {
+		if len(status) == 0 && o.Counting() {
 			dc.warnUnknownEnd(ctx)
 		}
+		dc.giveBackEnded(context.WithoutCancel(ctx), o, len(status) > 0)
+	}
+	if o.Matched != nil {
+		dc.local.release(o) // also of a request refused after the fallback gave it a slot
 	}
 	if charge > 0 && o.Matched != nil {
 		dc.settle(context.WithoutCancel(ctx), o, charge)
@@ -280,6 +283,9 @@ func (o *Outcome) describe() {
 		for i, rule := range o.Rules {
 			if !rule.Exposed() || o.Failed[i] {
 				continue
+			}
+			if rule.Concurrency != nil && (admitted || o.Results[i].Allowed) {
+				continue // slots in flight are no quota: described only when they refused
 			}
 			p := headers.Policy{Name: rule.Name, Result: o.Results[i]}
 			if k := indexOf(o.Policies[own:], rule.Name); k >= 0 {

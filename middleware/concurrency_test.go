@@ -1,0 +1,181 @@
+package middleware_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/keyfunc"
+	"github.com/sluicehq/sluice/middleware"
+	"github.com/sluicehq/sluice/rules"
+)
+
+// inFlight is a concurrency rule keyed by IP.
+func inFlight(max int64) rules.Rule {
+	return rules.Rule{Name: "reports-in-flight", Key: keyfunc.ClientIP(), Concurrency: &rules.Concurrency{Max: max, Hold: time.Minute}}
+}
+
+// gate is a handler that tells when a request enters it and holds it
+// until released; served behind lim, it tells when the limiter is done
+// with a request too (its slot freed).
+type gate struct {
+	entered chan *http.Request
+	release chan struct{}
+	over    chan struct{} // the limiter returned
+}
+
+func newGate() *gate {
+	return &gate{entered: make(chan *http.Request, 16), release: make(chan struct{}), over: make(chan struct{}, 16)}
+}
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.entered <- r
+	<-g.release
+	_, _ = io.WriteString(w, "done")
+}
+
+// serveGated starts a real HTTP server with lim in front of next, which
+// reports on g.over each time the limiter has returned.
+func serveGated(t *testing.T, lim func(http.Handler) http.Handler, next http.Handler, g *gate) *httptest.Server {
+	inner := lim(next)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { g.over <- struct{}{} }()
+		inner.ServeHTTP(w, r)
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the panicking handler's report
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Six requests of one client at once through real HTTP, at most two in
+// flight: two reach the handler, four are refused with 429, Retry-After 1
+// and a problem and fields naming the rule; the admitted ones carry the
+// rate rule's fields alone; once the two are over, both slots are free.
+func TestConcurrencyThroughHTTP(t *testing.T) {
+	mem, _ := newMemstore(t)
+	g := newGate()
+	srv := serveGated(t, middleware.Limit(mem, rules.MustNew(inFlight(2), perIP(sluice.PerMinute(100)))), g, g)
+	type answer struct {
+		code                  int
+		retry, policy, remain string
+		problem               middleware.Problem
+	}
+	answers := make(chan answer, 6)
+	for range 6 {
+		go func() {
+			resp, err := srv.Client().Get(srv.URL)
+			if err != nil {
+				answers <- answer{code: -1}
+				return
+			}
+			defer resp.Body.Close()
+			a := answer{code: resp.StatusCode, retry: resp.Header.Get("Retry-After"), policy: resp.Header.Get("RateLimit-Policy"), remain: resp.Header.Get("RateLimit")}
+			if a.code == http.StatusTooManyRequests {
+				_ = jsonProblem(resp, &a.problem)
+			}
+			answers <- a
+		}()
+	}
+	for range 2 {
+		<-g.entered
+	}
+	for range 4 {
+		a := <-answers
+		if a.code != http.StatusTooManyRequests || a.retry != "1" || len(a.problem.ViolatedPolicies) != 1 || a.problem.ViolatedPolicies[0] != "reports-in-flight" ||
+			a.remain != `"reports-in-flight";r=0;t=1` || a.policy != `"reports-in-flight";q=2;w=60, "per-ip";q=100;w=60` {
+			t.Errorf("a refused request: %+v, want 429, Retry-After 1, a problem and fields naming reports-in-flight", a)
+		}
+	}
+	for range 4 {
+		<-g.over
+	}
+	close(g.release)
+	for range 2 {
+		if a := <-answers; a.code != http.StatusOK || a.policy != `"per-ip";q=100;w=60` || a.remain == "" || a.remain[:9] != `"per-ip";` {
+			t.Errorf("a request in flight: %+v, want 200 with the rate rule's fields alone", a)
+		}
+		<-g.over
+	}
+	if t.Failed() {
+		return
+	}
+	// Both slots are free again, and an admitted request's fields are the
+	// rate rule's: slots in flight are no quota.
+	peek := sluice.Hit{Key: rules.BucketKey("reports-in-flight", "ip", "127.0.0.1"), Limit: sluice.Per(2, time.Minute), Algorithm: sluice.SlidingLog, Concurrency: true, Peek: true}
+	var out [1]sluice.Result
+	if err := mem.Take(context.Background(), []sluice.Hit{peek}, out[:]); err != nil || out[0].Remaining != 2 {
+		t.Fatalf("the slots after both requests: %+v, %v, want 2 free", out[0], err)
+	}
+}
+
+// A slot is freed when the handler panics, and not when the client goes
+// away while the handler still runs.
+func TestConcurrencySlotFreedAtTheEnd(t *testing.T) {
+	mem, _ := newMemstore(t)
+	g := newGate()
+	panicking := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/panic" {
+			panic("boom")
+		}
+		g.ServeHTTP(w, r)
+	})
+	srv := serveGated(t, middleware.Limit(mem, rules.MustNew(inFlight(1))), panicking, g)
+	for range 3 {
+		if resp, err := srv.Client().Get(srv.URL + "/panic"); err == nil {
+			resp.Body.Close()
+			t.Fatalf("a panicking handler answered %d", resp.StatusCode)
+		}
+		<-g.over
+	}
+	// The client of a request in flight goes away; its handler runs on.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		resp, err := srv.Client().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	r := <-g.entered
+	cancel()
+	<-r.Context().Done() // the server saw the client go
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the client that went away: %v, want context.Canceled", err)
+	}
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	<-g.over
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("while the first handler runs after its client went away: %d, want 429", resp.StatusCode)
+	}
+	close(g.release)
+	<-g.over
+	g.release = make(chan struct{})
+	go func() {
+		resp, err := srv.Client().Get(srv.URL)
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-g.entered // admitted: the slot was freed when the first handler returned
+	close(g.release)
+	<-g.over
+}
+
+// jsonProblem decodes resp's problem body into p.
+func jsonProblem(resp *http.Response, p *middleware.Problem) error {
+	return json.NewDecoder(resp.Body).Decode(p)
+}
