@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/decide"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/middleware"
 	"github.com/sluicehq/sluice/rules"
@@ -178,4 +179,29 @@ func TestConcurrencySlotFreedAtTheEnd(t *testing.T) {
 // jsonProblem decodes resp's problem body into p.
 func jsonProblem(resp *http.Response, p *middleware.Problem) error {
 	return json.NewDecoder(resp.Body).Decode(p)
+}
+
+// While the store is down, the local fallback holds a concurrency rule's
+// slots in process and frees them when the request is over: a request
+// sent from inside another's handler is refused, and the next one after
+// it passes.
+func TestConcurrencyWhileStoreDown(t *testing.T) {
+	down := failingStore{&sluice.StoreError{Op: "test", Kind: sluice.ErrUnavailable}}
+	lim := middleware.Limit(down, rules.MustNew(inFlight(1)), decide.WithInstances(1), decide.WithLogger(quietLogger()))
+	var h http.Handler
+	var inner int
+	h = lim(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/outer" {
+			w2 := httptest.NewRecorder()
+			h.ServeHTTP(w2, httptest.NewRequest("GET", "/inner", nil))
+			inner = w2.Code
+		}
+	}))
+	for i := range 3 {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/outer", nil))
+		if w.Code != http.StatusOK || inner != http.StatusTooManyRequests {
+			t.Fatalf("request %d: %d, and %d from inside its handler; want 200 and 429", i+1, w.Code, inner)
+		}
+	}
 }

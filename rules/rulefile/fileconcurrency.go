@@ -18,7 +18,8 @@ var notWithConcurrency = []string{"limit", "algorithm", "cost", "max_cost", "max
 //
 //	concurrency: {max: 5, hold: 60s}   # at most 5 in flight per identity
 //
-// The file's default algorithm and shadow flag do not apply to it.
+// The file's default algorithm does not apply to it; a default shadow
+// flag refuses it (see rule).
 func (d *decoder) concurrency(n *yaml.Node, f map[string]*yaml.Node, r *rules.Rule) error {
 	for _, name := range notWithConcurrency {
 		if v, ok := f[name]; ok {

@@ -41,8 +41,8 @@ func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]
 	if err != nil {
 		return rules.Rule{}, false, err
 	}
-	if r.Concurrency != nil {
-		r.Shadow = false // the file's default shadow does not apply
+	if r.Concurrency != nil && r.Shadow {
+		return rules.Rule{}, false, d.Failf(yamlkit.Deref(f["concurrency"]), "concurrency", "the file's defaults make every rule shadow, and a concurrency rule cannot be one: its slots are held in earnest")
 	}
 	m := &matcher{env: d.env}
 	if err := d.match(f["match"], f["plans"], m); err != nil {
