@@ -49,7 +49,8 @@ func mustZone(name string) *time.Location {
 
 // TestDifferentialMemstoreVsRedis replays seeded random sequences of (time
 // step, keys, rule mix, cost, shadow, peeks, partial hits, forced charges,
-// penalties, concurrency slots, refunds of earlier takes) against memstore and
+// penalties, concurrency slots, refunds of earlier takes, refreshes of
+// their slots) against memstore and
 // the Redis store on a real redis-server, both on one fake clock, and
 // requires identical results at every step: both stores compute the same
 // integer microseconds, so they must agree exactly.
@@ -93,6 +94,25 @@ func replay(t *testing.T, rng *rand.Rand, clock *storetest.Clock, a, b sluice.St
 				t.Fatalf("op %d: refund errors %v / %v for %+v", op, errA, errB, r)
 			}
 			continue
+		}
+		sa, okA := a.(sluice.SlotRefresher)
+		sb, okB := b.(sluice.SlotRefresher)
+		if okA && okB && len(taken) > 0 && rng.IntN(5) == 0 {
+			// Refresh an earlier take's slot, if it took one, on both stores.
+			i := rng.IntN(len(taken))
+			if r := &taken[i]; r.Hit.Concurrency && clock.Now().UnixMicro() > r.Receipt.Mark {
+				rcA, rcB := r.Receipt, r.Receipt
+				// At most the time since the slot's mark, as a caller's
+				// clock measures it; now and then more, which is not applied.
+				held := time.Duration(1+rng.Int64N(clock.Now().UnixMicro()-r.Receipt.Mark+int64(rng.IntN(2)))) * time.Microsecond
+				errA := sa.RefreshSlots(ctx, []sluice.SlotRefresh{{Hit: r.Hit, Receipt: &rcA, Held: held}})
+				errB := sb.RefreshSlots(ctx, []sluice.SlotRefresh{{Hit: r.Hit, Receipt: &rcB, Held: held}})
+				if errA != nil || errB != nil || rcA != rcB {
+					t.Fatalf("op %d: refresh errors %v / %v, receipts %+v / %+v for %+v", op, errA, errB, rcA, rcB, r)
+				}
+				r.Receipt = rcB
+				continue
+			}
 		}
 		hits := randomHits(rng, keyPrefix)
 		if refused != nil && rng.IntN(3) == 0 {
@@ -148,6 +168,11 @@ func compare(t *testing.T, what string, hits []sluice.Hit, outA, outB []sluice.R
 			t.Fatalf("%s: refused from memory, admitted by memstore: %+v", what, outA)
 		}
 		outB[i].Remembered = false
+		if hits[i].Concurrency && !outB[i].Allowed && outB[i].RetryAfter > 0 && outB[i].RetryAfter <= outA[i].RetryAfter {
+			// A refused slot's RetryAfter is capped when decided, and the
+			// memory counts the cap down: at most what is left.
+			outB[i].RetryAfter = outA[i].RetryAfter
+		}
 		switch {
 		case outB[i].Allowed:
 			outB[i] = outA[i]

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -88,6 +89,50 @@ func testConcurrency(t *testing.T, newHarness Factory) {
 		h.SetTime(at.Add(hold + 10*time.Second))
 		if r := take1(t, h.Store, hit); !r.Allowed || r.Remaining != 0 {
 			t.Fatalf("when the second slot's hold ends: %+v, want allowed, 0 free", r)
+		}
+	})
+	t.Run("RefreshedSlotOutlivesItsHold", func(t *testing.T) {
+		h := newHarness(t)
+		rf := refunder(t, h)
+		sr, ok := h.Store.(sluice.SlotRefresher)
+		if !ok {
+			t.Skipf("%T does not implement sluice.SlotRefresher", h.Store)
+		}
+		at := start()
+		h.SetTime(at)
+		hit := slot(uniqueKey(t, "refresh"))
+		hit.Limit = sluice.Per(1, hold)
+		r := take1(t, h.Store, hit)
+		if !r.Allowed {
+			t.Fatalf("the slot: %+v, want allowed", r)
+		}
+		rc := r.Receipt
+		// A request that runs 3 × hold, refreshing its slot every hold/3.
+		for step := 1; step <= 9; step++ {
+			h.SetTime(at.Add(time.Duration(step) * hold / 3))
+			if err := sr.RefreshSlots(context.Background(), []sluice.SlotRefresh{{Hit: hit, Receipt: &rc, Held: hold / 3}}); err != nil {
+				t.Fatalf("refresh %d: %v", step, err)
+			}
+			refused(t, fmt.Sprintf("%v into a request refreshing its slot", time.Duration(step)*hold/3), take1(t, h.Store, hit))
+		}
+		refund(t, rf, sluice.Refund{Hit: hit, Receipt: rc})
+		s := take1(t, h.Store, hit)
+		if !s.Allowed {
+			t.Fatalf("after the refreshed slot was freed: %+v, want allowed", s)
+		}
+		// A slot that is not refreshed expires; refreshing it late holds
+		// nothing.
+		h.SetTime(at.Add(3*hold + hold))
+		late := s.Receipt
+		if err := sr.RefreshSlots(context.Background(), []sluice.SlotRefresh{{Hit: hit, Receipt: &late, Held: hold}}); err != nil {
+			t.Fatalf("a late refresh: %v", err)
+		}
+		if r := take1(t, h.Store, hit); !r.Allowed {
+			t.Fatalf("after a late refresh of an expired slot: %+v, want allowed", r)
+		}
+		bad := rc
+		if err := sr.RefreshSlots(context.Background(), []sluice.SlotRefresh{{Hit: hit, Receipt: &bad}}); !errors.Is(err, sluice.ErrInvalidHit) {
+			t.Fatalf("a refresh held 0: %v, want ErrInvalidHit", err)
 		}
 	})
 	t.Run("AllOrNothingWithRates", func(t *testing.T) {
