@@ -140,6 +140,7 @@ func (dc *Decider) decide(ctx context.Context, o *Outcome, prior []headers.Polic
 	if o.Verdict == Refused {
 		dc.logs.refusal(ctx, dc.cfg.logger, o)
 	}
+	dc.holdSlots(ctx, o)
 }
 
 // failed applies the on_fail policies of the rules the store failed

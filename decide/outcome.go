@@ -121,6 +121,7 @@ type Outcome struct {
 	inProcessOnly, undecided bool
 
 	status rules.Status // how the request ended: set by Finish
+	slots  *slotHolder  // refreshing the request's slots; nil when not
 }
 
 // reset makes o the undecided outcome of its matched rules, admitted.
@@ -228,6 +229,7 @@ func (o *Outcome) Refuse() {
 // reused: use neither it nor its slices after.
 func (o *Outcome) Finish(ctx context.Context, charge int64, status ...rules.Status) {
 	dc := o.dc
+	o.stopHolding()
 	o.status = statusOf(status)
 	if o.Matched != nil && o.Verdict == Admitted {
 		if len(status) == 0 && o.Counting() {

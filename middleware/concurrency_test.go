@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/middleware"
 	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/store/memstore"
 )
 
 // inFlight is a concurrency rule keyed by IP.
@@ -203,5 +204,59 @@ func TestConcurrencyWhileStoreDown(t *testing.T) {
 		if w.Code != http.StatusOK || inner != http.StatusTooManyRequests {
 			t.Fatalf("request %d: %d, and %d from inside its handler; want 200 and 429", i+1, w.Code, inner)
 		}
+	}
+}
+
+// refreshSignal is a memory store that tells of each refresh of slots.
+type refreshSignal struct {
+	*memstore.Store
+	refreshed chan struct{}
+}
+
+func (s refreshSignal) RefreshSlots(ctx context.Context, refreshes []sluice.SlotRefresh) error {
+	err := s.Store.RefreshSlots(ctx, refreshes)
+	select {
+	case s.refreshed <- struct{}{}:
+	default: // the test has seen enough
+	}
+	return err
+}
+
+// A request that runs 3 × its rule's hold keeps its slot: it is refreshed
+// every hold/3 on the decider's clock (a fake one whose timers step it),
+// and a request sent from inside its handler then is refused; once it is
+// over, the next passes.
+func TestConcurrencySlotRefreshedWhileRunning(t *testing.T) {
+	mem, clock := newMemstore(t)
+	store := refreshSignal{mem, make(chan struct{}, 9)}
+	lim := middleware.Limit(store, rules.MustNew(inFlight(1)), decide.WithClock(clock), decide.WithLogger(quietLogger()))
+	var h http.Handler
+	var inner int
+	var ranFor time.Duration
+	h = lim(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/long" {
+			return
+		}
+		for range 9 {
+			select {
+			case <-store.refreshed:
+			case <-time.After(10 * time.Second): // a ceiling against a hang: no refresh came
+				return
+			}
+		}
+		ranFor = clock.Now().Sub(t0)
+		w2 := httptest.NewRecorder()
+		h.ServeHTTP(w2, httptest.NewRequest("GET", "/", nil))
+		inner = w2.Code
+	}))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/long", nil))
+	if w.Code != http.StatusOK || ranFor < 3*time.Minute || inner != http.StatusTooManyRequests {
+		t.Fatalf("a request that ran %v: %d, and %d from inside its handler then; want 3m0s or more, 200 and 429", ranFor, w.Code, inner)
+	}
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	if w.Code != http.StatusOK {
+		t.Fatalf("after the long request: %d, want 200", w.Code)
 	}
 }
