@@ -45,10 +45,13 @@ for i = 1, #KEYS do
         if sq and tonumber(sq) == seq then
           redis.call('ZREM', k, raw[j])
           redis.call('ZADD', k, string.format('%d', units), string.format('%d:%s:%d', units, co, seq))
-          local px = math.max(MINPX, math.ceil((units + p - now + pad) / 1000))
-          if redis.call('PTTL', k) < px then
-            redis.call('PEXPIRE', k, string.format('%d', px))
+          -- The key lives until its newest entry's hold ends.
+          local newest = units
+          for _, m in ipairs(redis.call('ZRANGEBYSCORE', k, '-inf', '+inf')) do
+            local ts = tonumber(string.match(m, '^(%d+):'))
+            if ts and ts > newest then newest = ts end
           end
+          redis.call('PEXPIRE', k, string.format('%d', math.max(MINPX, math.ceil((newest + p - now + pad) / 1000))))
           applied = applied + 1
           break
         end
