@@ -59,7 +59,23 @@ type Hit struct {
 	// After is how many refusals within the limit's period start a block
 	// (see Block); 0 means 1. Only with Block.
 	After int64
+	// Concurrency makes the hit take a slot of a concurrency limit instead
+	// of a rate: at most Limit.Rate hits of the bucket hold a slot at once,
+	// each for at most Limit.Period (the hold). The slot is freed by
+	// refunding the hit's receipt
+	// (see [Refunder]); a slot that is never freed, because its process
+	// died, expires after the hold. Remaining is the number of free slots.
+	// A refused hit's RetryAfter is at most [ConcurrencyRetry]: a slot can
+	// be freed at any moment. It needs the [SlidingLog] algorithm (the
+	// slots are a log of the hits holding them) and a cost of 1; not with
+	// Shadow, Force, MinCost or a penalty.
+	Concurrency bool
 }
+
+// ConcurrencyRetry is the longest RetryAfter of a refused concurrency hit
+// (see [Hit.Concurrency]), and so the longest a store remembers such a
+// refusal.
+const ConcurrencyRetry = time.Second
 
 // MaxBlock is the longest penalty a hit may carry (see [Hit.Block]).
 const MaxBlock = 30 * 24 * time.Hour
@@ -104,6 +120,9 @@ func (h *Hit) Check() error {
 	if err := h.checkPenalty(); err != nil {
 		return err
 	}
+	if err := h.checkConcurrency(); err != nil {
+		return err
+	}
 	// Stores receive hits from anywhere, so they cannot rely on the rules
 	// package having validated the limit: an invalid one could divide by
 	// zero or leave the range where Lua's doubles are exact.
@@ -129,6 +148,21 @@ func (h *Hit) checkPenalty() error {
 		return fmt.Errorf("%w: a partial hit (MinCost) cannot carry a penalty", ErrInvalidHit)
 	case h.Algorithm == SlidingLog:
 		return fmt.Errorf("%w: the sliding log cannot carry a penalty", ErrInvalidHit)
+	}
+	return nil
+}
+
+// checkConcurrency reports why h's concurrency slot cannot be decided.
+func (h *Hit) checkConcurrency() error {
+	switch {
+	case !h.Concurrency:
+		return nil
+	case h.Algorithm != SlidingLog:
+		return fmt.Errorf("%w: a concurrency hit needs the sliding log, got %v", ErrInvalidHit, h.Algorithm)
+	case h.Units() != 1:
+		return fmt.Errorf("%w: a concurrency hit takes one slot, not a cost of %d", ErrInvalidHit, h.Cost)
+	case h.Shadow || h.Force || h.MinCost > 0 || h.Block > 0:
+		return fmt.Errorf("%w: a concurrency hit cannot be shadow, forced, partial or carry a penalty", ErrInvalidHit)
 	}
 	return nil
 }

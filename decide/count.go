@@ -47,14 +47,16 @@ func (o *Outcome) uncounted(i int) bool {
 	return c != nil && !c.Counts(o.status)
 }
 
-// giveBackUncounted gives back, in one store call, what the request took
-// for the rules counting by outcome that do not count its end (o.status).
-// Like every refund it is never retried; a failure is reported to the
-// observer as a failed store call and logged, and counts the request.
-func (dc *Decider) giveBackUncounted(ctx context.Context, o *Outcome) {
+// giveBackEnded gives back, in one store call, the slots the request
+// holds for its concurrency rules and, when its end (o.status) is known
+// (ended), what it took for the rules counting by outcome that do not
+// count that end. Like every refund it is never retried; a failure is
+// reported to the observer as a failed store call and logged: it counts
+// the request, and leaves its slots held until their hold ends.
+func (dc *Decider) giveBackEnded(ctx context.Context, o *Outcome, ended bool) {
 	var refunds []sluice.Refund
 	for i := range o.Rules {
-		if o.uncounted(i) && o.takenBack(i) {
+		if o.takenBack(i) && (o.Hits[i].Concurrency || ended && o.uncounted(i)) {
 			refunds = append(refunds, sluice.Refund{Hit: o.Hits[i], Receipt: o.Results[i].Receipt})
 		}
 	}
@@ -75,7 +77,7 @@ func (dc *Decider) giveBackUncounted(ctx context.Context, o *Outcome) {
 	}
 	dc.storeCall(ctx, latency, len(refunds), err)
 	if err != nil {
-		dc.logs.problem(ctx, dc.cfg.logger, fmt.Errorf("decide: giving back a request its status does not count (%v): %w", o.status, err))
+		dc.logs.problem(ctx, dc.cfg.logger, fmt.Errorf("decide: giving back a request's slots, or what its status (%v) does not count: %w", o.status, err))
 	}
 }
 

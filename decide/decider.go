@@ -140,6 +140,7 @@ func (dc *Decider) decide(ctx context.Context, o *Outcome, prior []headers.Polic
 	if o.Verdict == Refused {
 		dc.logs.refusal(ctx, dc.cfg.logger, o)
 	}
+	dc.holdSlots(ctx, o)
 }
 
 // failed applies the on_fail policies of the rules the store failed
@@ -288,7 +289,7 @@ func (dc *Decider) takeLocal(hits []sluice.Hit, out []sluice.Result) bool {
 func (dc *Decider) settle(ctx context.Context, o *Outcome, n int64) {
 	var hits []sluice.Hit // fresh: o's still describe the request
 	for i, h := range o.Hits {
-		if !h.Shadow && !o.uncounted(i) {
+		if !h.Shadow && !h.Concurrency && !o.uncounted(i) { // a slot is not charged
 			h.Cost, h.Force, h.Peek, h.MinCost = n, true, false, 0
 			hits = append(hits, h)
 		}

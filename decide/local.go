@@ -165,7 +165,7 @@ func (f *localFallback) decide(matched []*rules.Rule, hits []sluice.Hit, out []s
 // bucket the store has no record of (never decided here, evicted from its
 // bounded record) keeps its local state, full when new.
 func (f *localFallback) seed(hit, local *sluice.Hit, n int64) error {
-	if f.record == nil {
+	if f.record == nil || hit.Concurrency { // the slots in flight are not known
 		return nil
 	}
 	st, ok := f.record.ClaimBucket(hit)
@@ -187,4 +187,19 @@ func (f *localFallback) seed(hit, local *sluice.Hit, n int64) error {
 		}
 	}
 	return nil
+}
+
+// release frees the slots the fallback gave the concurrency rules of o, a
+// request that is over, in its own store.
+func (f *localFallback) release(o *Outcome) {
+	var refunds []sluice.Refund
+	for i := range o.Hits {
+		h := &o.Hits[i]
+		if o.Local[i] && h.Concurrency && !h.Peek && o.Results[i].Receipt.Taken > 0 {
+			refunds = append(refunds, sluice.Refund{Hit: *h, Receipt: o.Results[i].Receipt})
+		}
+	}
+	if len(refunds) > 0 {
+		_ = f.store.Refund(context.Background(), refunds) // in process: fails only for a hit Check refuses, which it took
+	}
 }

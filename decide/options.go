@@ -32,6 +32,7 @@ type config struct {
 	instances int
 	headers   headers.Mode
 	now       func() time.Time
+	clock     sluice.Clock // WithClock's; nil: the system clock
 }
 
 // Setting returns an option of a front end's own, one that sets what set
@@ -200,13 +201,14 @@ func WithHeaders(m headers.Mode) Option {
 // WithClock sets the clock the rate-limit fields are written by:
 // X-RateLimit-Reset is a Unix time. Default: the system clock
 // ([sluice.SystemClock]). Tests that step a fake store clock pass the same
-// clock here.
+// clock here. A clock that also has timers (a Timer(d) method, as
+// storetest.Clock has) times the refreshes of concurrency slots too.
 func WithClock(c sluice.Clock) Option {
 	return setting[config](func(cfg *config) error {
 		if c == nil {
 			return invalidConfig("", "WithClock: nil clock")
 		}
-		cfg.now = c.Now
+		cfg.now, cfg.clock = c.Now, c
 		return nil
 	})
 }

@@ -121,6 +121,7 @@ type Outcome struct {
 	inProcessOnly, undecided bool
 
 	status rules.Status // how the request ended: set by Finish
+	slots  *slotHolder  // refreshing the request's slots; nil when not
 }
 
 // reset makes o the undecided outcome of its matched rules, admitted.
@@ -214,10 +215,11 @@ func (o *Outcome) Refuse() {
 // ([rules.HTTPStatus]) or a gRPC code ([rules.GRPCStatus]); without it the
 // end is unknown. Then, for an admitted request:
 //
-//   - what the rules counting by outcome ([rules.Rule.Count]) took is given
-//     back, in one store call, for each rule that does not count status
-//     (an unknown end counts for every rule, and is logged once, as a
-//     warning);
+//   - the slots of its concurrency rules ([rules.Rule.Concurrency]) are
+//     freed, whatever its end, and what the rules counting by outcome
+//     ([rules.Rule.Count]) took is given back for each rule that does not
+//     count status (an unknown end counts for every rule, and is logged
+//     once, as a warning), together in one store call;
 //   - charge more is charged to each other enforcing rule the request
 //     matched, for what was known only then (middleware.Charge), in one
 //     forced store call: the buckets may go into debt.
@@ -227,13 +229,16 @@ func (o *Outcome) Refuse() {
 // reused: use neither it nor its slices after.
 func (o *Outcome) Finish(ctx context.Context, charge int64, status ...rules.Status) {
 	dc := o.dc
+	o.stopHolding()
 	o.status = statusOf(status)
 	if o.Matched != nil && o.Verdict == Admitted {
-		if len(status) > 0 {
-			dc.giveBackUncounted(context.WithoutCancel(ctx), o)
-		} else if o.Counting() {
+		if len(status) == 0 && o.Counting() {
 			dc.warnUnknownEnd(ctx)
 		}
+		dc.giveBackEnded(context.WithoutCancel(ctx), o, len(status) > 0)
+	}
+	if o.Matched != nil {
+		dc.local.release(o) // also of a request refused after the fallback gave it a slot
 	}
 	if charge > 0 && o.Matched != nil {
 		dc.settle(context.WithoutCancel(ctx), o, charge)
@@ -280,6 +285,9 @@ func (o *Outcome) describe() {
 		for i, rule := range o.Rules {
 			if !rule.Exposed() || o.Failed[i] {
 				continue
+			}
+			if rule.Concurrency != nil && (admitted || o.Results[i].Allowed) {
+				continue // slots in flight are no quota: described only when they refused
 			}
 			p := headers.Policy{Name: rule.Name, Result: o.Results[i]}
 			if k := indexOf(o.Policies[own:], rule.Name); k >= 0 {

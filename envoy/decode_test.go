@@ -27,6 +27,24 @@ func TestMappingLongUnknownField(t *testing.T) {
 	}
 }
 
+// TestMappingRefusesConcurrency: a mapping that asks for a concurrency
+// limit, on a descriptor or its rate limit, is refused, saying why: the
+// service never sees a request end.
+func TestMappingRefusesConcurrency(t *testing.T) {
+	const why = ": the Envoy service never sees a request end, so it cannot free a concurrency slot: limit requests in flight in the service itself (sluice's middleware or gRPC interceptors)"
+	for _, tc := range []struct{ doc, want string }{
+		{"domain: d\ndescriptors:\n  - key: a\n    concurrency: {max: 5, hold: 60s}\n",
+			`envoy: test.yaml:4: domain "d": descriptors[0].concurrency` + why},
+		{"domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      concurrency: {max: 5, hold: 60s}\n",
+			`envoy: test.yaml:5: domain "d": descriptors[0].rate_limit.concurrency` + why},
+	} {
+		_, err := envoy.ParseMapping("test.yaml", []byte(tc.doc))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("error %v,\nwant %q", err, tc.want)
+		}
+	}
+}
+
 // TestMappingValueBudget: the values a file's aliases stand for count
 // against one budget for the whole file, not one per document.
 func TestMappingValueBudget(t *testing.T) {

@@ -39,6 +39,9 @@ func (d *decoder) level(n *yaml.Node, path, prefix string, depth int) (*level, e
 
 // descriptor decodes one descriptor and what it nests.
 func (d *decoder) descriptor(n *yaml.Node, path, prefix string, depth int) (*node, error) {
+	if err := d.refuseConcurrency(n, path); err != nil {
+		return nil, err
+	}
 	f, err := d.Mapping(n, path, descriptorFields...)
 	if err != nil {
 		return nil, err

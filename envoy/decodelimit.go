@@ -13,6 +13,9 @@ import (
 // rateLimit decodes a descriptor's rate_limit. full is the descriptor's
 // path of names, the limit's name unless it has one.
 func (d *decoder) rateLimit(n *yaml.Node, path, full string, shadow bool) (*limit, error) {
+	if err := d.refuseConcurrency(n, path); err != nil {
+		return nil, err
+	}
 	f, err := d.Mapping(n, path, rateLimitFields...)
 	if err != nil {
 		return nil, err

@@ -154,6 +154,9 @@ func (r *Rule) checkOverrideLimit(l sluice.Limit) error {
 	if (l.Calendar != sluice.NoCalendar || r.Limit.Calendar != sluice.NoCalendar) && !l.SamePeriod(r.Limit) {
 		return fmt.Errorf("%v: an override of a calendar limit, or a calendar override, counts in the rule's periods (%v): give it the rule's calendar and zone", l, r.Limit)
 	}
+	if c := r.Concurrency; c != nil && l.Period != c.Hold {
+		return fmt.Errorf("%v: an override of a concurrency rule replaces its max: give it the rule's hold (%v) as its period", l, c.Hold)
+	}
 	if cost := r.cost(); cost > l.Capacity() {
 		return fmt.Errorf("capacity %d is below the cost %d: no request could ever pass", l.Capacity(), cost)
 	}

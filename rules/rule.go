@@ -131,6 +131,10 @@ type Rule struct {
 	// Penalty, when set, blocks an identity the rule refuses for a while
 	// (see [Penalty]). nil, the default: no penalty.
 	Penalty *Penalty
+	// Concurrency, when set, makes the rule a concurrency limit in place
+	// of a rate (see [Concurrency]): leave Limit and Algorithm zero. nil,
+	// the default: a rate limit.
+	Concurrency *Concurrency
 
 	over *overrides // Overrides, compiled by New
 }
@@ -171,6 +175,13 @@ func (r *Rule) Validate() error {
 		return fail("colocate", "a rule keyed by %s cannot be colocated: its buckets must spread over the cluster; only buckets of one identity (a user, an API key) may share a slot", r.Key.Kind())
 	case !r.Colocate.IsZero() && !ident.Colocatable(r.Colocate.Kind()):
 		return fail("colocate", "cannot colocate by %s: every bucket of the service would share one slot; colocate by an identity such as a user or an API key", r.Colocate.Kind())
+	}
+	if field, problem := r.Concurrency.validate(r); problem != "" {
+		return fail(field, "%s", problem)
+	}
+	if r.Concurrency != nil {
+		filled := r.concurrent()
+		r = &filled
 	}
 	if err := r.Algorithm.ValidateLimit(r.Limit); err != nil {
 		return fail("limit", "%v", err)

@@ -34,6 +34,7 @@ func New(rules ...Rule) (*Set, error) {
 			return nil, fmt.Errorf("%w %q: name: used by two rules", ErrInvalidRule, r.Name)
 		}
 		seen[r.Name] = true
+		r = r.concurrent()
 		if r.Cost == 0 {
 			r.Cost = 1
 		}
@@ -111,6 +112,10 @@ type Matched struct {
 // the rule's Limit. A context limit that is capped or ignored, or that
 // names a rule no Set of the process has, is listed in m.LimitEvents. A request a
 // bypass entry identifies is decided by the entry's limit alone.
+//
+// A concurrency rule's hit ([Rule.Concurrency]) takes one slot of the
+// identity's max (or its override's): a context cost other than 0 and a
+// context limit do not change it.
 func (s *Set) Resolve(r *http.Request, m *Matched) error {
 	m.Rules, m.Hits, m.Bypass, m.LimitEvents = m.Rules[:0], m.Hits[:0], "", m.LimitEvents[:0]
 	ctx := r.Context()
@@ -138,7 +143,7 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 			return fmt.Errorf("rules: rule %q: %w", rule.Name, err)
 		}
 		cost := rule.Cost
-		if hasCost && ctxCost > 0 {
+		if hasCost && ctxCost > 0 && rule.Concurrency == nil { // a request takes one slot
 			cost = ctxCost
 			if rule.MaxCost > 0 {
 				cost = min(cost, rule.MaxCost)
@@ -158,7 +163,7 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 			lease = &rule.Lease
 		}
 		limit := rule.LimitFor(id)
-		if len(ctxLimits) > 0 {
+		if len(ctxLimits) > 0 && rule.Concurrency == nil { // a concurrency rule's max is its own
 			if l, ok := sluice.LimitFrom(ctx, rule.Name); ok {
 				var ev *sluice.RequestLimitEvent
 				if limit, ev = rule.requestLimit(l, limit); ev != nil {
@@ -179,6 +184,8 @@ func (s *Set) Resolve(r *http.Request, m *Matched) error {
 			Cost:      cost,
 			Peek:      hasCost && ctxCost == 0,
 			Shadow:    rule.Shadow,
+
+			Concurrency: rule.Concurrency != nil,
 		})
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 var (
 	topFields     = []string{"version", "defaults", "rules", "bypass"}
 	defaultFields = []string{"algorithm", "on_fail", "expose", "shadow"}
-	ruleFields    = []string{"name", "key", "limit", "algorithm", "cost", "max_cost", "on_fail", "expose", "shadow", "enabled", "match", "plans", "key_required", "lease", "hot_keys", "colocate", "count", "overrides", "max_limit", "penalty"}
+	ruleFields    = []string{"name", "key", "limit", "algorithm", "cost", "max_cost", "on_fail", "expose", "shadow", "enabled", "match", "plans", "key_required", "lease", "hot_keys", "colocate", "count", "overrides", "max_limit", "penalty", "concurrency"}
 )
 
 // FileVersion is the rule file format version this package reads. A file

@@ -50,6 +50,9 @@ func describe(s *rules.Set) string {
 		if r.Count != nil {
 			fmt.Fprintf(&b, "  count %v\n", r.Count)
 		}
+		if c := r.Concurrency; c != nil {
+			fmt.Fprintf(&b, "  concurrency max=%d hold=%v\n", c.Max, c.Hold)
+		}
 		if p := r.Penalty; p != nil {
 			fmt.Fprintf(&b, "  penalty block=%v after=%d\n", p.Block, p.After)
 		}

@@ -11,7 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-var overrideFields = []string{"identities", "limit"}
+var overrideFields = []string{"identities", "limit", "max"}
 
 // quota reads a rule's overrides and max_limit into r, whose key, limit,
 // algorithm and cost are read.
@@ -77,6 +77,13 @@ func (d *decoder) override(n *yaml.Node, i int, r *rules.Rule, lines map[string]
 		}
 	} else {
 		ids = stringsOf(yamlkit.Deref(v)) // as written: rules.New reads them with the key
+	}
+	if r.Concurrency != nil {
+		l, err := d.concurrencyOverride(n, f, path, r)
+		return rules.Override{Identities: ids, Limit: l}, err
+	}
+	if v, ok := f["max"]; ok {
+		return rules.Override{}, d.Failf(yamlkit.Deref(v), path+".max", "max overrides a concurrency rule: give a limit")
 	}
 	d.prefix = path + "."
 	lim, err := d.limit(n, f["limit"], r.Algorithm)

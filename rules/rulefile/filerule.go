@@ -29,12 +29,20 @@ func (d *decoder) rule(n *yaml.Node, i int, defs fileDefaults, names map[string]
 	if r.Colocate, err = d.colocate(f["colocate"], r.Key.Kind()); err != nil {
 		return rules.Rule{}, false, err
 	}
-	if err := d.ruleLimit(n, f, &r); err != nil {
+	if c, ok := f["concurrency"]; ok {
+		err = d.concurrency(c, f, &r)
+	} else {
+		err = d.ruleLimit(n, f, &r)
+	}
+	if err != nil {
 		return rules.Rule{}, false, err
 	}
 	enabled, err := d.ruleFlags(f, defs, &r)
 	if err != nil {
 		return rules.Rule{}, false, err
+	}
+	if r.Concurrency != nil && r.Shadow {
+		return rules.Rule{}, false, d.Failf(yamlkit.Deref(f["concurrency"]), "concurrency", "the file's defaults make every rule shadow, and a concurrency rule cannot be one: its slots are held in earnest")
 	}
 	m := &matcher{env: d.env}
 	if err := d.match(f["match"], f["plans"], m); err != nil {

@@ -7,5 +7,7 @@ import "github.com/sluicehq/sluice"
 // backing store keeps and every instance must see at once (leased tokens
 // would be spent through it); its refusals are then remembered as any
 // backing store's, so a block costs the backing store one call per
-// instance per Config.RememberRefusals.
-func unleased(h *sluice.Hit) bool { return h.Block > 0 }
+// instance per Config.RememberRefusals. A concurrency hit
+// ([sluice.Hit.Concurrency]) passes through too: its slots are held in
+// the backing store, where every instance sees them.
+func unleased(h *sluice.Hit) bool { return h.Block > 0 || h.Concurrency }

@@ -103,3 +103,38 @@ func (b *bucket) updateToken(f func(tat int64) int64) {
 		}
 	}
 }
+
+var _ sluice.SlotRefresher = (*Store)(nil)
+
+// RefreshSlots restarts the hold of concurrency slots (see
+// [sluice.SlotRefresher]): each slot still held moves to its receipt's
+// mark plus Held, unless that is ahead of the store's clock. It does no
+// I/O and ignores ctx.
+func (s *Store) RefreshSlots(_ context.Context, refreshes []sluice.SlotRefresh) error {
+	if err := sluice.CheckSlotRefreshes(refreshes); err != nil {
+		return fmt.Errorf("memstore: %w", err)
+	}
+	if s.closed.Load() {
+		return errClosed()
+	}
+	now := s.now()
+	for i := range refreshes {
+		r := &refreshes[i]
+		rc, next := *r.Receipt, r.NextMark()
+		r.Receipt.Mark = next
+		s.update(&r.Hit, func(tat int64) int64 { return tat }, func(st *state) {
+			if st.log == nil {
+				return
+			}
+			p := r.Hit.Limit.PeriodMicros()
+			for j, e := range st.log.entries {
+				if e.TS == rc.Mark && e.Seq == rc.Seq && e.TS > now-p && next > e.TS && next <= now {
+					st.log.entries = algo.Insert(append(st.log.entries[:j], st.log.entries[j+1:]...), algo.Entry{TS: next, Cost: e.Cost, Seq: e.Seq})
+					st.expires = max(st.expires, next+p)
+					return
+				}
+			}
+		})
+	}
+	return nil
+}

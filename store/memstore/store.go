@@ -98,7 +98,7 @@ func errClosed() error { return &sluice.StoreError{Op: "memstore: take", Kind: s
 // hit that takes exactly its cost, else false (the general path then decides
 // it, or reports why it cannot).
 func (s *Store) tokenHit(h *sluice.Hit) (algo.TBNums, bool) {
-	if h.Algorithm != sluice.TokenBucket || h.Cost < 0 || h.Key == "" || h.MinCost != 0 || h.Peek && h.Force || h.Block != 0 || h.After != 0 {
+	if h.Algorithm != sluice.TokenBucket || h.Cost < 0 || h.Key == "" || h.MinCost != 0 || h.Peek && h.Force || h.Block != 0 || h.After != 0 || h.Concurrency {
 		return algo.TBNums{}, false
 	}
 	return s.limits.tokenBucket(h.Limit)
@@ -290,6 +290,9 @@ func decideCost(now int64, h *sluice.Hit, st state, cost int64) (algo.Outcome, s
 		}
 		p := l.PeriodMicros()
 		o, e, add := algo.SlidingLog(now, entries, p, l.Capacity(), cost, h.Force)
+		if h.Concurrency && !o.Allowed {
+			o.RetryAfter = min(o.RetryAfter, sluice.ConcurrencyRetry.Microseconds())
+		}
 		return o, state{log: &logState{entries: entries, period: p, pend: e, hasPend: add}, expires: now + o.ResetAfterIf}
 	default: // sluice.TokenBucket; Hit.Check refused unknown algorithms
 		o, tat := algo.TokenBucket(now, st.a, l.IntervalMicros(), l.Capacity(), cost, h.Force)

@@ -15,6 +15,9 @@ type backend interface {
 	// Store.TakePartial).
 	take(ctx context.Context, hits []sluice.Hit, out []sluice.Result, partial bool) error
 	refund(ctx context.Context, refunds []sluice.Refund) error
+	// refresh restarts the hold of concurrency slots (see
+	// Store.RefreshSlots).
+	refresh(ctx context.Context, refreshes []sluice.SlotRefresh) error
 	reset(ctx context.Context, hits []sluice.Hit) error
 	breakerState() sluice.BreakerState
 	// policies reads the eviction policy of every server holding keys.

@@ -73,6 +73,14 @@ func (g grouped) Refund(ctx context.Context, refunds []sluice.Refund) error {
 	return g.s.Refund(ctx, r)
 }
 
+func (g grouped) RefreshSlots(ctx context.Context, refreshes []sluice.SlotRefresh) error {
+	r := slices.Clone(refreshes) // each Receipt still points at the caller's
+	for i := range r {
+		r[i].Hit.Group = testGroup
+	}
+	return g.s.RefreshSlots(ctx, r)
+}
+
 func (g grouped) Reset(ctx context.Context, hits []sluice.Hit) error {
 	return g.s.Reset(ctx, group(hits))
 }

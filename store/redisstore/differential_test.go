@@ -49,7 +49,8 @@ func mustZone(name string) *time.Location {
 
 // TestDifferentialMemstoreVsRedis replays seeded random sequences of (time
 // step, keys, rule mix, cost, shadow, peeks, partial hits, forced charges,
-// penalties, refunds of earlier takes) against memstore and
+// penalties, concurrency slots, refunds of earlier takes, refreshes of
+// their slots) against memstore and
 // the Redis store on a real redis-server, both on one fake clock, and
 // requires identical results at every step: both stores compute the same
 // integer microseconds, so they must agree exactly.
@@ -94,6 +95,25 @@ func replay(t *testing.T, rng *rand.Rand, clock *storetest.Clock, a, b sluice.St
 			}
 			continue
 		}
+		sa, okA := a.(sluice.SlotRefresher)
+		sb, okB := b.(sluice.SlotRefresher)
+		if okA && okB && len(taken) > 0 && rng.IntN(5) == 0 {
+			// Refresh an earlier take's slot, if it took one, on both stores.
+			i := rng.IntN(len(taken))
+			if r := &taken[i]; r.Hit.Concurrency && clock.Now().UnixMicro() > r.Receipt.Mark {
+				rcA, rcB := r.Receipt, r.Receipt
+				// At most the time since the slot's mark, as a caller's
+				// clock measures it; now and then more, which is not applied.
+				held := time.Duration(1+rng.Int64N(clock.Now().UnixMicro()-r.Receipt.Mark+int64(rng.IntN(2)))) * time.Microsecond
+				errA := sa.RefreshSlots(ctx, []sluice.SlotRefresh{{Hit: r.Hit, Receipt: &rcA, Held: held}})
+				errB := sb.RefreshSlots(ctx, []sluice.SlotRefresh{{Hit: r.Hit, Receipt: &rcB, Held: held}})
+				if errA != nil || errB != nil || rcA != rcB {
+					t.Fatalf("op %d: refresh errors %v / %v, receipts %+v / %+v for %+v", op, errA, errB, rcA, rcB, r)
+				}
+				r.Receipt = rcB
+				continue
+			}
+		}
 		hits := randomHits(rng, keyPrefix)
 		if refused != nil && rng.IntN(3) == 0 {
 			hits = refused // a client trying again, as a flood does
@@ -136,6 +156,9 @@ func compare(t *testing.T, what string, hits []sluice.Hit, outA, outB []sluice.R
 		if outA[i].Blocked {
 			blockedSeen.Add(1)
 		}
+		if hits[i].Concurrency && !outA[i].Allowed {
+			slotRefusalsSeen.Add(1)
+		}
 	}
 	for i := range outB {
 		if !outB[i].Remembered {
@@ -145,6 +168,11 @@ func compare(t *testing.T, what string, hits []sluice.Hit, outA, outB []sluice.R
 			t.Fatalf("%s: refused from memory, admitted by memstore: %+v", what, outA)
 		}
 		outB[i].Remembered = false
+		if hits[i].Concurrency && !outB[i].Allowed && outB[i].RetryAfter > 0 && outB[i].RetryAfter <= outA[i].RetryAfter {
+			// A refused slot's RetryAfter is capped when decided, and the
+			// memory counts the cap down: at most what is left.
+			outB[i].RetryAfter = outA[i].RetryAfter
+		}
 		switch {
 		case outB[i].Allowed:
 			outB[i] = outA[i]
@@ -176,8 +204,9 @@ func appendTaken(taken []sluice.Refund, hits []sluice.Hit, out []sluice.Result) 
 	return taken
 }
 
-// blockedSeen counts the blocked refusals the replays met.
-var blockedSeen atomic.Int64
+// blockedSeen counts the blocked refusals the replays met, and
+// slotRefusalsSeen the concurrency hits refused for want of a slot.
+var blockedSeen, slotRefusalsSeen atomic.Int64
 
 // checkRemembered fails t when no replay exercised the memory of refusals,
 // or the penalties.
@@ -187,6 +216,9 @@ func checkRemembered(t *testing.T, remembered int) {
 	}
 	if !t.Failed() && blockedSeen.Load() == 0 {
 		t.Error("no request was blocked: the replays do not exercise penalties")
+	}
+	if !t.Failed() && slotRefusalsSeen.Load() == 0 {
+		t.Error("no concurrency hit was refused: the replays do not exercise slots")
 	}
 }
 
@@ -234,8 +266,24 @@ func randomHits(rng *rand.Rand, prefix string) []sluice.Hit {
 	}
 	if n == 1 && !hits[0].Shadow && hits[0].Algorithm != sluice.SlidingLog && rng.IntN(3) == 0 {
 		penalize(rng, prefix, &hits[0])
+	} else if !force && rng.IntN(4) == 0 {
+		takeSlot(rng, prefix, &hits[rng.IntN(n)])
 	}
 	return hits
+}
+
+// takeSlot makes h a concurrency hit on one of the keys that hold slots:
+// 2 slots held for 2 s at most, so that the replays' steps see slots
+// expire as well as freed.
+func takeSlot(rng *rand.Rand, prefix string, h *sluice.Hit) {
+	*h = sluice.Hit{
+		Key:         fmt.Sprintf("%sc%d", prefix, rng.IntN(2)),
+		Limit:       sluice.Per(2, 2*time.Second),
+		Algorithm:   sluice.SlidingLog,
+		Concurrency: true,
+		Cost:        rng.Int64N(2),
+		Peek:        rng.IntN(6) == 0,
+	}
 }
 
 // penalties are the penalties of the keys that carry one: each such key

@@ -7,7 +7,9 @@
 -- then five arguments per refund: algorithm (0 token bucket, 1 sliding
 --          window, 2 fixed window, 3 sliding log), the emission interval
 --          µs (token bucket) or the period µs, the units to give back, and
---          the take's receipt: mark and sequence number
+--          the take's receipt: mark and sequence number; or, to refresh a
+--          concurrency slot (an entry of a sliding log): 4, the period µs
+--          (the hold), the slot's next mark, and its receipt
 --
 -- Returns how many refunds changed their bucket. A bucket that is missing,
 -- or holds something that is not a bucket's state, is left as it is (the
@@ -31,7 +33,31 @@ for i = 1, #KEYS do
   local k = KEYS[i]
   local a = 2 + (i - 1) * 5
   local al, p, units, mark, seq = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  if al == 3 then
+  if al == 4 then
+    -- A concurrency slot's hold restarts: the entry the take added moves
+    -- to the next mark (units), if it is still held and the next mark is
+    -- not ahead of the clock.
+    local raw = redis.pcall('ZRANGEBYSCORE', k, string.format('%d', mark), string.format('%d', mark))
+    if raw.err and string.sub(raw.err, 1, 9) ~= 'WRONGTYPE' then error(raw.err) end
+    if not raw.err and mark > now - p and units > mark and units <= now then
+      for j = 1, #raw do
+        local _, co, sq = string.match(raw[j], '^(%d+):(%d+):(%d+)$')
+        if sq and tonumber(sq) == seq then
+          redis.call('ZREM', k, raw[j])
+          redis.call('ZADD', k, string.format('%d', units), string.format('%d:%s:%d', units, co, seq))
+          -- The key lives until its newest entry's hold ends.
+          local newest = units
+          for _, m in ipairs(redis.call('ZRANGEBYSCORE', k, '-inf', '+inf')) do
+            local ts = tonumber(string.match(m, '^(%d+):'))
+            if ts and ts > newest then newest = ts end
+          end
+          redis.call('PEXPIRE', k, string.format('%d', math.max(MINPX, math.ceil((newest + p - now + pad) / 1000))))
+          applied = applied + 1
+          break
+        end
+      end
+    end
+  elseif al == 3 then
     -- The entry the take added, its cost shrunk by units, or removed.
     local raw = redis.pcall('ZRANGEBYSCORE', k, string.format('%d', mark), string.format('%d', mark))
     -- Another type is left as it is; any other error (a command the user's

@@ -234,6 +234,29 @@ func (d *decider) refundCommand(refunds []sluice.Refund) []any {
 	return cmd
 }
 
+// refreshCommand returns the command restarting the hold of concurrency
+// slots in one call of the refund script (see refund.lua), and writes
+// each slot's next mark into its receipt.
+func (d *decider) refreshCommand(refreshes []sluice.SlotRefresh) []any {
+	cmd := make([]any, 0, 4+6*len(refreshes))
+	cmd = append(cmd, "evalsha", refundScript.sha, len(refreshes))
+	for i := range refreshes {
+		cmd = append(cmd, d.keys.key(&refreshes[i].Hit))
+	}
+	cmd = append(cmd, "") // the server's clock
+	for i := range refreshes {
+		r := &refreshes[i]
+		next := r.NextMark()
+		cmd = append(cmd, scriptRefresh, scriptPeriod(&r.Hit.Limit, r.Hit.Algorithm), next, r.Receipt.Mark, r.Receipt.Seq)
+		r.Receipt.Mark = next
+	}
+	return cmd
+}
+
+// scriptRefresh is the refund script's algorithm argument that refreshes
+// a concurrency slot.
+const scriptRefresh = 4
+
 // decodeRefund checks the refund script's reply for n refunds: how many
 // changed their bucket, from 0 to n.
 func decodeRefund(reply any, n int) error {
@@ -400,6 +423,9 @@ func (r *request) decode(vals []any, short bool) error {
 			Remaining:     n[1],
 			ResetAfter:    algo.Micros(n[2]),
 			RetryAfter:    algo.Micros(n[3]),
+		}
+		if h.Concurrency && !out.Allowed {
+			out.RetryAfter = min(out.RetryAfter, sluice.ConcurrencyRetry)
 		}
 		if taken > 0 {
 			out.Receipt = sluice.Receipt{Taken: taken, Mark: n[4]}

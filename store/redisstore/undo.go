@@ -224,17 +224,23 @@ func (u *undoer) refundFailed(ctx context.Context, err error, refunds []sluice.R
 
 // groupRefunds splits refunds by the slot of their buckets.
 func (u *undoer) groupRefunds(refunds []sluice.Refund) [][]sluice.Refund {
-	var groups [][]sluice.Refund
+	return groupBySlot(u, refunds, func(r *sluice.Refund) *sluice.Hit { return &r.Hit })
+}
+
+// groupBySlot splits items by the cluster slot of the buckets of their
+// hits, in order.
+func groupBySlot[T any](u *undoer, items []T, hit func(*T) *sluice.Hit) [][]T {
+	var groups [][]T
 	at := make(map[int]int, 4)
-	for _, r := range refunds {
-		slot := slotOf(u.scripts.keys.key(&r.Hit))
+	for j := range items {
+		slot := slotOf(u.scripts.keys.key(hit(&items[j])))
 		i, ok := at[slot]
 		if !ok {
 			i = len(groups)
 			at[slot] = i
 			groups = append(groups, nil)
 		}
-		groups[i] = append(groups[i], r)
+		groups[i] = append(groups[i], items[j])
 	}
 	return groups
 }

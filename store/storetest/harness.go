@@ -68,4 +68,5 @@ func Run(t *testing.T, newHarness Factory) {
 	t.Run("Calendar", func(t *testing.T) { testCalendar(t, newHarness) })
 	t.Run("CalendarZones", func(t *testing.T) { testCalendarZones(t, newHarness) })
 	t.Run("Penalty", func(t *testing.T) { testPenalty(t, newHarness) })
+	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, newHarness) })
 }
