@@ -167,6 +167,17 @@ func TestSaturatedProcessStaysExact(t *testing.T) {
 					bound = int64(math.Floor(1.1 * float64(allowance)))
 				}
 			case "slow after emptied":
+				// The control, first (the client's bucket would refill
+				// while it runs): the same flood on handlers without a
+				// limiter. Its slowest answer is the process's own
+				// scheduling delay (goroutines runnable but waiting for
+				// one of the cores), which no limiter can take away.
+				bare := make([]http.Handler, n)
+				for i := range bare {
+					bare[i] = &okHandler{}
+				}
+				ctl, _ := saturate(bare, &paths{}, 4, d)
+				control = time.Duration(ctl.slowest.Load())
 				// Empty the client's bucket through the store, healthy,
 				// from every instance, as a balanced client does.
 				for i, h := range handlers {
@@ -181,16 +192,6 @@ func TestSaturatedProcessStaysExact(t *testing.T) {
 						}
 					}
 				}
-				// The control: the same flood on handlers without a
-				// limiter. Its slowest answer is the process's own
-				// scheduling delay (goroutines runnable but waiting for
-				// one of the cores), which no limiter can take away.
-				bare := make([]http.Handler, n)
-				for i := range bare {
-					bare[i] = &okHandler{}
-				}
-				ctl, _ := saturate(bare, &paths{}, 4, d)
-				control = time.Duration(ctl.slowest.Load())
 				px.SetLatency(faultproxy.Downstream, 100*time.Millisecond)
 				p.reset()
 				got, elapsed = saturate(handlers, p, 4, d)
