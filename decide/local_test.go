@@ -14,6 +14,20 @@ import (
 	"github.com/sluicehq/sluice/store/memstore"
 )
 
+// admittedOf checks n requests through dc on set, finishing each, and
+// returns how many were admitted.
+func admittedOf(dc *decide.Decider, set *rules.Set, n int) int {
+	got := 0
+	for range n {
+		d := dc.Check(set, httptest.NewRequest("GET", "/", nil), nil)
+		if d.Verdict == decide.Admitted {
+			got++
+		}
+		d.Finish(context.Background(), 0)
+	}
+	return got
+}
+
 // recordingStore fails every call, and keeps a record of what it last said
 // of a bucket: the state it is given, claimable once.
 type recordingStore struct {
@@ -57,15 +71,7 @@ func TestLocalStartsFromRecord(t *testing.T) {
 				t.Fatal(err)
 			}
 			set := rules.MustNew(rules.Rule{Name: "a", Key: keyfunc.Global(), Limit: sluice.PerMinute(10)})
-			admitted := 0
-			for range 20 {
-				d := dc.Check(set, httptest.NewRequest("GET", "/", nil), nil)
-				if d.Verdict == decide.Admitted {
-					admitted++
-				}
-				d.Finish(context.Background(), 0)
-			}
-			if admitted != tt.admitted {
+			if admitted := admittedOf(dc, set, 20); admitted != tt.admitted {
 				t.Errorf("admitted %d of 20, want %d", admitted, tt.admitted)
 			}
 		})
@@ -93,17 +99,7 @@ func TestLocalHoldsTheInstanceCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := rules.MustNew(rules.Rule{Name: "a", Key: keyfunc.Global(), Limit: sluice.PerMinute(40)})
-	admitted := func(n int) int {
-		got := 0
-		for range n {
-			d := dc.Check(set, httptest.NewRequest("GET", "/", nil), nil)
-			if d.Verdict == decide.Admitted {
-				got++
-			}
-			d.Finish(context.Background(), 0)
-		}
-		return got
-	}
+	admitted := func(n int) int { return admittedOf(dc, set, n) }
 	if got := admitted(5); got != 5 {
 		t.Fatalf("admitted %d of 5 on a share of 10, want 5", got)
 	}
@@ -143,17 +139,7 @@ func TestLocalHoldsTheCountSeenBeforeAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := rules.MustNew(rules.Rule{Name: "a", Key: keyfunc.Global(), Limit: sluice.PerMinute(40)})
-	admitted := func(n int) int {
-		got := 0
-		for range n {
-			d := dc.Check(set, httptest.NewRequest("GET", "/", nil), nil)
-			if d.Verdict == decide.Admitted {
-				got++
-			}
-			d.Finish(context.Background(), 0)
-		}
-		return got
-	}
+	admitted := func(n int) int { return admittedOf(dc, set, n) }
 	if got := admitted(5); got != 5 {
 		t.Fatalf("store answering: admitted %d of 5, want 5", got)
 	}
