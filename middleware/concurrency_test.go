@@ -61,10 +61,16 @@ func serveGated(t *testing.T, lim func(http.Handler) http.Handler, next http.Han
 // flight: two reach the handler, four are refused with 429, Retry-After 1
 // and a problem and fields naming the rule; the admitted ones carry the
 // rate rule's fields alone; once the two are over, both slots are free.
+// On memstore, a redis-server and a 3-master cluster.
 func TestConcurrencyThroughHTTP(t *testing.T) {
-	mem, _ := newMemstore(t)
+	for name, newStore := range countStores(t) {
+		t.Run(name, func(t *testing.T) { concurrencyThroughHTTP(t, newStore(t)) })
+	}
+}
+
+func concurrencyThroughHTTP(t *testing.T, store sluice.Store) {
 	g := newGate()
-	srv := serveGated(t, middleware.Limit(mem, rules.MustNew(inFlight(2), perIP(sluice.PerMinute(100)))), g, g)
+	srv := serveGated(t, middleware.Limit(store, rules.MustNew(inFlight(2), perIP(sluice.PerMinute(100))), decide.WithBudget(5*time.Second)), g, g)
 	type answer struct {
 		code                  int
 		retry, policy, remain string
@@ -113,15 +119,21 @@ func TestConcurrencyThroughHTTP(t *testing.T) {
 	// rate rule's: slots in flight are no quota.
 	peek := sluice.Hit{Key: rules.BucketKey("reports-in-flight", "ip", "127.0.0.1"), Limit: sluice.Per(2, time.Minute), Algorithm: sluice.SlidingLog, Concurrency: true, Peek: true}
 	var out [1]sluice.Result
-	if err := mem.Take(context.Background(), []sluice.Hit{peek}, out[:]); err != nil || out[0].Remaining != 2 {
+	if err := store.Take(context.Background(), []sluice.Hit{peek}, out[:]); err != nil || out[0].Remaining != 2 {
 		t.Fatalf("the slots after both requests: %+v, %v, want 2 free", out[0], err)
 	}
 }
 
 // A slot is freed when the handler panics, and not when the client goes
-// away while the handler still runs.
+// away while the handler still runs: on memstore, a redis-server and a
+// 3-master cluster.
 func TestConcurrencySlotFreedAtTheEnd(t *testing.T) {
-	mem, _ := newMemstore(t)
+	for name, newStore := range countStores(t) {
+		t.Run(name, func(t *testing.T) { concurrencySlotFreedAtTheEnd(t, newStore(t)) })
+	}
+}
+
+func concurrencySlotFreedAtTheEnd(t *testing.T, store sluice.Store) {
 	g := newGate()
 	panicking := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/panic" {
@@ -129,7 +141,7 @@ func TestConcurrencySlotFreedAtTheEnd(t *testing.T) {
 		}
 		g.ServeHTTP(w, r)
 	})
-	srv := serveGated(t, middleware.Limit(mem, rules.MustNew(inFlight(1))), panicking, g)
+	srv := serveGated(t, middleware.Limit(store, rules.MustNew(inFlight(1)), decide.WithBudget(5*time.Second)), panicking, g)
 	for range 3 {
 		if resp, err := srv.Client().Get(srv.URL + "/panic"); err == nil {
 			resp.Body.Close()

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/middleware"
 	"github.com/sluicehq/sluice/rules"
+	"github.com/sluicehq/sluice/store/redisstore"
 )
 
 // failedLogins is the rule of the docs: 5 failed logins per user per 15
@@ -45,13 +46,18 @@ func (h *loginHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "welcome")
 }
 
-// countStores are the stores the counting tests run on: memstore, and a
-// redis-server the test starts.
+// countStores are the stores the counting and concurrency tests run on:
+// memstore, a redis-server the test starts, and a 3-master Redis Cluster
+// it starts.
 func countStores(t *testing.T) map[string]func(t *testing.T) sluice.Store {
 	return map[string]func(t *testing.T) sluice.Store{
 		"memstore": func(t *testing.T) sluice.Store { s, _ := newMemstore(t); return s },
 		"redis": func(t *testing.T) sluice.Store {
 			return newRedisStore(t, redistest.Start(t).Addr)
+		},
+		"cluster": func(t *testing.T) sluice.Store {
+			c := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
+			return redisStoreOn(t, clusterClient(t, c.Addrs()), redisstore.Config{})
 		},
 	}
 }
