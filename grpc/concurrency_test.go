@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/decide"
+	sluicegrpc "github.com/sluicehq/sluice/grpc"
 	"github.com/sluicehq/sluice/keyfunc"
 	"github.com/sluicehq/sluice/rules"
 	"google.golang.org/grpc"
@@ -32,11 +34,20 @@ func (h heldWatch) Watch(_ *healthpb.HealthCheckRequest, s grpc.ServerStreamingS
 
 // A stream holds its concurrency slot for its life: while one Watch
 // stream is open, another is refused with ResourceExhausted; once it is
-// over, the next one opens.
+// over, the next one opens. On memstore and on a redis-server.
 func TestConcurrencyStreamHoldsItsSlot(t *testing.T) {
-	store, clk := fakeStore(t)
+	t.Run("memstore", func(t *testing.T) {
+		store, clk := fakeStore(t)
+		streamHoldsItsSlot(t, store, decide.WithClock(clk))
+	})
+	t.Run("redis", func(t *testing.T) {
+		streamHoldsItsSlot(t, redisStore(t), decide.WithBudget(5*time.Second))
+	})
+}
+
+func streamHoldsItsSlot(t *testing.T, store sluice.Store, opt sluicegrpc.Option) {
 	set := rules.MustNew(rules.Rule{Name: "watchers", Key: keyfunc.Endpoint(), Concurrency: &rules.Concurrency{Max: 1, Hold: time.Minute}})
-	l := newLimiter(t, store, set, decide.WithClock(clk))
+	l := newLimiter(t, store, set, opt)
 	held := heldWatch{release: make(chan struct{})}
 	srv := grpc.NewServer(grpc.ChainStreamInterceptor(l.StreamServerInterceptor()))
 	healthpb.RegisterHealthServer(srv, held)
