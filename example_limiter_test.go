@@ -65,3 +65,42 @@ func ExampleLimiter_Reset() {
 	// before reset: remaining 0 allowed false
 	// after reset: remaining 3 allowed true
 }
+
+// Sign-ins limited to 3 a minute per user, with a penalty: a user refused
+// twice within a minute is shut out for 15 minutes, whatever the bucket
+// holds, until the block ends or Reset lifts it. The clock is a test clock
+// moved by hand; in production leave Clock out.
+func ExampleWithPenalty() {
+	clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
+	store := memstore.New(memstore.Config{Clock: clock})
+	defer store.Close(context.Background())
+	logins, err := sluice.NewLimiter(store, sluice.PerMinute(3), sluice.WithPenalty(15*time.Minute, 2))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	show := func(what string) {
+		r, err := logins.Allow(ctx, "login:alice")
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%-13s allowed=%-5v blocked=%-5v started=%-5v retry-after=%v\n", what, r.Allowed, r.Blocked, r.BlockStarted, r.RetryAfter)
+	}
+	for i := range 5 {
+		show(fmt.Sprint("attempt ", i+1))
+	}
+	clock.Advance(5 * time.Minute) // the bucket is full again; the block runs on
+	show("5 min later")
+	if err := logins.Reset(ctx, "login:alice"); err != nil {
+		panic(err)
+	}
+	show("after Reset")
+	// Output:
+	// attempt 1     allowed=true  blocked=false started=false retry-after=0s
+	// attempt 2     allowed=true  blocked=false started=false retry-after=0s
+	// attempt 3     allowed=true  blocked=false started=false retry-after=0s
+	// attempt 4     allowed=false blocked=false started=false retry-after=20s
+	// attempt 5     allowed=false blocked=true  started=true  retry-after=15m0s
+	// 5 min later   allowed=false blocked=true  started=false retry-after=10m0s
+	// after Reset   allowed=true  blocked=false started=false retry-after=0s
+}

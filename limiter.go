@@ -11,7 +11,8 @@ import (
 // Limiter limits anything keyed by a string, without HTTP: a background
 // job per tenant, a queue consumer, a gRPC handler. It decides one bucket
 // per key, with one limit and one algorithm, in any [Store]; the answers
-// are the [Result] values the middleware decides requests with.
+// are the [Result] values the middleware decides requests with. A penalty
+// ([WithPenalty]) blocks, for a while, a key it keeps refusing.
 //
 // Keys go to the store as they are: give each Limiter sharing a store keys
 // of its own (such as "export:" + tenant). A Limiter is safe for concurrent
@@ -25,6 +26,12 @@ type Limiter struct {
 	// clock is the time WaitN reads deadlines in and sleeps on (see
 	// WithWaitClock).
 	clock WaitClock
+	// block and after are the penalty of every hit (see WithPenalty);
+	// block 0: none.
+	block time.Duration
+	after int64
+	// penaltySet reports that WithPenalty was given.
+	penaltySet bool
 }
 
 // LimiterOption configures a [Limiter].
@@ -42,6 +49,56 @@ func (f limiterOption) apply(l *Limiter) error { return f(l) }
 // [PerCalendar]), which no other algorithm enforces.
 func WithAlgorithm(a Algorithm) LimiterOption {
 	return limiterOption(func(l *Limiter) error { l.alg, l.algSet = a, true; return nil })
+}
+
+// WithPenalty blocks a key the Limiter refuses: once its calls are refused
+// after times within the limit's period, every call on the key is refused
+// for block, whatever its bucket holds (a blocked refusal: [Result.Blocked]
+// is set, [Result.BlockStarted] on the refusal that starts the block, and
+// RetryAfter is the time left in the block). after 0 means 1: the first
+// refusal starts the block. The block lives in the store with the key's
+// bucket, so every Limiter sharing the store and the key sees it, and
+// [Limiter.Reset] lifts it. A blocked call consumes nothing.
+//
+// [Limiter.Peek] reports a running block and neither counts toward one nor
+// starts one. A refusal [Limiter.Wait] meets counts toward the block as an
+// Allow's does, and a blocked refusal makes it sleep for the time left in
+// the block (or return at once when that would outlast the context's
+// deadline).
+//
+// NewLimiter refuses, with an error wrapping [ErrInvalidConfig], a block
+// that is not positive, is over [MaxBlock] or is not a whole number of
+// microseconds, a negative after, and a penalty with the [SlidingLog]
+// algorithm (its log has no room for the block). Default: no penalty. See
+// [Hit.Block].
+func WithPenalty(block time.Duration, after int64) LimiterOption {
+	return limiterOption(func(l *Limiter) error {
+		l.block, l.after, l.penaltySet = block, after, true
+		return nil
+	})
+}
+
+// checkPenalty reports why l's penalty (see WithPenalty) cannot be
+// enforced, as an error wrapping [ErrInvalidConfig], or nil.
+func (l *Limiter) checkPenalty() error {
+	var problem string
+	switch {
+	case !l.penaltySet:
+		return nil
+	case l.block <= 0:
+		problem = fmt.Sprintf("block %v: a penalty needs a positive block", l.block)
+	case l.block > MaxBlock:
+		problem = fmt.Sprintf("block %v is over the longest block, %v", l.block, MaxBlock)
+	case l.block%time.Microsecond != 0:
+		problem = fmt.Sprintf("block %v is not a whole number of microseconds", l.block)
+	case l.after < 0:
+		problem = fmt.Sprintf("after %d refusals: at least 1 (0 means 1)", l.after)
+	case l.alg == SlidingLog:
+		problem = "not with the sliding log algorithm: use the token bucket, the sliding window or the fixed window"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w: NewLimiter: WithPenalty: %s", ErrInvalidConfig, problem)
 }
 
 // WaitClock is the time [Limiter.WaitN] waits in. Now is the time a
@@ -85,8 +142,9 @@ var ErrUnsatisfiable = errors.New("sluice: cost exceeds the capacity")
 
 // NewLimiter returns a Limiter deciding limit, for every key, in store.
 // It refuses an unknown algorithm and a limit the algorithm cannot enforce
-// (an error wrapping [ErrInvalidLimit]), and a nil store or wait clock (an
-// error wrapping [ErrInvalidConfig]).
+// (an error wrapping [ErrInvalidLimit]), and a nil store or wait clock and
+// a penalty it cannot enforce ([WithPenalty]) (an error wrapping
+// [ErrInvalidConfig]).
 func NewLimiter(store Store, limit Limit, opts ...LimiterOption) (*Limiter, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: NewLimiter: nil store", ErrInvalidConfig)
@@ -104,6 +162,9 @@ func NewLimiter(store Store, limit Limit, opts ...LimiterOption) (*Limiter, erro
 		return nil, fmt.Errorf("%w: unknown algorithm %v", ErrInvalidLimit, l.alg)
 	}
 	if err := l.alg.ValidateLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := l.checkPenalty(); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -194,9 +255,9 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 	}
 }
 
-// Reset makes key's bucket full again, as if never used. The store must
-// implement [Resetter]; otherwise Reset returns an error wrapping
-// [errors.ErrUnsupported].
+// Reset makes key's bucket full again, as if never used, and lifts its
+// block ([WithPenalty]). The store must implement [Resetter]; otherwise
+// Reset returns an error wrapping [errors.ErrUnsupported].
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if key == "" {
 		return errEmptyKey
@@ -205,7 +266,12 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if !ok {
 		return fmt.Errorf("sluice: %T cannot reset buckets: %w", l.store, errors.ErrUnsupported)
 	}
-	return rs.Reset(ctx, []Hit{{Key: key, Limit: l.limit, Algorithm: l.alg}})
+	return rs.Reset(ctx, []Hit{l.hit(key, 1, false)})
+}
+
+// hit returns the hit of a decision on key: a cost of n, or a peek.
+func (l *Limiter) hit(key string, n int64, peek bool) Hit {
+	return Hit{Key: key, Limit: l.limit, Algorithm: l.alg, Cost: n, Peek: peek, Block: l.block, After: l.after}
 }
 
 var errEmptyKey = fmt.Errorf("%w: empty key", ErrInvalidHit)
@@ -229,7 +295,8 @@ func (l *Limiter) decide(ctx context.Context, key string, n int64, peek bool) (R
 		return Result{}, fmt.Errorf("%w: cost %d: must be at least 1", ErrInvalidHit, n)
 	}
 	c := calls.Get().(*call)
-	c.hit[0] = Hit{Key: key, Limit: l.limit, Algorithm: l.alg, Cost: n, Peek: peek}
+	c.hit[0] = l.hit(key, n, peek)
+	c.out[0] = Result{} // a store may leave fields it has nothing to say of
 	err := l.store.Take(ctx, c.hit[:], c.out[:])
 	r := c.out[0]
 	c.hit[0].Key = "" // the pool must not keep the caller's key alive

@@ -3,7 +3,9 @@ package sluice_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -207,5 +209,133 @@ func BenchmarkStoreTake(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		cs.Take(ctx, hits, out)
+	}
+}
+
+// WithPenalty is checked at construction, as a rule's penalty is: a
+// positive block of whole microseconds up to MaxBlock, an after not
+// negative (0 means 1), not with the sliding log, whichever order the
+// options come in.
+func TestWithPenaltyValidates(t *testing.T) {
+	mem := memstore.New(memstore.Config{SweepInterval: -1})
+	defer mem.Close(context.Background())
+	slidingLog := sluice.WithAlgorithm(sluice.SlidingLog)
+	for _, tc := range []struct {
+		name  string
+		limit sluice.Limit
+		opts  []sluice.LimiterOption
+		want  string // "" for valid
+	}{
+		{"block", sluice.PerMinute(5), []sluice.LimiterOption{sluice.WithPenalty(15*time.Minute, 0)}, ""},
+		{"after", sluice.PerMinute(5), []sluice.LimiterOption{sluice.WithPenalty(time.Hour, 5)}, ""},
+		{"the longest block", sluice.PerMinute(5), []sluice.LimiterOption{sluice.WithPenalty(sluice.MaxBlock, 1)}, ""},
+		{"a microsecond", sluice.PerMinute(5), []sluice.LimiterOption{sluice.WithPenalty(time.Microsecond, 1)}, ""},
+		{"fixed window", sluice.PerMinute(5), []sluice.LimiterOption{sluice.WithAlgorithm(sluice.FixedWindow), sluice.WithPenalty(time.Hour, 2)}, ""},
+		{"sliding window", sluice.PerMinute(5), []sluice.LimiterOption{sluice.WithPenalty(time.Hour, 2), sluice.WithAlgorithm(sluice.SlidingWindow)}, ""},
+		{"calendar", sluice.PerCalendar(1000, sluice.Day, nil), []sluice.LimiterOption{sluice.WithPenalty(time.Hour, 3)}, ""},
+		{"no block", sluice.PerMinute(5), []sluice.LimiterOption{sluice.WithPenalty(0, 2)}, "a penalty needs a positive block"},
+		{"negative block", sluice.PerMinute(5), []sluice.LimiterOption{sluice.WithPenalty(-time.Minute, 0)}, "a penalty needs a positive block"},
+		{"over 30 days", sluice.PerMinute(5), []sluice.LimiterOption{sluice.WithPenalty(sluice.MaxBlock+time.Hour, 0)}, "over the longest block"},
+		{"a fraction of a microsecond", sluice.PerMinute(5), []sluice.LimiterOption{sluice.WithPenalty(time.Second+500*time.Nanosecond, 0)}, "whole number of microseconds"},
+		{"negative after", sluice.PerMinute(5), []sluice.LimiterOption{sluice.WithPenalty(time.Hour, -1)}, "at least 1"},
+		{"sliding log after", sluice.PerMinute(5), []sluice.LimiterOption{slidingLog, sluice.WithPenalty(time.Hour, 0)}, "not with the sliding log"},
+		{"sliding log before", sluice.PerMinute(5), []sluice.LimiterOption{sluice.WithPenalty(time.Hour, 0), slidingLog}, "not with the sliding log"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := sluice.NewLimiter(mem, tc.limit, tc.opts...)
+			switch {
+			case tc.want == "" && (err != nil || l == nil):
+				t.Fatalf("got %v, %v; want a limiter", l, err)
+			case tc.want != "" && (l != nil || !errors.Is(err, sluice.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, %v; want an error wrapping ErrInvalidConfig saying %q", l, err, tc.want)
+			}
+		})
+	}
+}
+
+// A Limiter with a penalty: the after-th refusal within the period starts
+// the block; from then on Allow, Peek and AllowN on the key are refused as
+// blocked, with RetryAfter the time left, whatever the bucket holds, and
+// other keys are not; Reset lifts the block; Wait sleeps out the rest of
+// one, once, and then passes.
+func TestLimiterPenalty(t *testing.T) {
+	for _, tc := range []struct {
+		alg   sluice.Algorithm
+		after int64
+	}{
+		{sluice.TokenBucket, 0},
+		{sluice.TokenBucket, 3},
+		{sluice.FixedWindow, 1},
+		{sluice.SlidingWindow, 2},
+	} {
+		t.Run(fmt.Sprint(tc.alg, "/after=", tc.after), func(t *testing.T) {
+			const block = 15 * time.Minute
+			clock := storetest.NewClock(time.Unix(1_700_000_000, 0))
+			mem := memstore.New(memstore.Config{Clock: clock, SweepInterval: -1})
+			t.Cleanup(func() { mem.Close(context.Background()) })
+			l, err := sluice.NewLimiter(mem, sluice.PerMinute(2), sluice.WithAlgorithm(tc.alg), sluice.WithPenalty(block, tc.after), sluice.WithWaitClock(clock))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			const key = "login:alice"
+			blocked := func(what string, r sluice.Result, err error, left time.Duration, started bool) {
+				t.Helper()
+				if err != nil || r.Allowed || !r.Blocked || r.BlockStarted != started || r.RetryAfter != left || r.Remaining != 0 {
+					t.Fatalf("%s: %+v, %v; want blocked (started %v) with RetryAfter %v", what, r, err, started, left)
+				}
+			}
+			// startBlock takes the key's bucket down, then is refused until
+			// the block starts: at the after-th refusal (the first for 0).
+			startBlock := func() {
+				t.Helper()
+				refusals := int64(0)
+				for range 10 {
+					r, err := l.Allow(ctx, key)
+					switch {
+					case err != nil:
+						t.Fatal(err)
+					case r.Allowed:
+						continue
+					}
+					refusals++
+					if refusals < max(tc.after, 1) {
+						if r.Blocked || r.RetryAfter <= 0 {
+							t.Fatalf("refusal %d: %+v; want refused, not blocked", refusals, r)
+						}
+						continue
+					}
+					blocked(fmt.Sprintf("refusal %d, the one that starts the block", refusals), r, nil, block, true)
+					return
+				}
+				t.Fatalf("no block after %d refusals", refusals)
+			}
+			startBlock()
+			clock.Advance(5 * time.Minute) // the bucket is full again
+			r, err := l.Allow(ctx, key)
+			blocked("Allow 5 minutes in", r, err, block-5*time.Minute, false)
+			r, err = l.Peek(ctx, key)
+			blocked("Peek 5 minutes in", r, err, block-5*time.Minute, false)
+			r, err = l.AllowN(ctx, key, 2)
+			blocked("AllowN 5 minutes in", r, err, block-5*time.Minute, false)
+			if r, err := l.Allow(ctx, "login:bob"); err != nil || !r.Allowed || r.Blocked {
+				t.Fatalf("another key: %+v, %v; want allowed", r, err)
+			}
+			if err := l.Reset(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := l.Allow(ctx, key); err != nil || !r.Allowed || r.Blocked || r.Remaining != 1 {
+				t.Fatalf("after Reset: %+v, %v; want allowed with 1 left", r, err)
+			}
+			startBlock()
+			clock.Advance(time.Minute)
+			before := clock.Now()
+			if err := l.Wait(ctx, key); err != nil {
+				t.Fatalf("Wait in a block: %v", err)
+			}
+			if slept := clock.Now().Sub(before); slept != block-time.Minute {
+				t.Fatalf("Wait in a block with %v left slept %v", block-time.Minute, slept)
+			}
+		})
 	}
 }

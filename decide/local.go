@@ -81,26 +81,39 @@ const countHold = time.Minute
 // failing them. An instance that really left costs the others a smaller
 // share for countHold, which under-admits: the safe side.
 type heldCount struct {
-	peak   atomic.Int64 // the largest count within countHold
+	// peak is the largest count within countHold (low 32 bits) and the
+	// number of times it was set (high 32 bits, wrapping), so that a
+	// compare-and-swap fails on a peak reported again meanwhile, even
+	// with the same count.
+	peak   atomic.Uint64
 	seenAt atomic.Int64 // when peak was last reported, Unix nanoseconds
 }
 
 // get returns the count to divide by at now, the store reporting n: the
 // held peak while it was reported within countHold, else n; at least 1.
+// Concurrent callers lose no peak: n replaces the peak by a
+// compare-and-swap, so of counts reported at once the largest is held. It
+// takes no lock and allocates nothing.
 func (c *heldCount) get(n, now int64) int64 {
-	n = max(n, 1)
-	peak := c.peak.Load()
-	switch {
-	case n >= peak:
-		c.peak.Store(n)
-		c.seenAt.Store(now)
-		return n
-	case now-c.seenAt.Load() < int64(countHold):
-		return peak
+	n = min(max(n, 1), 1<<32-1) // the peak holds 32 bits
+	for {
+		// The peak is read before seenAt, and a caller setting it sets
+		// seenAt before swapping it in: seenAt, read after, is never
+		// older than the report of the peak read, so a peak just
+		// reported is never taken for one whose hold is over.
+		old := c.peak.Load()
+		peak := int64(uint32(old))
+		if n < peak && now-c.seenAt.Load() < int64(countHold) {
+			return peak
+		}
+		// n is the count from now on: the peak or above, or the peak's
+		// hold is over.
+		for seen := c.seenAt.Load(); seen < now && !c.seenAt.CompareAndSwap(seen, now); seen = c.seenAt.Load() {
+		}
+		if c.peak.CompareAndSwap(old, (old>>32+1)<<32|uint64(n)) {
+			return n
+		}
 	}
-	c.peak.Store(n)
-	c.seenAt.Store(now)
-	return n
 }
 
 // share returns l divided among n instances: at least 1 per period.

@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,6 +32,45 @@ func TestHeldCount(t *testing.T) {
 	} {
 		if got := c.get(step.n, step.at); got != step.want {
 			t.Fatalf("%s: count %d gives %d, want %d", step.name, step.n, got, step.want)
+		}
+	}
+}
+
+// TestHeldCountConcurrent: counts reported at once lose no peak: after
+// many goroutines report theirs together, the count holds the largest,
+// and each of them was given at least its own; so too when the hold of
+// the peak before them is over, and some report less than it.
+func TestHeldCountConcurrent(t *testing.T) {
+	const goroutines, rounds = 16, 300
+	t0 := time.Now().UnixNano()
+	for round := range rounds {
+		var c heldCount
+		c.get(goroutines/2, t0)
+		now := t0 + int64(time.Second)
+		if round%2 == 1 {
+			now += int64(countHold) // the earlier peak's hold is over
+		}
+		ready := make(chan struct{})
+		var wg sync.WaitGroup
+		var short atomic.Int64
+		for g := range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n := int64(g + 1)
+				<-ready
+				if got := c.get(n, now); got < n {
+					short.Add(1)
+				}
+			}()
+		}
+		close(ready)
+		wg.Wait()
+		if n := short.Load(); n > 0 {
+			t.Fatalf("round %d: %d callers given less than the count they reported", round, n)
+		}
+		if got := c.get(1, now); got != goroutines {
+			t.Fatalf("round %d: the count holds %d after counts 1 to %d were reported at once, want %d", round, got, goroutines, goroutines)
 		}
 	}
 }

@@ -27,12 +27,15 @@
 //
 //	sluice.decisions              counter  {decision}  sluice.rule, sluice.outcome
 //	    One per rule per request; sluice.outcome is the Outcome's String:
-//	    allowed, denied, shadow_denied, failed_open, failed_closed, local
-//	    or bypassed ("unknown" for a value out of range).
+//	    allowed, denied, shadow_denied, failed_open, failed_closed, local,
+//	    bypassed or blocked ("unknown" for a value out of range).
 //	sluice.refusals.remembered    counter  {refusal}   sluice.rule
 //	    Denials a store answered in process from its memory of an earlier
 //	    refusal, with no store call (sluice.Result.Remembered); counted in
 //	    sluice.decisions too.
+//	sluice.penalties.started      counter  {block}     sluice.rule
+//	    Blocks a rule's penalty started (sluice.Result.BlockStarted): each
+//	    block's refusals count under sluice.outcome=blocked.
 //	sluice.store.call.duration    histogram  s         error.type (failed calls only)
 //	    One per store call (per request, not per rule). Default
 //	    boundaries: DefaultBuckets, 50 µs to 1 s.

@@ -47,6 +47,7 @@ type Recorder struct {
 
 	decisions      metric.Int64Counter
 	remembered     metric.Int64Counter
+	penalties      metric.Int64Counter
 	latency        metric.Float64Histogram
 	storeErrors    metric.Int64Counter
 	breaker        metric.Int64Gauge
@@ -139,6 +140,7 @@ func (r *Recorder) instruments(m metric.Meter) error {
 	}
 	r.decisions = counter("sluice.decisions", "{decision}", "Rate-limit decisions, one per rule per request, by rule and outcome.")
 	r.remembered = counter("sluice.refusals.remembered", "{refusal}", "Denials a store answered in process from its memory of an earlier refusal, with no store call, by rule.")
+	r.penalties = counter("sluice.penalties.started", "{block}", "Blocks a rule's penalty started (identities refused for the penalty's block), by rule.")
 	var err error
 	r.latency, err = m.Float64Histogram("sluice.store.call.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of store calls, one per request; error.type is set on failed calls."),
@@ -170,9 +172,11 @@ func (r *Recorder) instruments(m metric.Meter) error {
 	return nil
 }
 
-// Observe records d in sluice.decisions under its rule and outcome, and a
+// Observe records d in sluice.decisions under its rule and outcome, a
 // denial a store answered from memory ([sluice.Result.Remembered]) in
-// sluice.refusals.remembered too. When ctx carries a recording span and d
+// sluice.refusals.remembered too, and a blocked refusal that started its
+// rule's penalty ([sluice.Result.BlockStarted]) in
+// sluice.penalties.started. When ctx carries a recording span and d
 // refused the request (denied, failed closed, or denied by the local
 // fallback), it adds the span event sluice.refused, with sluice.rule,
 // sluice.outcome and, when the request can pass later,
@@ -187,6 +191,9 @@ func (r *Recorder) Observe(ctx context.Context, d sluice.Decision) {
 	r.decisions.Add(ctx, 1, ra.outcomes[d.Outcome]...)
 	if d.Result.Remembered && (d.Outcome == sluice.OutcomeDenied || d.Outcome == sluice.OutcomeBlocked) {
 		r.remembered.Add(ctx, 1, ra.rule...)
+	}
+	if d.Result.BlockStarted && d.Outcome == sluice.OutcomeBlocked {
+		r.penalties.Add(ctx, 1, ra.rule...)
 	}
 	if r.cfg.spanEvents && refused(d) {
 		spanEvent(ctx, ra.label, d)

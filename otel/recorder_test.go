@@ -48,6 +48,8 @@ func TestInstruments(t *testing.T) {
 		{Rule: "per-user", Outcome: sluice.OutcomeFailedClosed},
 		{Rule: "per-user", Outcome: sluice.OutcomeLocal},
 		{Rule: "office", Outcome: sluice.OutcomeBypassed},
+		{Rule: "per-ip", Outcome: sluice.OutcomeBlocked, Result: sluice.Result{Blocked: true, BlockStarted: true}},
+		{Rule: "per-ip", Outcome: sluice.OutcomeBlocked, Result: sluice.Result{Blocked: true}},
 		{Rule: "per-user", Outcome: sluice.Outcome(200)},
 	} {
 		rec.Observe(ctx, d)
@@ -80,6 +82,7 @@ func TestInstruments(t *testing.T) {
 	want := map[string]expected{
 		"sluice.decisions": {"{decision}", "counter", []string{
 			api + ",sluice.outcome=allowed,sluice.rule=per-ip: 2",
+			api + ",sluice.outcome=blocked,sluice.rule=per-ip: 2",
 			api + ",sluice.outcome=bypassed,sluice.rule=office: 1",
 			api + ",sluice.outcome=denied,sluice.rule=per-ip: 2",
 			api + ",sluice.outcome=failed_closed,sluice.rule=per-user: 1",
@@ -89,6 +92,7 @@ func TestInstruments(t *testing.T) {
 			api + ",sluice.outcome=unknown,sluice.rule=per-user: 1",
 		}},
 		"sluice.refusals.remembered": {"{refusal}", "counter", []string{api + ",sluice.rule=per-ip: 1"}},
+		"sluice.penalties.started":   {"{block}", "counter", []string{api + ",sluice.rule=per-ip: 1"}},
 		"sluice.store.call.duration": {"s", "histogram", []string{
 			"error.type=_OTHER," + api + ": count=1 sum=0.001",
 			"error.type=timeout," + api + ": count=1 sum=0.05",
@@ -145,6 +149,40 @@ func TestInstruments(t *testing.T) {
 	for name := range got {
 		if _, ok := want[name]; !ok {
 			t.Errorf("%s: recorded, not expected", name)
+		}
+	}
+}
+
+// TestPenaltiesStarted: a blocked refusal counts under the blocked
+// outcome; the one that started its block counts in
+// sluice.penalties.started too, and one answered from memory in
+// sluice.refusals.remembered; a decision of another outcome never counts
+// a penalty.
+func TestPenaltiesStarted(t *testing.T) {
+	rec, reader := newRecorder(t)
+	ctx := context.Background()
+	for _, d := range []sluice.Decision{
+		{Rule: "abusive", Outcome: sluice.OutcomeBlocked, Result: sluice.Result{Blocked: true, BlockStarted: true, RetryAfter: time.Minute}},
+		{Rule: "abusive", Outcome: sluice.OutcomeBlocked, Result: sluice.Result{Blocked: true, RetryAfter: time.Second}},
+		{Rule: "abusive", Outcome: sluice.OutcomeBlocked, Result: sluice.Result{Blocked: true, Remembered: true, RetryAfter: time.Second}},
+		{Rule: "abusive", Outcome: sluice.OutcomeBlocked, Result: sluice.Result{Blocked: true, BlockStarted: true, RetryAfter: time.Minute}},
+		{Rule: "other", Outcome: sluice.OutcomeLocal, Result: sluice.Result{Blocked: true, BlockStarted: true}},
+		{Rule: "other", Outcome: sluice.OutcomeDenied},
+	} {
+		rec.Observe(ctx, d)
+	}
+	got := collect(t, reader)
+	for name, want := range map[string][]string{
+		"sluice.decisions": {
+			"sluice.outcome=blocked,sluice.rule=abusive: 4",
+			"sluice.outcome=denied,sluice.rule=other: 1",
+			"sluice.outcome=local,sluice.rule=other: 1",
+		},
+		"sluice.penalties.started":   {"sluice.rule=abusive: 2"},
+		"sluice.refusals.remembered": {"sluice.rule=abusive: 1"},
+	} {
+		if g := got[name]; !slices.Equal(g.points, want) || g.kind != "counter" {
+			t.Errorf("%s: %s\n\t%s\nwant counter\n\t%s", name, g.kind, strings.Join(g.points, "\n\t"), strings.Join(want, "\n\t"))
 		}
 	}
 }

@@ -32,7 +32,8 @@ type Bypass struct {
 	Identify func(r *http.Request) (identity string, ok bool)
 	// Limit bounds the requests the entry exempts, per identity. Required.
 	Limit sluice.Limit
-	// Algorithm enforces Limit. Default: [sluice.TokenBucket].
+	// Algorithm enforces Limit. Default: [sluice.TokenBucket], or
+	// [sluice.FixedWindow] for a calendar limit, as on a [Rule].
 	Algorithm sluice.Algorithm
 	// OnFail is what happens to an exempt request when the store fails.
 	// Default: FailLocal.
@@ -100,6 +101,9 @@ func newBypassEntry(b Bypass) (bypassEntry, error) {
 		return bypassEntry{}, fail("algorithm", "unknown algorithm %d", b.Algorithm)
 	case b.OnFail > FailClosed:
 		return bypassEntry{}, fail("on_fail", "unknown policy %d", b.OnFail)
+	}
+	if b.Limit.IsCalendar() && b.Algorithm == sluice.TokenBucket {
+		b.Algorithm = sluice.FixedWindow // the only one that enforces it
 	}
 	if err := b.Algorithm.ValidateLimit(b.Limit); err != nil {
 		return bypassEntry{}, fail("limit", "%v", err)

@@ -71,7 +71,9 @@ type Rule struct {
 	// Limit is the rate enforced per identity. Required; see
 	// [sluice.Limit.Validate].
 	Limit sluice.Limit
-	// Algorithm enforces Limit. Default: [sluice.TokenBucket].
+	// Algorithm enforces Limit. Default: [sluice.TokenBucket]; for a
+	// calendar limit ([sluice.PerCalendar]), [sluice.FixedWindow], the
+	// only algorithm that enforces one (another is refused).
 	Algorithm sluice.Algorithm
 	// Cost is what one request consumes. 0 means 1. Must not exceed the
 	// limit's capacity.
@@ -179,10 +181,8 @@ func (r *Rule) Validate() error {
 	if field, problem := r.Concurrency.validate(r); problem != "" {
 		return fail(field, "%s", problem)
 	}
-	if r.Concurrency != nil {
-		filled := r.concurrent()
-		r = &filled
-	}
+	filled := r.withDefaults()
+	r = &filled
 	if err := r.Algorithm.ValidateLimit(r.Limit); err != nil {
 		return fail("limit", "%v", err)
 	}

@@ -20,6 +20,9 @@ type Set struct {
 // New validates rules and returns them as a Set. Errors wrap
 // [ErrInvalidRule] and name the rule and the field. An empty set is refused:
 // a limiter with no rules limits nothing, which is never what was meant.
+// Defaults are filled in: a Cost of 0 is 1, and a calendar limit
+// ([sluice.PerCalendar]) whose Algorithm is left zero is enforced by
+// [sluice.FixedWindow] (see [Rule.Algorithm]).
 func New(rules ...Rule) (*Set, error) {
 	if len(rules) == 0 {
 		return nil, fmt.Errorf("%w: no rules", ErrInvalidRule)
@@ -34,7 +37,7 @@ func New(rules ...Rule) (*Set, error) {
 			return nil, fmt.Errorf("%w %q: name: used by two rules", ErrInvalidRule, r.Name)
 		}
 		seen[r.Name] = true
-		r = r.concurrent()
+		r = r.withDefaults()
 		if r.Cost == 0 {
 			r.Cost = 1
 		}
@@ -47,6 +50,18 @@ func New(rules ...Rule) (*Set, error) {
 		s.rules[i] = r
 	}
 	return s, nil
+}
+
+// withDefaults returns r as its hits decide it: a concurrency rule's Limit
+// and Algorithm filled in from Concurrency, and a calendar limit's
+// algorithm, left zero, the fixed window (which no other algorithm
+// enforces; a rule file chooses it too).
+func (r Rule) withDefaults() Rule {
+	r = r.concurrent()
+	if r.Limit.IsCalendar() && r.Algorithm == sluice.TokenBucket {
+		r.Algorithm = sluice.FixedWindow
+	}
+	return r
 }
 
 // MustNew is like [New] but panics on an error; for rules fixed in code.

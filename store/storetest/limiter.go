@@ -14,7 +14,7 @@ import (
 // with the store's exact RetryAfter, peeks without consuming, waits
 // exactly that RetryAfter and then passes, returns at once when
 // cancelled (stopping its timer), and resets the bucket when the store
-// is a Resetter.
+// is a Resetter; with a penalty, blocks a key it refused until Reset.
 func testLimiter(t *testing.T, newHarness Factory) {
 	for _, a := range algorithms {
 		t.Run(a.alg.String(), func(t *testing.T) {
@@ -37,6 +37,51 @@ func testLimiter(t *testing.T, newHarness Factory) {
 				t.Fatalf("after Reset: %+v, %v; want 5 remaining", r, err)
 			}
 		})
+	}
+	t.Run("Penalty", func(t *testing.T) { testLimiterPenalty(t, newHarness) })
+}
+
+// testLimiterPenalty: a Limiter with a penalty ([sluice.WithPenalty]) over
+// the store: the refusal starts the block, every later Allow and Peek on
+// the key is refused as blocked with RetryAfter the time left, whatever
+// the bucket holds, and Reset lifts it when the store is a Resetter.
+func testLimiterPenalty(t *testing.T, newHarness Factory) {
+	const block = 15 * time.Minute
+	h := newHarness(t)
+	at := start()
+	h.SetTime(at)
+	l, err := sluice.NewLimiter(h.Store, sluice.PerMinute(2), sluice.WithPenalty(block, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	key := uniqueKey(t, "penalty")
+	blocked := func(what string, r sluice.Result, err error, left time.Duration, started bool) {
+		t.Helper()
+		if err != nil || r.Allowed || !r.Blocked || r.BlockStarted != started || r.RetryAfter != left || r.Remaining != 0 {
+			t.Fatalf("%s: %+v, %v; want blocked (started %v) with RetryAfter %v", what, r, err, started, left)
+		}
+	}
+	for i := range 2 {
+		if r, err := l.Allow(ctx, key); err != nil || !r.Allowed || r.Blocked {
+			t.Fatalf("Allow %d of 2 per minute: %+v, %v", i+1, r, err)
+		}
+	}
+	r, err := l.Allow(ctx, key)
+	blocked("the refusal that starts the block", r, err, block, true)
+	h.SetTime(at.Add(5 * time.Minute)) // the bucket is full again
+	r, err = l.Allow(ctx, key)
+	blocked("Allow 5 minutes in", r, err, block-5*time.Minute, false)
+	r, err = l.Peek(ctx, key)
+	blocked("Peek 5 minutes in", r, err, block-5*time.Minute, false)
+	if _, ok := h.Store.(sluice.Resetter); !ok {
+		return
+	}
+	if err := l.Reset(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := l.Allow(ctx, key); err != nil || !r.Allowed || r.Blocked || r.Remaining != 1 {
+		t.Fatalf("after Reset: %+v, %v; want allowed with 1 left", r, err)
 	}
 }
 
