@@ -15,6 +15,7 @@ func (o *Outcome) Result(r *sluice.Result, l sluice.Limit, taken bool) {
 	r.RetryAfter = Micros(o.RetryAfter)
 	r.Unsatisfiable = o.Unsatisfiable
 	r.Receipt = sluice.Receipt{}
+	r.Remembered, r.Blocked, r.BlockStarted = false, false, false
 	if taken {
 		r.Remaining = o.RemainingIf()
 		r.ResetAfter = Micros(o.ResetAfterIf)

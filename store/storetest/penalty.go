@@ -47,6 +47,16 @@ func testPenalty(t *testing.T, newHarness Factory) {
 			peek := hit
 			peek.Peek = true
 			blocked(t, "a peek 5 minutes in", take1(t, h.Store, peek), 10*time.Minute)
+			// A result slot reused after a blocked answer says nothing of
+			// the block: the store writes every field.
+			fresh := sluice.Hit{Key: uniqueKey(t, "fresh"), Limit: sluice.PerMinute(2), Algorithm: alg, Block: 15 * time.Minute}
+			reused := []sluice.Result{{Blocked: true, BlockStarted: true, Remembered: true, Unsatisfiable: true}}
+			if err := h.Store.Take(context.Background(), []sluice.Hit{fresh}, reused); err != nil {
+				t.Fatal(err)
+			}
+			if r := reused[0]; !r.Allowed || r.Blocked || r.BlockStarted || r.Remembered || r.Unsatisfiable {
+				t.Fatalf("a fresh bucket's result in a slot that held a blocked one: %+v, want allowed, nothing left over", r)
+			}
 			other := sluice.Hit{Key: uniqueKey(t, "other"), Limit: sluice.PerMinute(2), Algorithm: alg}
 			res := take(t, h.Store, other, hit)
 			blocked(t, "in a request of two rules", res[1], 10*time.Minute)
