@@ -27,10 +27,12 @@ type localFallback struct {
 }
 
 // newLocalFallback returns the fallback of a decider on store: n instances
-// when n is positive, else as many as the store counts (at least 1).
-func newLocalFallback(n int, store sluice.Store) *localFallback {
+// when n is positive, else as many as the store counts (at least 1). Its
+// store tells the time by clock, the decider's (nil: the system's), the
+// clock the refreshes of the slots it gives are timed and measured by.
+func newLocalFallback(n int, store sluice.Store, clock sluice.Clock) *localFallback {
 	// No sweeper goroutine (nothing to close): decide sweeps now and then.
-	f := &localFallback{store: memstore.New(memstore.Config{SweepInterval: -1})}
+	f := &localFallback{store: memstore.New(memstore.Config{SweepInterval: -1, Clock: clock})}
 	f.record, _ = store.(sluice.BucketRecorder)
 	counter, ok := store.(sluice.InstanceCounter)
 	switch {
@@ -202,14 +204,21 @@ func (f *localFallback) seed(hit, local *sluice.Hit, n int64) error {
 	return nil
 }
 
+// localSlot reports whether rule i's hit holds a concurrency slot the
+// local fallback gave it, in the fallback's own store.
+func (o *Outcome) localSlot(i int) bool {
+	h := &o.Hits[i]
+	return o.Local[i] && h.Concurrency && !h.Peek && o.Results[i].Receipt.Taken > 0
+}
+
 // release frees the slots the fallback gave the concurrency rules of o, a
-// request that is over, in its own store.
+// request that is over, in its own store: by their receipts as their last
+// refresh left them (see [Outcome.stopHolding]).
 func (f *localFallback) release(o *Outcome) {
 	var refunds []sluice.Refund
 	for i := range o.Hits {
-		h := &o.Hits[i]
-		if o.Local[i] && h.Concurrency && !h.Peek && o.Results[i].Receipt.Taken > 0 {
-			refunds = append(refunds, sluice.Refund{Hit: *h, Receipt: o.Results[i].Receipt})
+		if o.localSlot(i) {
+			refunds = append(refunds, sluice.Refund{Hit: o.Hits[i], Receipt: o.Results[i].Receipt})
 		}
 	}
 	if len(refunds) > 0 {

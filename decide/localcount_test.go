@@ -104,7 +104,7 @@ func TestSampledCount(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &counter{}
 			store.n.Store(4)
-			f := newLocalFallback(0, store)
+			f := newLocalFallback(0, store, nil)
 			// Successful calls every 100 ms until the failure.
 			for d := time.Duration(0); d < tt.failAt; d += 100 * time.Millisecond {
 				if d == tt.fallAt {

@@ -10,13 +10,18 @@ import (
 
 // slotHolder refreshes the concurrency slots of a request in flight (see
 // [sluice.SlotRefresher]) every third of their shortest hold, until the
-// request is finished. It keeps its own copy of the slots' receipts and
-// writes them back into the outcome when it stops.
+// request is finished: the slots it took in the store, through the store,
+// and those the local fallback gave it while the store was failing,
+// through the fallback's own store. It keeps its own copy of the slots'
+// receipts and writes them back into the outcome when it stops.
 type slotHolder struct {
 	stop, done chan struct{}
 	idx        []int
 	refreshes  []sluice.SlotRefresh
 	receipts   []sluice.Receipt
+	// inStore is how many of refreshes, the first ones, are of slots
+	// taken in the store; the others are the local fallback's.
+	inStore int
 }
 
 // timerClock is a clock with timers, such as storetest.Clock: a decider
@@ -25,42 +30,60 @@ type timerClock interface {
 	Timer(d time.Duration) (<-chan time.Time, func() bool)
 }
 
-// holdSlots starts refreshing the slots o took, when o was admitted, took
-// some in the store and the store can refresh them.
+// holdSlots starts refreshing the slots o took, when o was admitted: those
+// it took in the store, when the store can refresh them, and those the
+// local fallback gave it (see [Outcome.localSlot]), which the fallback's
+// store refreshes. A slot left unrefreshed would end with its hold while
+// the request still runs, and admit another beyond the rule's max.
 func (dc *Decider) holdSlots(ctx context.Context, o *Outcome) {
-	rf, ok := dc.store.(sluice.SlotRefresher)
-	if !ok || o.Verdict != Admitted {
+	if o.Verdict != Admitted {
 		return
 	}
+	rf, _ := dc.store.(sluice.SlotRefresher)
 	var h *slotHolder
-	var every time.Duration
+	if rf != nil {
+		for i := range o.Hits {
+			if o.Hits[i].Concurrency && o.takenBack(i) {
+				h = h.hold(o, i)
+			}
+		}
+	}
+	if h != nil {
+		h.inStore = len(h.idx)
+	}
 	for i := range o.Hits {
-		hit := &o.Hits[i]
-		if !hit.Concurrency || !o.takenBack(i) {
-			continue
+		if o.localSlot(i) {
+			h = h.hold(o, i)
 		}
-		if h == nil {
-			h = &slotHolder{stop: make(chan struct{}), done: make(chan struct{})}
-			every = hit.Limit.Period
-		}
-		every = min(every, hit.Limit.Period)
-		h.idx = append(h.idx, i)
-		h.receipts = append(h.receipts, o.Results[i].Receipt)
 	}
 	if h == nil {
 		return
 	}
+	every := o.Hits[h.idx[0]].Limit.Period
 	for j, i := range h.idx {
+		every = min(every, o.Hits[i].Limit.Period)
 		h.refreshes = append(h.refreshes, sluice.SlotRefresh{Hit: o.Hits[i], Receipt: &h.receipts[j]})
 	}
 	o.slots = h
 	go dc.refreshLoop(context.WithoutCancel(ctx), rf, h, every/3)
 }
 
-// refreshLoop refreshes h's slots every period until h is stopped. Each
-// refresh's Held is the time since the last one was sent (the first: since
-// the take's answer arrived), so a slot's new start is never ahead of the
-// store's clock.
+// hold adds the slot of o's rule i to h, a new holder when h is nil, and
+// returns h.
+func (h *slotHolder) hold(o *Outcome, i int) *slotHolder {
+	if h == nil {
+		h = &slotHolder{stop: make(chan struct{}), done: make(chan struct{})}
+	}
+	h.idx = append(h.idx, i)
+	h.receipts = append(h.receipts, o.Results[i].Receipt)
+	return h
+}
+
+// refreshLoop refreshes h's slots every period until h is stopped: the
+// first h.inStore through rf, the store, the others through the local
+// fallback's store. Each refresh's Held is the time since the last one was
+// sent (the first: since the take's answer arrived), so a slot's new start
+// is never ahead of the store's clock.
 func (dc *Decider) refreshLoop(ctx context.Context, rf sluice.SlotRefresher, h *slotHolder, every time.Duration) {
 	defer close(h.done)
 	last := dc.cfg.now()
@@ -88,16 +111,25 @@ func (dc *Decider) refreshLoop(ctx context.Context, rf sluice.SlotRefresher, h *
 		for j := range h.refreshes {
 			h.refreshes[j].Held = held
 		}
-		call, release := dc.callContext(ctx)
-		start := time.Now()
-		err := rf.RefreshSlots(call, h.refreshes)
-		latency := time.Since(start)
-		if release != nil {
-			release()
+		if n := h.inStore; n > 0 {
+			call, release := dc.callContext(ctx)
+			start := time.Now()
+			err := rf.RefreshSlots(call, h.refreshes[:n])
+			latency := time.Since(start)
+			if release != nil {
+				release()
+			}
+			dc.storeCall(ctx, latency, n, err)
+			if err != nil {
+				dc.logs.problem(ctx, dc.cfg.logger, fmt.Errorf("decide: refreshing a request's slots: %w", err))
+			}
 		}
-		dc.storeCall(ctx, latency, len(h.refreshes), err)
-		if err != nil {
-			dc.logs.problem(ctx, dc.cfg.logger, fmt.Errorf("decide: refreshing a request's slots: %w", err))
+		if local := h.refreshes[h.inStore:]; len(local) > 0 {
+			// In process: no store call to time or report. It fails only
+			// for a refresh CheckSlotRefreshes refuses, which cannot be.
+			if err := dc.local.store.RefreshSlots(ctx, local); err != nil {
+				dc.logs.problem(ctx, dc.cfg.logger, fmt.Errorf("decide: refreshing the slots the local fallback gave a request: %w", err))
+			}
 		}
 	}
 }
