@@ -202,7 +202,8 @@ func WithHeaders(m headers.Mode) Option {
 // X-RateLimit-Reset is a Unix time. Default: the system clock
 // ([sluice.SystemClock]). Tests that step a fake store clock pass the same
 // clock here. A clock that also has timers (a Timer(d) method, as
-// storetest.Clock has) times the refreshes of concurrency slots too.
+// storetest.Clock has) times the refreshes of concurrency slots too. The
+// local fallback (on_fail: local) decides on this clock as well.
 func WithClock(c sluice.Clock) Option {
 	return setting[config](func(cfg *config) error {
 		if c == nil {
