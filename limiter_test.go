@@ -318,6 +318,12 @@ func TestLimiterPenalty(t *testing.T) {
 			blocked("Peek 5 minutes in", r, err, block-5*time.Minute, false)
 			r, err = l.AllowN(ctx, key, 2)
 			blocked("AllowN 5 minutes in", r, err, block-5*time.Minute, false)
+			if u, err := l.Usage(ctx, key); err != nil || u.BlockedFor != block-5*time.Minute || u.Remaining != 0 {
+				t.Fatalf("Usage 5 minutes in: %+v, %v; want blocked for %v, nothing remaining", u, err, block-5*time.Minute)
+			}
+			if u, err := l.Usage(ctx, "login:carol"); err != nil || u.BlockedFor != 0 {
+				t.Fatalf("Usage of a key never refused: %+v, %v; want not blocked", u, err)
+			}
 			if r, err := l.Allow(ctx, "login:bob"); err != nil || !r.Allowed || r.Blocked {
 				t.Fatalf("another key: %+v, %v; want allowed", r, err)
 			}

@@ -22,6 +22,10 @@ type Usage struct {
 	// PeriodStart and PeriodEnd bound the current period of a calendar
 	// limit, in its zone; zero for any other limit.
 	PeriodStart, PeriodEnd time.Time
+	// BlockedFor is the time left in the key's penalty block
+	// ([WithPenalty]); zero when the key is not blocked. While it runs the
+	// store reports nothing remaining, so Used is the whole limit.
+	BlockedFor time.Duration
 }
 
 // Usage reports how much of the limit key has used, without consuming
@@ -33,6 +37,9 @@ func (l *Limiter) Usage(ctx context.Context, key string) (Usage, error) {
 		return Usage{}, err
 	}
 	u := Usage{Limit: l.limit, Remaining: r.Remaining, Used: max(l.limit.Capacity()-r.Remaining, 0), ResetAfter: r.ResetAfter}
+	if r.Blocked {
+		u.BlockedFor = r.RetryAfter
+	}
 	if l.limit.Calendar != NoCalendar {
 		u.PeriodStart, u.PeriodEnd = l.limit.Window(l.clock.Now())
 		loc := l.limit.Location()
