@@ -105,3 +105,85 @@ func TestLocalSlotRefreshedWhileRunning(t *testing.T) {
 	}
 	after.Finish(ctx, 0)
 }
+
+// refreshingPartialStore is a partialStore (its calls' first hit fails,
+// the others pass) that can refresh slots, and records the refreshes.
+type refreshingPartialStore struct {
+	partialStore
+	refreshed chan []string // the keys of each refresh
+}
+
+func (s *refreshingPartialStore) RefreshSlots(_ context.Context, refreshes []sluice.SlotRefresh) error {
+	keys := make([]string, len(refreshes))
+	for i, r := range refreshes {
+		keys[i] = r.Hit.Key
+	}
+	s.refreshed <- keys
+	return nil
+}
+
+// A request whose slots lie partly in the store and partly with the local
+// fallback (the store failed one of its hits): each slot is refreshed
+// where it is held, the store's through the store and the fallback's in
+// process, and at the end each is freed there: the store gets back its
+// slot alone, and the fallback's is free for the next request.
+func TestMixedSlotsRefreshedWhereHeld(t *testing.T) {
+	const hold = time.Minute
+	clock := &steppedClock{Clock: storetest.NewClock(time.Unix(1_700_000_000, 0)), timers: make(chan firedTimer, 4)}
+	store := &refreshingPartialStore{refreshed: make(chan []string, 4)}
+	dc, err := decide.New(store, decide.WithInstances(1), decide.WithClock(clock), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := rules.MustNew(
+		rules.Rule{Name: "local-slots", Key: keyfunc.Global(), OnFail: rules.FailLocal, Concurrency: &rules.Concurrency{Max: 1, Hold: hold}},
+		rules.Rule{Name: "store-slots", Key: keyfunc.Global(), OnFail: rules.FailLocal, Concurrency: &rules.Concurrency{Max: 5, Hold: hold}},
+	)
+	check := func() *decide.Outcome { return dc.Check(set, httptest.NewRequest("GET", "/", nil), nil) }
+	ctx := context.Background()
+
+	first := check()
+	if first.Verdict != decide.Admitted || len(first.Local) != 2 || !first.Local[0] || first.Local[1] {
+		first.Finish(ctx, 0)
+		t.Fatalf("the first request: %v, local %v; want admitted, its first slot by the local fallback and its second by the store", first.Verdict, first.Local)
+	}
+	storeKey := first.Hits[1].Key
+	for range 3 {
+		var next firedTimer
+		select {
+		case next = <-clock.timers:
+		case <-time.After(10 * time.Second): // a ceiling against a hang
+			first.Finish(ctx, 0)
+			t.Fatal("no refresh timer")
+		}
+		next.fire <- clock.Advance(next.d)
+		select {
+		case keys := <-store.refreshed:
+			if len(keys) != 1 || keys[0] != storeKey {
+				t.Errorf("the store refreshed %q, want the store's slot alone (%q)", keys, storeKey)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("the store's slot was not refreshed")
+		}
+		second := check()
+		if second.Verdict != decide.Refused {
+			t.Errorf("%v into the first request: a second one %v, want refused (the local slot is held)", clock.Now().Sub(time.Unix(1_700_000_000, 0)), second.Verdict)
+		}
+		second.Finish(ctx, 0)
+	}
+	store.mu.Lock()
+	store.refunds = nil
+	store.mu.Unlock()
+	first.Finish(ctx, 0)
+	store.mu.Lock()
+	refunds := store.refunds
+	store.mu.Unlock()
+	if len(refunds) != 1 || refunds[0].Hit.Key != storeKey {
+		t.Errorf("at the end the store got back %d slots (%+v), want the store's slot alone", len(refunds), refunds)
+	}
+	after := check()
+	if after.Verdict != decide.Admitted {
+		t.Errorf("after the first request: %v, want admitted (its local slot freed)", after.Verdict)
+	}
+	after.Finish(ctx, 0)
+}
