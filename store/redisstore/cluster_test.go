@@ -33,6 +33,7 @@ func TestCluster(t *testing.T) {
 	t.Run("CrossSlotRace", func(t *testing.T) { testClusterCrossSlotRace(t, c) })
 	t.Run("CrossSlotCoalesced", func(t *testing.T) { testClusterCrossSlotCoalesced(t, c) })
 	t.Run("CrossSlotBurst", func(t *testing.T) { testClusterCrossSlotBurst(t, c) })
+	t.Run("CrossSlotBurstInstances", func(t *testing.T) { testClusterCrossSlotBurstInstances(t, c) })
 	t.Run("ScarceFirst", func(t *testing.T) { testClusterScarceFirst(t, c) })
 	t.Run("Partial", func(t *testing.T) { testClusterPartial(t, c) })
 }
