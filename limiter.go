@@ -57,8 +57,11 @@ func WithAlgorithm(a Algorithm) LimiterOption {
 // is set, [Result.BlockStarted] on the refusal that starts the block, and
 // RetryAfter is the time left in the block). after 0 means 1: the first
 // refusal starts the block. The block lives in the store with the key's
-// bucket, so every Limiter sharing the store and the key sees it, and
-// [Limiter.Reset] lifts it. A blocked call consumes nothing.
+// bucket, so every Limiter sharing the store and the key with the same
+// limit, algorithm and penalty sees it, and [Limiter.Reset] lifts it. A
+// Limiter without this penalty must not share the key: its calls do not
+// see the block, and the Redis store replaces a penalty's state it does
+// not expect, which lifts the block. A blocked call consumes nothing.
 //
 // [Limiter.Peek] reports a running block and neither counts toward one nor
 // starts one. A refusal [Limiter.Wait] meets counts toward the block as an

@@ -45,7 +45,13 @@ func newDecider(store sluice.Store, cfg config) *Decider {
 	if src, ok := store.(sluice.ObserverSource); ok && cfg.observer == nil {
 		cfg.observer = src.Observer() // the store's events receiver: metrics in one place
 	}
-	d := &Decider{store: store, cfg: cfg, local: newLocalFallback(cfg.instances, store, cfg.clock)}
+	// The local fallback keeps the memory store's monotonic clock unless a
+	// clock of the caller's own was given: the wall clock can step.
+	fallbackClock := cfg.clock
+	if fallbackClock == sluice.SystemClock {
+		fallbackClock = nil
+	}
+	d := &Decider{store: store, cfg: cfg, local: newLocalFallback(cfg.instances, store, fallbackClock)}
 	// An in-process store does no I/O: a deadline would bound nothing.
 	if ip, ok := store.(sluice.InProcessStore); !ok || !ip.InProcess() {
 		d.calls = newCallContexts(cfg.budget)

@@ -203,7 +203,9 @@ func WithHeaders(m headers.Mode) Option {
 // ([sluice.SystemClock]). Tests that step a fake store clock pass the same
 // clock here. A clock that also has timers (a Timer(d) method, as
 // storetest.Clock has) times the refreshes of concurrency slots too. The
-// local fallback (on_fail: local) decides on this clock as well.
+// local fallback (on_fail: local) decides on a clock given here as well,
+// but on the system clock's monotonic reading when it is [sluice.SystemClock]
+// or none is given.
 func WithClock(c sluice.Clock) Option {
 	return setting[config](func(cfg *config) error {
 		if c == nil {

@@ -111,6 +111,14 @@ func (dc *Decider) refreshLoop(ctx context.Context, rf sluice.SlotRefresher, h *
 		for j := range h.refreshes {
 			h.refreshes[j].Held = held
 		}
+		if local := h.refreshes[h.inStore:]; len(local) > 0 {
+			// In process, first: the store's call below may take the whole
+			// budget. No store call to time or report; it fails only for a
+			// refresh CheckSlotRefreshes refuses, which cannot be.
+			if err := dc.local.store.RefreshSlots(ctx, local); err != nil {
+				dc.logs.problem(ctx, dc.cfg.logger, fmt.Errorf("decide: refreshing the slots the local fallback gave a request: %w", err))
+			}
+		}
 		if n := h.inStore; n > 0 {
 			call, release := dc.callContext(ctx)
 			start := time.Now()
@@ -122,13 +130,6 @@ func (dc *Decider) refreshLoop(ctx context.Context, rf sluice.SlotRefresher, h *
 			dc.storeCall(ctx, latency, n, err)
 			if err != nil {
 				dc.logs.problem(ctx, dc.cfg.logger, fmt.Errorf("decide: refreshing a request's slots: %w", err))
-			}
-		}
-		if local := h.refreshes[h.inStore:]; len(local) > 0 {
-			// In process: no store call to time or report. It fails only
-			// for a refresh CheckSlotRefreshes refuses, which cannot be.
-			if err := dc.local.store.RefreshSlots(ctx, local); err != nil {
-				dc.logs.problem(ctx, dc.cfg.logger, fmt.Errorf("decide: refreshing the slots the local fallback gave a request: %w", err))
 			}
 		}
 	}

@@ -73,7 +73,8 @@ type Rule struct {
 	Limit sluice.Limit
 	// Algorithm enforces Limit. Default: [sluice.TokenBucket]; for a
 	// calendar limit ([sluice.PerCalendar]), [sluice.FixedWindow], the
-	// only algorithm that enforces one (another is refused).
+	// only algorithm that enforces one: TokenBucket, the zero value, counts
+	// as left out there, and another algorithm is refused.
 	Algorithm sluice.Algorithm
 	// Cost is what one request consumes. 0 means 1. Must not exceed the
 	// limit's capacity.
