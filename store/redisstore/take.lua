@@ -215,12 +215,10 @@ if plain then
         if pad == 0 then
           local rel = math.max(MINPX, math.ceil((x - now) / 1000))
           local e = (now - now % 1000) / 1000 + rel
-          if e % 100000000 == 0 then e = e + 1 end
-          local w = x
-          if w % 100000000 == 0 then w = string.format('%d', w) end
-          local r = redis.pcall('SET', k, w, 'PXAT', e)
+          local w = string.format('%d', x)
+          local r = redis.pcall('SET', k, w, 'PXAT', string.format('%d', e))
           if type(r) == 'table' and r.err then -- Redis before 6.2 has no PXAT
-            redis.call('SET', k, w, 'PX', rel)
+            redis.call('SET', k, w, 'PX', string.format('%d', rel))
           end
         else
           redis.call('SET', k, string.format('%d', x), 'PX', string.format('%d', math.max(MINPX, math.ceil((x - now + pad) / 1000))))
