@@ -165,11 +165,19 @@ func (m *Memory) Answer(hits []sluice.Hit, out []sluice.Result) bool {
 			return false
 		}
 	}
+	// Most calls find none of their buckets here: those need no clock.
+	held := false
+	for i := range hits {
+		out[i] = sluice.Result{}
+		held = held || m.holds(&hits[i])
+	}
+	if !held {
+		return false
+	}
 	now := m.now()
 	found := false
 	for i := range hits {
 		h := &hits[i]
-		out[i] = sluice.Result{}
 		e, later := m.lookup(h, now)
 		if e == nil {
 			continue
@@ -220,6 +228,18 @@ func (e *entry) remaining(reset int64) int64 {
 		return 0
 	}
 	return slack / interval
+}
+
+// holds reports whether one of h's key's slots holds an entry of h's
+// bucket, live or not.
+func (m *Memory) holds(h *sluice.Hit) bool {
+	i := maphash.String(m.seed, h.Key) & m.mask
+	for _, j := range [2]uint64{i, i ^ 1} {
+		if e := m.slots[j].Load(); e != nil && e.key == h.Key && e.alg == h.Algorithm && e.limit == h.Limit && e.group == h.Group {
+			return true
+		}
+	}
+	return false
 }
 
 // lookup returns the live entry that refuses h at now, or nil, and how

@@ -46,6 +46,32 @@ func TestDecodeShortTakeReply(t *testing.T) {
 	}
 }
 
+// A lone plain token-bucket hit that found its bucket full is answered
+// with its mark alone: reset-after is its cost's worth of intervals, as
+// through a coalescer's batch of one (split).
+func TestDecodeBareMark(t *testing.T) {
+	lim := sluice.PerSecond(10).WithBurst(5) // 100 ms interval
+	want := sluice.Result{Allowed: true, Limit: lim, Remaining: 3, ResetAfter: 200 * time.Millisecond,
+		Receipt: sluice.Receipt{Taken: 2, Mark: 7_000_000}}
+	for _, shadow := range []bool{false, true} {
+		s := decodeStore()
+		hits := []sluice.Hit{{Key: "a", Limit: lim, Cost: 2, Shadow: shadow}}
+		out := make([]sluice.Result, 1)
+		r := s.newRequest(hits, out)
+		if err := s.finish(int64(7_000_000), []*request{&r}); err != nil || out[0] != want {
+			t.Errorf("shadow %v: %+v, %v; want %+v", shadow, out[0], err, want)
+		}
+		out[0] = sluice.Result{}
+		parts, short, err := s.split(int64(7_000_000), []*request{&r}, nil)
+		if err != nil || !short || len(parts) != 1 {
+			t.Fatalf("shadow %v: split: %v, %v, %v", shadow, parts, short, err)
+		}
+		if err := r.decode(parts[0], short); err != nil || out[0] != want {
+			t.Errorf("shadow %v, split: %+v, %v; want %+v", shadow, out[0], err, want)
+		}
+	}
+}
+
 func TestDecodeRefusesMalformedShortReplies(t *testing.T) {
 	tb := sluice.Hit{Key: "a", Limit: sluice.PerSecond(10), Cost: 1}
 	peek := tb

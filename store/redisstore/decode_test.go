@@ -53,7 +53,12 @@ func TestDecodeRefusesMalformedTakeReplies(t *testing.T) {
 		hits  []sluice.Hit
 		reply any
 	}{
-		{"not an array", []sluice.Hit{tb}, int64(1)},
+		{"a bare integer for a forced hit", []sluice.Hit{forced}, int64(1)},
+		{"a bare integer for a log", []sluice.Hit{log}, int64(1)},
+		{"a bare integer for two hits", []sluice.Hit{tb, tb}, int64(1)},
+		{"a bare zero", []sluice.Hit{tb}, int64(0)},
+		{"a bare negative integer", []sluice.Hit{tb}, int64(-1)},
+		{"a bare string", []sluice.Hit{tb}, "1"},
 		{"empty", []sluice.Hit{tb}, []any{}},
 		{"a string", []sluice.Hit{tb}, []any{int64(0), "1", int64(8), int64(0), int64(0), int64(1)}},
 		{"too short", []sluice.Hit{tb}, ok[:5]},

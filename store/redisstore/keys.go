@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"hash"
+	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluicehq/sluice"
 )
@@ -28,6 +30,36 @@ var algorithmTags = [...]string{
 type keyer struct {
 	prefix string
 	macs   sync.Pool // *keyMAC
+	// recent holds the Redis keys of plain hits' keys met again (see
+	// named), so a hot key is hashed once rather than on every check.
+	recent [recentKeys]recentSlot
+	seed   maphash.Seed // picks a key's slot in recent
+}
+
+// recentKeys is how many slots keyer.recent has: a key has one, chosen by
+// a seeded hash, so a key can only push out the keys that share its slot.
+const recentKeys = 64
+
+// maxRecentKey bounds the length of a hit key kept in keyer.recent: each
+// slot holds on to its hit key.
+const maxRecentKey = 256
+
+// recentSlot is one slot of keyer.recent: the key it holds, and the hash of
+// the key that last missed there. A key enters on its second miss in a row
+// in its slot, so keys met once (a spread of identities) allocate nothing
+// and never push out a key met again and again.
+type recentSlot struct {
+	named  atomic.Pointer[namedKey]
+	missed atomic.Uint64
+	_      [48]byte // one slot a cache line: a hot slot is only read
+}
+
+// namedKey is a hit key and its Redis key, the latter boxed once for the
+// command.
+type namedKey struct {
+	hit   string
+	key   string
+	boxed any
 }
 
 // keyMAC is a pooled HMAC with buffers for its input and its sum, so
@@ -39,9 +71,31 @@ type keyMAC struct {
 }
 
 func newKeyer(prefix string, secret []byte) *keyer {
-	k := &keyer{prefix: prefix}
+	k := &keyer{prefix: prefix, seed: maphash.MakeSeed()}
 	k.macs.New = func() any { return &keyMAC{mac: hmac.New(sha256.New, secret)} }
 	return k
+}
+
+// named returns the Redis key of hit h, as key does, and the same boxed
+// for a command. A token-bucket hit without a Group, whose Redis key
+// depends on its key alone, is looked up in recent first; the keys met
+// again and again are found there without hashing or allocating.
+func (k *keyer) named(h *sluice.Hit) (string, any) {
+	if h.Algorithm != sluice.TokenBucket || h.Group != "" || len(h.Key) > maxRecentKey {
+		key := k.key(h)
+		return key, key
+	}
+	x := maphash.String(k.seed, h.Key)
+	s := &k.recent[x%recentKeys]
+	if n := s.named.Load(); n != nil && n.hit == h.Key {
+		return n.key, n.boxed
+	}
+	key := k.key(h)
+	var boxed any = key
+	if s.missed.Swap(x) == x {
+		s.named.Store(&namedKey{hit: h.Key, key: key, boxed: boxed})
+	}
+	return key, boxed
 }
 
 // key returns the Redis key of hit h: prefix{hmac}:tag, or, for a hit

@@ -140,8 +140,9 @@ func (d *decider) newRequest(hits []sluice.Hit, out []sluice.Result) request {
 	}
 	r.cmd = append(r.cmd, "evalsha", takeScript.sha, len(hits))
 	for i := range hits {
-		r.keys[i] = d.keys.key(&hits[i])
-		r.cmd = append(r.cmd, r.keys[i])
+		var boxed any
+		r.keys[i], boxed = d.keys.named(&hits[i])
+		r.cmd = append(r.cmd, boxed)
 	}
 	r.cmd = append(r.cmd, "") // the server's clock
 	for i := range hits {
@@ -283,6 +284,9 @@ func (d *decider) decide(ctx context.Context, reqs []*request) error {
 
 // finish writes each request's results from the reply to takeCommand(reqs).
 func (d *decider) finish(reply any, reqs []*request) error {
+	if mark, ok := reply.(int64); ok && len(reqs) == 1 {
+		return reqs[0].decodeFull(mark)
+	}
 	var one [1][]any // a lone request's part, without an allocation
 	parts, short, err := d.split(reply, reqs, one[:0])
 	if err != nil {
@@ -300,6 +304,11 @@ func (d *decider) finish(reply any, reqs []*request) error {
 // it replaced, and appends each request's part of it to parts; short
 // tells the reply's form (see take.lua).
 func (d *decider) split(reply any, reqs []*request, parts [][]any) (_ [][]any, short bool, _ error) {
+	if mark, ok := reply.(int64); ok && len(reqs) == 1 && reqs[0].shortLen == 2 {
+		// A lone hit that found its bucket full: its short form.
+		h := &reqs[0].hits[0]
+		return append(parts, []any{h.Units() * h.Limit.IntervalMicros(), mark}), true, nil
+	}
 	vals, ok := reply.([]any)
 	if !ok || len(vals) == 0 {
 		return nil, false, badReply("take", reply)
@@ -445,32 +454,52 @@ func (r *request) decodeShort(vals []any) error {
 		return badReply("take", vals)
 	}
 	for i := range r.hits {
-		h := &r.hits[i]
 		reset, ok1 := vals[2*i].(int64)
 		mark, ok2 := vals[2*i+1].(int64)
 		if !ok1 || !ok2 || reset < 0 || reset > maxExact || mark < 0 || mark > maxExact {
 			return badReply("take", vals)
 		}
-		c, p, limit := h.Units(), h.Limit.IntervalMicros(), h.Limit.Capacity()
-		tau := limit * p
-		out := &r.out[i]
-		*out = sluice.Result{Limit: h.Limit, ResetAfter: algo.Micros(reset)}
-		if tau > reset {
-			out.Remaining = (tau - reset) / p
-		}
-		switch {
-		case mark > 0:
-			out.Allowed = true
-			out.Receipt = sluice.Receipt{Taken: c, Mark: mark}
-		case c > limit:
-			out.Unsatisfiable = true
-		case reset+c*p <= tau:
-			out.Allowed = true
-		default:
-			out.RetryAfter = algo.Micros(reset + c*p - tau)
-		}
+		r.decodeHit(i, reset, mark)
 	}
 	return nil
+}
+
+// decodeFull writes the result of r, one plain token-bucket hit, from a
+// bare integer reply: the hit found its bucket full and took its cost, and
+// the reply is its mark (see take.lua). Its reset-after is its cost's
+// worth of emission intervals.
+func (r *request) decodeFull(mark int64) error {
+	if len(r.hits) != 1 || r.shortLen != 2 || mark <= 0 || mark > maxExact {
+		return badReply("take", mark)
+	}
+	h := &r.hits[0]
+	r.decodeHit(0, h.Units()*h.Limit.IntervalMicros(), mark)
+	return nil
+}
+
+// decodeHit writes the result of r's hit i, a plain token-bucket hit, from
+// its reset-after µs and mark (0: it took nothing); the rest follows from
+// the hit, as take.lua says.
+func (r *request) decodeHit(i int, reset, mark int64) {
+	h := &r.hits[i]
+	c, p, limit := h.Units(), h.Limit.IntervalMicros(), h.Limit.Capacity()
+	tau := limit * p
+	out := &r.out[i]
+	*out = sluice.Result{Limit: h.Limit, ResetAfter: algo.Micros(reset)}
+	if tau > reset {
+		out.Remaining = (tau - reset) / p
+	}
+	switch {
+	case mark > 0:
+		out.Allowed = true
+		out.Receipt = sluice.Receipt{Taken: c, Mark: mark}
+	case c > limit:
+		out.Unsatisfiable = true
+	case reset+c*p <= tau:
+		out.Allowed = true
+	default:
+		out.RetryAfter = algo.Micros(reset + c*p - tau)
+	}
 }
 
 // badReply reports a script reply of the wrong shape for op. The script

@@ -36,9 +36,13 @@
 --          without a penalty reads such a key as one that holds something
 --          else (the rule lost its penalty).
 --
--- Returns an array in one of two forms. The full form: h, the number of
--- keys found holding something that is not a bucket's state (another type,
--- or a value that does not parse), which were replaced; the 1-based indices
+-- Returns a bare integer, or an array in one of two forms. The integer
+-- answers one plain token-bucket hit (mode 64 or 68) that found its bucket
+-- full and took its cost: it is the hit's mark (its arrival time after it);
+-- its reset-after is cost × p, and the rest follows as in the short form.
+-- The full form: h, the number of keys found holding something that is not
+-- a bucket's state (another type, or a value that does not parse), which
+-- were replaced; the 1-based indices
 -- of h hits, one on each such key; then per hit: code, remaining,
 -- reset-after µs, retry-after µs, mark, and for a sliding log hit its
 -- sequence number. code is allowed (1) + 2 if unsatisfiable + 4 × the units
@@ -99,9 +103,11 @@ local single = ARGV[2]
 
 -- One plain token-bucket hit (mode 64, or 68 for a shadow hit): the
 -- commonest call. Strings become numbers by arithmetic (no tonumber), and
--- numbers go to redis.call as they are (no string.format) unless they end
--- in eight zeros, which Redis may print in exponent form: an arrival time
--- is then formatted, an expiry a millisecond later.
+-- numbers go to redis.call formatted by string.format: Redis 7.0 prints a
+-- number it is given in %.17g, which costs more. A hit that found its
+-- bucket full (its arrival time at most now) and took its cost is answered
+-- with its mark alone, a bare integer: its reset-after is then its cost
+-- times p, which the caller knows; a table reply costs Redis more.
 if n == 1 and (single == '64' or single == '68') then
   local k = KEYS[1]
   local x = 0
@@ -109,22 +115,22 @@ if n == 1 and (single == '64' or single == '68') then
   if v then x = tonumber(v) end -- nil for an error (another type) too
   if x and x >= 0 and x < BIG and x % 1 == 0 then
     local p, limit, c = ARGV[3] + 0, ARGV[4] + 0, ARGV[5] + 0
-    if x < now then x = now end
+    local full = x <= now
+    if full then x = now end
     local nxt = x + c * p
     if c > limit or nxt - now > limit * p then return {-1, x - now, 0} end
+    local w = string.format('%d', nxt)
     if pad == 0 then
       local rel = math.max(MINPX, math.ceil((nxt - now) / 1000))
       local e = (now - now % 1000) / 1000 + rel
-      if e % 100000000 == 0 then e = e + 1 end
-      local w = nxt
-      if w % 100000000 == 0 then w = string.format('%d', w) end
-      local r = redis.pcall('SET', k, w, 'PXAT', e)
+      local r = redis.pcall('SET', k, w, 'PXAT', string.format('%d', e))
       if type(r) == 'table' and r.err then -- Redis before 6.2 has no PXAT
-        redis.call('SET', k, w, 'PX', rel)
+        redis.call('SET', k, w, 'PX', string.format('%d', rel))
       end
     else
-      redis.call('SET', k, string.format('%d', nxt), 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now + pad) / 1000))))
+      redis.call('SET', k, w, 'PX', string.format('%d', math.max(MINPX, math.ceil((nxt - now + pad) / 1000))))
     end
+    if full then return nxt end
     return {-1, nxt - now, nxt}
   end
 end
@@ -209,12 +215,10 @@ if plain then
         if pad == 0 then
           local rel = math.max(MINPX, math.ceil((x - now) / 1000))
           local e = (now - now % 1000) / 1000 + rel
-          if e % 100000000 == 0 then e = e + 1 end
-          local w = x
-          if w % 100000000 == 0 then w = string.format('%d', w) end
-          local r = redis.pcall('SET', k, w, 'PXAT', e)
+          local w = string.format('%d', x)
+          local r = redis.pcall('SET', k, w, 'PXAT', string.format('%d', e))
           if type(r) == 'table' and r.err then -- Redis before 6.2 has no PXAT
-            redis.call('SET', k, w, 'PX', rel)
+            redis.call('SET', k, w, 'PX', string.format('%d', rel))
           end
         else
           redis.call('SET', k, string.format('%d', x), 'PX', string.format('%d', math.max(MINPX, math.ceil((x - now + pad) / 1000))))
