@@ -31,7 +31,7 @@ import (
 // two slots, on two masters at most times. Both rules fail closed: a store
 // call that fails answers 503, never a local decision, so every 200 was
 // admitted by Redis.
-func burstLogins(t testing.TB) *rules.Set {
+func burstLogins(t testing.TB, extra ...rules.Rule) *rules.Set {
 	t.Helper()
 	resolve, err := keyfunc.TrustedHeader("X-Real-IP", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
 	if err != nil {
@@ -48,10 +48,10 @@ func burstLogins(t testing.TB) *rules.Set {
 		}
 		return user, nil
 	})
-	return rules.MustNew(
-		rules.Rule{Name: "login", Key: account, Limit: sluice.PerMinute(burstLimit), OnFail: rules.FailClosed},
-		rules.Rule{Name: "login-ip", Key: ip, Limit: sluice.PerMinute(20), OnFail: rules.FailClosed},
-	)
+	return rules.MustNew(append([]rules.Rule{
+		{Name: "login", Key: account, Limit: sluice.PerMinute(burstLimit), OnFail: rules.FailClosed},
+		{Name: "login-ip", Key: ip, Limit: sluice.PerMinute(20), OnFail: rules.FailClosed},
+	}, extra...)...)
 }
 
 const (
@@ -145,7 +145,7 @@ func (v *burstVariant) quantile(q float64) time.Duration {
 // burst sends a burst of logins of account from addr, asserts it admitted
 // no more than the limit, and, if count, tallies it.
 func (v *burstVariant) burst(t testing.TB, account, addr string, count bool) {
-	codes, took := loginBurst(t, v.client, v.url, account, addr)
+	codes, took := loginBurst(t, v.client, []string{v.url}, account, addr)
 	admitted, other := 0, 0
 	for _, code := range codes {
 		switch code {
@@ -173,19 +173,23 @@ func (v *burstVariant) burst(t testing.TB, account, addr string, count bool) {
 }
 
 // loginBurst sends burstRequests concurrent logins of account from addr,
-// released together, and returns their status codes and latencies.
-func loginBurst(t testing.TB, client *http.Client, url, account, addr string) ([]int, []time.Duration) {
+// released together, the i-th to urls[i % len(urls)] with the header
+// name-value pairs given, and returns their status codes and latencies.
+func loginBurst(t testing.TB, client *http.Client, urls []string, account, addr string, header ...string) ([]int, []time.Duration) {
 	codes := make([]int, burstRequests)
 	took := make([]time.Duration, burstRequests)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range burstRequests {
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url+"/login", nil)
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, urls[i%len(urls)]+"/login", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		req.SetBasicAuth(account, "secret")
 		req.Header.Set("X-Real-IP", addr)
+		for j := 0; j+1 < len(header); j += 2 {
+			req.Header.Set(header[j], header[j+1])
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
