@@ -259,6 +259,41 @@ func TestCoalescedAbandonedCallerIsNotReread(t *testing.T) {
 	}
 }
 
+// A lone member whose caller gave up while its batch of one was in flight,
+// and that found its bucket full, is answered with a bare integer (see
+// take.lua): splitting that reply reads nothing of the hits the caller has
+// since reused (the race detector tells). One lane, so the victim's batch
+// goes out alone once the leader's is back; the test waits for the
+// victim's reply before it ends.
+func TestCoalescedAbandonedLoneCallerIsNotReread(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := newClient(t, srv.Addr)
+	s := newStoreWith(t, &slowClient{Client: rc, delay: 200 * time.Millisecond}, nil,
+		redisstore.Config{Coalesce: 8, CoalesceLanes: 1, StartupCheckTimeout: -1})
+	var wg sync.WaitGroup
+	take := func(ctx context.Context, hits []sluice.Hit, after func()) {
+		wg.Go(func() {
+			_ = s.Take(ctx, hits, make([]sluice.Result, len(hits)))
+			if after != nil {
+				after()
+			}
+		})
+	}
+	take(context.Background(), []sluice.Hit{{Key: "leader", Limit: sluice.PerHour(5), Cost: 1}}, nil)
+	time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	hits := []sluice.Hit{{Key: "victim", Limit: sluice.PerHour(5), Cost: 1}}
+	take(ctx, hits, func() { hits[0].Key, hits[0].Cost = "reused-by-next-request", 3 })
+	time.Sleep(250 * time.Millisecond) // the leader is done; the victim's batch is in flight
+	cancel()
+	wg.Wait()
+	time.Sleep(400 * time.Millisecond) // the victim's reply arrives and is split
+	reused := redisstore.KeyOf(s, sluice.Hit{Key: "reused-by-next-request", Limit: sluice.PerHour(5)})
+	if n := rc.Exists(context.Background(), reused).Val(); n != 0 {
+		t.Fatalf("the batch charged the hits its abandoned caller reused")
+	}
+}
+
 // gatedClient holds each EVALSHA until the test lets it through or the
 // call's context ends, then moves the coalescer's clock by rtt, as if the
 // round trip had taken that long. An EVALSHA on a key of held waits apart,

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"hash"
 	"hash/maphash"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -93,7 +94,9 @@ func (k *keyer) named(h *sluice.Hit) (string, any) {
 	key := k.key(h)
 	var boxed any = key
 	if s.missed.Swap(x) == x {
-		s.named.Store(&namedKey{hit: h.Key, key: key, boxed: boxed})
+		// A copy: the slot outlives the call, and h.Key may be a slice of
+		// something larger the caller keeps or reuses.
+		s.named.Store(&namedKey{hit: strings.Clone(h.Key), key: key, boxed: boxed})
 	}
 	return key, boxed
 }

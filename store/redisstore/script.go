@@ -77,6 +77,11 @@ type request struct {
 	// splits its reply after a member may have left, when hits is its
 	// caller's again.
 	replyLen, shortLen int
+	// fullReset is the reset-after µs of a lone plain token-bucket hit
+	// that found its bucket full (its cost's worth of emission
+	// intervals), for a bare integer reply; counted when the request is
+	// made, for the same reason.
+	fullReset int64
 }
 
 // args returns the request's script arguments after the clock.
@@ -132,6 +137,9 @@ type decider struct {
 // newRequest returns the request deciding hits into out.
 func (d *decider) newRequest(hits []sluice.Hit, out []sluice.Result) request {
 	r := request{hits: hits, out: out, replyLen: replyLen(hits), shortLen: shortLen(hits)}
+	if r.shortLen == 2 {
+		r.fullReset = hits[0].Units() * hits[0].Limit.IntervalMicros()
+	}
 	if len(hits) == 1 {
 		b := new(oneHit)
 		r.keys, r.cmd = b.keys[:], b.cmd[:0]
@@ -305,9 +313,9 @@ func (d *decider) finish(reply any, reqs []*request) error {
 // tells the reply's form (see take.lua).
 func (d *decider) split(reply any, reqs []*request, parts [][]any) (_ [][]any, short bool, _ error) {
 	if mark, ok := reply.(int64); ok && len(reqs) == 1 && reqs[0].shortLen == 2 {
-		// A lone hit that found its bucket full: its short form.
-		h := &reqs[0].hits[0]
-		return append(parts, []any{h.Units() * h.Limit.IntervalMicros(), mark}), true, nil
+		// A lone hit that found its bucket full: its short form. Its hits
+		// are not read: the caller may have left (see request).
+		return append(parts, []any{reqs[0].fullReset, mark}), true, nil
 	}
 	vals, ok := reply.([]any)
 	if !ok || len(vals) == 0 {
@@ -472,8 +480,7 @@ func (r *request) decodeFull(mark int64) error {
 	if len(r.hits) != 1 || r.shortLen != 2 || mark <= 0 || mark > maxExact {
 		return badReply("take", mark)
 	}
-	h := &r.hits[0]
-	r.decodeHit(0, h.Units()*h.Limit.IntervalMicros(), mark)
+	r.decodeHit(0, r.fullReset, mark)
 	return nil
 }
 
