@@ -165,20 +165,21 @@ func (m *Memory) Answer(hits []sluice.Hit, out []sluice.Result) bool {
 			return false
 		}
 	}
-	// Most calls find none of their buckets here: those need no clock.
-	held := false
-	for i := range hits {
-		out[i] = sluice.Result{}
-		held = held || m.holds(&hits[i])
-	}
-	if !held {
-		return false
-	}
-	now := m.now()
-	found := false
+	// Most calls find none of their buckets here: those need no clock,
+	// which is read once, at the first bucket held.
+	var now int64
+	clocked, found := false, false
 	for i := range hits {
 		h := &hits[i]
-		e, later := m.lookup(h, now)
+		out[i] = sluice.Result{}
+		slot := m.slotOf(h.Key)
+		if !m.holds(h, slot) {
+			continue
+		}
+		if !clocked {
+			now, clocked = m.now(), true
+		}
+		e, later := m.lookup(h, slot, now)
 		if e == nil {
 			continue
 		}
@@ -230,28 +231,37 @@ func (e *entry) remaining(reset int64) int64 {
 	return slack / interval
 }
 
-// holds reports whether one of h's key's slots holds an entry of h's
-// bucket, live or not.
-func (m *Memory) holds(h *sluice.Hit) bool {
-	i := maphash.String(m.seed, h.Key) & m.mask
+// slotOf returns the first of key's two slots (the other is it ^ 1).
+func (m *Memory) slotOf(key string) uint64 {
+	return maphash.String(m.seed, key) & m.mask
+}
+
+// of reports whether e is an entry of h's bucket, live or not.
+func (e *entry) of(h *sluice.Hit) bool {
+	return e.key == h.Key && e.alg == h.Algorithm && e.limit == h.Limit && e.group == h.Group
+}
+
+// holds reports whether h's key's slots, from i (see slotOf), hold an
+// entry of h's bucket, live or not.
+func (m *Memory) holds(h *sluice.Hit, i uint64) bool {
 	for _, j := range [2]uint64{i, i ^ 1} {
-		if e := m.slots[j].Load(); e != nil && e.key == h.Key && e.alg == h.Algorithm && e.limit == h.Limit && e.group == h.Group {
+		if e := m.slots[j].Load(); e != nil && e.of(h) {
 			return true
 		}
 	}
 	return false
 }
 
-// lookup returns the live entry that refuses h at now, or nil, and how
+// lookup returns the live entry, in h's key's slots from i (see slotOf),
+// that refuses h at now, or nil, and how
 // much later than the remembered refusal h could pass: a token bucket
 // (GCRA) refused at cost c admits c' = c + d exactly d emission intervals
 // later; for the other algorithms only the refused cost itself is known.
-func (m *Memory) lookup(h *sluice.Hit, now int64) (*entry, int64) {
-	i := maphash.String(m.seed, h.Key) & m.mask
+func (m *Memory) lookup(h *sluice.Hit, i uint64, now int64) (*entry, int64) {
 	c := cost(h)
 	for _, j := range [2]uint64{i, i ^ 1} {
 		e := m.slots[j].Load()
-		if e == nil || e.key != h.Key || now >= e.expires || e.alg != h.Algorithm || e.limit != h.Limit || e.group != h.Group {
+		if e == nil || now >= e.expires || !e.of(h) {
 			continue
 		}
 		switch {
@@ -320,7 +330,7 @@ func sharesBucket(earlier []sluice.Hit, h *sluice.Hit) bool {
 // put stores e in one of its key's two slots: the one holding its key, or
 // an empty or expired one, or else the one that expires first.
 func (m *Memory) put(e *entry) {
-	i := maphash.String(m.seed, e.key) & m.mask
+	i := m.slotOf(e.key)
 	a, b := &m.slots[i], &m.slots[i^1]
 	ea, eb := a.Load(), b.Load()
 	switch {
@@ -342,7 +352,7 @@ func (m *Memory) Forget(key string) {
 	if m == nil {
 		return
 	}
-	i := maphash.String(m.seed, key) & m.mask
+	i := m.slotOf(key)
 	for _, j := range [2]uint64{i, i ^ 1} {
 		if e := m.slots[j].Load(); e != nil && e.key == key {
 			m.slots[j].CompareAndSwap(e, nil)
