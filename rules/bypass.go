@@ -102,9 +102,7 @@ func newBypassEntry(b Bypass) (bypassEntry, error) {
 	case b.OnFail > FailClosed:
 		return bypassEntry{}, fail("on_fail", "unknown policy %d", b.OnFail)
 	}
-	if b.Limit.IsCalendar() && b.Algorithm == sluice.TokenBucket {
-		b.Algorithm = sluice.FixedWindow // the only one that enforces it
-	}
+	b.Algorithm = algorithmFor(b.Limit, b.Algorithm)
 	if err := b.Algorithm.ValidateLimit(b.Limit); err != nil {
 		return bypassEntry{}, fail("limit", "%v", err)
 	}

@@ -58,10 +58,18 @@ func New(rules ...Rule) (*Set, error) {
 // enforces; a rule file chooses it too).
 func (r Rule) withDefaults() Rule {
 	r = r.concurrent()
-	if r.Limit.IsCalendar() && r.Algorithm == sluice.TokenBucket {
-		r.Algorithm = sluice.FixedWindow
-	}
+	r.Algorithm = algorithmFor(r.Limit, r.Algorithm)
 	return r
+}
+
+// algorithmFor returns the algorithm that enforces l when a is given:
+// the fixed window for a calendar limit whose algorithm is left zero
+// (the only one that enforces it), else a.
+func algorithmFor(l sluice.Limit, a sluice.Algorithm) sluice.Algorithm {
+	if l.IsCalendar() && a == sluice.TokenBucket {
+		return sluice.FixedWindow
+	}
+	return a
 }
 
 // MustNew is like [New] but panics on an error; for rules fixed in code.
